@@ -1,0 +1,42 @@
+//! Strata's storage engine: a log-structured merge tree.
+//!
+//! Writes go to a write-ahead log (group commit, checksummed records) and a
+//! lock-free skiplist memtable; full memtables are flushed in the background
+//! to immutable sorted tables (SSTables with bloom filters and a block
+//! index), which a leveled compaction merges down the levels. A manifest
+//! records the live set of tables atomically. See `docs/architecture.md` for
+//! the tour and `docs/engine.md` for the file formats.
+//!
+//! This crate must not know about HTTP, clusters or metrics formats: it
+//! reports through [`Db::stats`] and an [`EventListener`].
+
+mod batch;
+mod cache;
+mod coding;
+mod compaction;
+mod db;
+mod error;
+mod events;
+mod iterator;
+mod key;
+mod manifest;
+mod memtable;
+mod options;
+mod record;
+mod sstable;
+mod stats;
+mod version;
+
+pub use batch::WriteBatch;
+pub use db::Db;
+pub use error::{Error, Result};
+pub use events::{Event, EventListener, EventLog, StallReason};
+pub use iterator::DbIterator;
+pub use options::{Durability, Options};
+pub use stats::{LevelStats, StatsSnapshot};
+
+/// Format constants, for tools and documentation tests.
+pub mod format {
+    pub use crate::record::HEADER_LEN as RECORD_HEADER_LEN;
+    pub use crate::sstable::{BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, MAGIC};
+}

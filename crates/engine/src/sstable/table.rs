@@ -1,0 +1,437 @@
+//! Reads one SSTable: footer, index, filter and properties are loaded at
+//! open; data blocks are read with positioned reads through the shared block
+//! cache. Owns point lookups and iteration within a table and the deletion of
+//! its file once it is obsolete and unused. Must not decide table placement.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::cache::BlockCache;
+use crate::coding::{get_u32, get_u64, Reader};
+use crate::error::{Error, IoContext, Result};
+use crate::iterator::InternalIterator;
+use crate::key::{self, Kind};
+use crate::memtable::Lookup;
+use crate::sstable::block::{Block, BlockIter};
+use crate::sstable::{bloom, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, MAGIC};
+use crate::stats::Stats;
+
+/// Table properties, stored in the properties block.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Props {
+    pub entries: u64,
+    pub deletes: u64,
+    pub min_seq: u64,
+    pub max_seq: u64,
+    pub raw_key_bytes: u64,
+    pub raw_value_bytes: u64,
+    pub data_size: u64,
+    pub data_blocks: u64,
+    /// First and last internal keys.
+    pub first_key: Vec<u8>,
+    pub last_key: Vec<u8>,
+}
+
+struct IndexEntry {
+    last_key: Box<[u8]>,
+    offset: u64,
+    len: u64,
+}
+
+pub struct Table {
+    id: u64,
+    path: PathBuf,
+    file: File,
+    size: u64,
+    index: Vec<IndexEntry>,
+    filter: Vec<u8>,
+    props: Props,
+    cache: BlockCache,
+    stats: Arc<Stats>,
+    obsolete: AtomicBool,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Table({})", self.path.display())
+    }
+}
+
+impl Table {
+    pub fn open(path: &Path, id: u64, cache: BlockCache, stats: Arc<Stats>) -> Result<Table> {
+        let file = File::open(path).ctx(path)?;
+        let size = file.metadata().ctx(path)?.len();
+        if size < FOOTER_LEN as u64 {
+            return Err(Error::corruption(path, 0, format!("file of {size} bytes is too short for a table")));
+        }
+        let foff = size - FOOTER_LEN as u64;
+        let mut footer = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut footer, foff).ctx(path)?;
+        if footer[56..64] != MAGIC {
+            return Err(Error::corruption(path, foff + 56, "bad table magic"));
+        }
+        if crc32fast::hash(&footer[..52]) != get_u32(&footer[52..56]) {
+            return Err(Error::corruption(path, foff, "footer checksum mismatch"));
+        }
+        let version = get_u32(&footer[48..52]);
+        if version != FORMAT_VERSION {
+            return Err(Error::corruption(path, foff + 48, format!("unsupported table format version {version}")));
+        }
+        let h = |i: usize| (get_u64(&footer[16 * i..]), get_u64(&footer[16 * i + 8..]));
+        let (index_h, filter_h, props_h) = (h(0), h(1), h(2));
+        for (o, l) in [index_h, filter_h, props_h] {
+            if o.checked_add(l).and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64)).is_none_or(|e| e > foff) {
+                return Err(Error::corruption(path, foff, "block handle points outside the file"));
+            }
+        }
+        let raw_index = read_block(&file, path, index_h.0, index_h.1)?;
+        let filter = read_block(&file, path, filter_h.0, filter_h.1)?.to_vec();
+        let raw_props = read_block(&file, path, props_h.0, props_h.1)?;
+        let props = decode_props(&raw_props).ok_or_else(|| Error::corruption(path, props_h.0, "malformed properties block"))?;
+        let index_block = Block::new(raw_index).ok_or_else(|| Error::corruption(path, index_h.0, "malformed index block"))?;
+        let mut index = Vec::new();
+        let mut it = index_block.iter();
+        it.seek_to_first();
+        while it.valid() {
+            let mut r = Reader::new(it.value_ref());
+            let (Some(offset), Some(len)) = (r.varint(), r.varint()) else {
+                return Err(Error::corruption(path, index_h.0, "malformed index entry"));
+            };
+            if offset + len + BLOCK_TRAILER_LEN as u64 > foff {
+                return Err(Error::corruption(path, index_h.0, "index entry points outside the file"));
+            }
+            index.push(IndexEntry {
+                last_key: it.key().into(),
+                offset,
+                len,
+            });
+            it.next();
+        }
+        if it.corrupt() {
+            return Err(Error::corruption(path, index_h.0, "malformed index block"));
+        }
+        Ok(Table {
+            id,
+            path: path.to_path_buf(),
+            file,
+            size,
+            index,
+            filter,
+            props,
+            cache,
+            stats,
+            obsolete: AtomicBool::new(false),
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn props(&self) -> &Props {
+        &self.props
+    }
+    pub fn first_user_key(&self) -> &[u8] {
+        key::user_key(&self.props.first_key)
+    }
+    pub fn last_user_key(&self) -> &[u8] {
+        key::user_key(&self.props.last_key)
+    }
+
+    /// Mark the file for deletion once the last reference is dropped.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, AtomicOrdering::Release);
+    }
+
+    fn block(&self, i: usize, fill_cache: bool) -> Result<Block> {
+        let e = &self.index[i];
+        if let Some(b) = self.cache.get(&(self.id, e.offset)) {
+            self.stats.inc(&self.stats.cache_hits);
+            return Ok(b);
+        }
+        self.stats.inc(&self.stats.cache_misses);
+        let raw = read_block(&self.file, &self.path, e.offset, e.len)?;
+        let b = Block::new(raw).ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+        if fill_cache {
+            self.cache.insert((self.id, e.offset), b.clone());
+        }
+        Ok(b)
+    }
+
+    /// Index of the first block whose last key is >= `target`.
+    fn find_block(&self, target: &[u8]) -> usize {
+        self.index
+            .partition_point(|e| key::compare(&e.last_key, target) == Ordering::Less)
+    }
+
+    /// Newest version of `user` with sequence <= `snapshot`, consulting the
+    /// bloom filter first.
+    pub fn get(&self, user: &[u8], hash: u64, snapshot: u64) -> Result<Option<Lookup>> {
+        if !self.filter.is_empty() {
+            if !bloom::may_contain(&self.filter, hash) {
+                self.stats.inc(&self.stats.bloom_negatives);
+                return Ok(None);
+            }
+            self.stats.inc(&self.stats.bloom_positives);
+        }
+        let target = key::encode(user, key::seek_trailer(snapshot));
+        let i = self.find_block(&target);
+        if i >= self.index.len() {
+            return Ok(None);
+        }
+        let b = self.block(i, true)?;
+        let mut it = b.iter();
+        it.seek(&target);
+        if it.corrupt() {
+            return Err(Error::corruption(&self.path, self.index[i].offset, "malformed data block entry"));
+        }
+        if !it.valid() {
+            return Ok(None);
+        }
+        let (u, t) = key::split(it.key());
+        if u != user {
+            return Ok(None);
+        }
+        Ok(Some(match key::trailer_kind(t) {
+            Some(Kind::Put) => Lookup::Value(it.value()),
+            Some(Kind::Delete) => Lookup::Deleted,
+            None => return Err(Error::corruption(&self.path, self.index[i].offset, "unknown entry kind")),
+        }))
+    }
+
+    /// An iterator over the whole table. `fill_cache` is false for
+    /// compaction reads so that they do not evict the foreground's blocks.
+    pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
+        TableIter {
+            table: self.clone(),
+            block: None,
+            idx: 0,
+            fill_cache,
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if self.obsolete.load(AtomicOrdering::Acquire) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Read `len` bytes at `off` plus the block trailer, verify the checksum.
+fn read_block(file: &File, path: &Path, off: u64, len: u64) -> Result<Bytes> {
+    let total = len as usize + BLOCK_TRAILER_LEN;
+    let mut buf = vec![0u8; total];
+    file.read_exact_at(&mut buf, off).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            Error::corruption(path, off, "block extends past end of file")
+        } else {
+            Error::io(path, e)
+        }
+    })?;
+    let crc = get_u32(&buf[len as usize + 1..]);
+    if crc32fast::hash(&buf[..len as usize + 1]) != crc {
+        return Err(Error::corruption(path, off, "block checksum mismatch"));
+    }
+    if buf[len as usize] != 0 {
+        return Err(Error::corruption(path, off, "unknown block compression type"));
+    }
+    buf.truncate(len as usize);
+    Ok(Bytes::from(buf))
+}
+
+fn decode_props(b: &[u8]) -> Option<Props> {
+    let mut r = Reader::new(b);
+    let p = Props {
+        entries: r.varint()?,
+        deletes: r.varint()?,
+        min_seq: r.varint()?,
+        max_seq: r.varint()?,
+        raw_key_bytes: r.varint()?,
+        raw_value_bytes: r.varint()?,
+        data_size: r.varint()?,
+        data_blocks: r.varint()?,
+        first_key: r.bytes()?.to_vec(),
+        last_key: r.bytes()?.to_vec(),
+    };
+    if p.entries > 0 && (p.first_key.len() < 8 || p.last_key.len() < 8) {
+        return None;
+    }
+    Some(p)
+}
+
+/// A cursor over a whole table.
+pub struct TableIter {
+    table: Arc<Table>,
+    block: Option<BlockIter>,
+    idx: usize,
+    fill_cache: bool,
+}
+
+impl TableIter {
+    fn load(&mut self, i: usize) -> Result<()> {
+        self.idx = i;
+        if i >= self.table.index.len() {
+            self.block = None;
+            return Ok(());
+        }
+        self.block = Some(self.table.block(i, self.fill_cache)?.iter());
+        Ok(())
+    }
+
+    fn check(&self) -> Result<()> {
+        if let Some(b) = &self.block {
+            if b.corrupt() {
+                return Err(Error::corruption(
+                    &self.table.path,
+                    self.table.index[self.idx].offset,
+                    "malformed data block entry",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Skip past exhausted blocks.
+    fn settle(&mut self) -> Result<()> {
+        loop {
+            self.check()?;
+            match &self.block {
+                Some(b) if !b.valid() => {
+                    self.load(self.idx + 1)?;
+                    if let Some(b) = &mut self.block {
+                        b.seek_to_first();
+                    }
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.block.as_ref().is_some_and(|b| b.valid())
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.load(0)?;
+        if let Some(b) = &mut self.block {
+            b.seek_to_first();
+        }
+        self.settle()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let i = self.table.find_block(target);
+        self.load(i)?;
+        if let Some(b) = &mut self.block {
+            b.seek(target);
+        }
+        self.settle()
+    }
+    fn next(&mut self) -> Result<()> {
+        if let Some(b) = &mut self.block {
+            b.next();
+        }
+        self.settle()
+    }
+    fn key(&self) -> &[u8] {
+        self.block.as_ref().expect("valid").key()
+    }
+    fn value(&self) -> Bytes {
+        self.block.as_ref().expect("valid").value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{encode, seek_trailer, trailer};
+    use crate::sstable::TableBuilder;
+
+    fn build(dir: &Path, n: usize) -> PathBuf {
+        let p = dir.join("000001.sst");
+        let mut b = TableBuilder::create(&p, 256, 4, 10).unwrap();
+        for i in 0..n {
+            let kind = if i % 10 == 9 { Kind::Delete } else { Kind::Put };
+            let v = if kind == Kind::Put { format!("value{i}") } else { String::new() };
+            b.add(&encode(format!("k{i:06}").as_bytes(), trailer(i as u64 + 1, kind)), v.as_bytes()).unwrap();
+        }
+        b.finish().unwrap();
+        p
+    }
+
+    fn open(p: &Path) -> Result<Arc<Table>> {
+        Table::open(p, 1, BlockCache::new(1 << 20), Arc::new(Stats::default())).map(Arc::new)
+    }
+
+    #[test]
+    fn get_and_iterate() {
+        let d = tempfile::tempdir().unwrap();
+        let p = build(d.path(), 1000);
+        let t = open(&p).unwrap();
+        assert_eq!(t.props().entries, 1000);
+        assert_eq!(t.props().deletes, 100);
+        assert_eq!(t.first_user_key(), b"k000000");
+        assert_eq!(t.last_user_key(), b"k000999");
+        for i in [0usize, 1, 500, 998, 999] {
+            let u = format!("k{i:06}");
+            let got = t.get(u.as_bytes(), bloom::hash(u.as_bytes()), 1 << 40).unwrap();
+            if i % 10 == 9 {
+                assert_eq!(got, Some(Lookup::Deleted));
+            } else {
+                assert_eq!(got, Some(Lookup::Value(Bytes::from(format!("value{i}")))));
+            }
+            // Invisible at an older snapshot.
+            assert_eq!(t.get(u.as_bytes(), bloom::hash(u.as_bytes()), i as u64).unwrap(), None);
+        }
+        assert_eq!(t.get(b"nope", bloom::hash(b"nope"), 1 << 40).unwrap(), None);
+        let mut it = t.iter(true);
+        it.seek_to_first().unwrap();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next().unwrap();
+        }
+        assert_eq!(n, 1000);
+        it.seek(&encode(b"k000500", seek_trailer(1 << 40))).unwrap();
+        assert_eq!(key::user_key(it.key()), b"k000500");
+    }
+
+    #[test]
+    fn flipped_bytes_are_reported_with_file_and_offset() {
+        let d = tempfile::tempdir().unwrap();
+        let p = build(d.path(), 1000);
+        let clean = std::fs::read(&p).unwrap();
+        let len = clean.len();
+        // Each position: early data block, meta region, footer.
+        for pos in [10, len / 2, len - 100, len - 10, len - 30] {
+            let mut bytes = clean.clone();
+            bytes[pos] ^= 0x40;
+            std::fs::write(&p, &bytes).unwrap();
+            let result = open(&p).and_then(|t| {
+                let mut it = t.iter(true);
+                it.seek_to_first()?;
+                while it.valid() {
+                    it.next()?;
+                }
+                Ok(())
+            });
+            match result {
+                Err(Error::Corruption { file, .. }) => assert_eq!(file, p),
+                other => panic!("flip at {pos}: expected corruption, got {other:?}"),
+            }
+        }
+    }
+}
