@@ -75,11 +75,6 @@ impl<'a> Reader<'a> {
         self.pos += 4;
         Some(get_u32(s))
     }
-    pub fn u64(&mut self) -> Option<u64> {
-        let s = self.buf.get(self.pos..self.pos + 8)?;
-        self.pos += 8;
-        Some(get_u64(s))
-    }
     pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let s = self.buf.get(self.pos..end)?;

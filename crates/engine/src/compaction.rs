@@ -32,7 +32,11 @@ pub struct Compaction {
 
 impl Compaction {
     pub fn input_bytes(&self) -> u64 {
-        self.inputs.iter().chain(&self.next_inputs).map(|t| t.size()).sum()
+        self.inputs
+            .iter()
+            .chain(&self.next_inputs)
+            .map(|t| t.size())
+            .sum()
     }
 
     /// A single table with nothing below it to merge moves by a manifest edit.
@@ -97,8 +101,16 @@ pub fn pick(v: &Version, opts: &Options, pointers: &mut [Vec<u8>]) -> Option<Com
 /// All tables of `level` merged with what overlaps them one level down.
 pub fn whole_level(v: &Version, level: usize) -> Compaction {
     let inputs = v.levels[level].clone();
-    let lo = inputs.iter().map(|t| t.first_user_key()).min().unwrap_or(&[]);
-    let hi = inputs.iter().map(|t| t.last_user_key()).max().unwrap_or(&[]);
+    let lo = inputs
+        .iter()
+        .map(|t| t.first_user_key())
+        .min()
+        .unwrap_or(&[]);
+    let hi = inputs
+        .iter()
+        .map(|t| t.last_user_key())
+        .max()
+        .unwrap_or(&[]);
     let next_inputs = if inputs.is_empty() {
         vec![]
     } else {
@@ -156,10 +168,16 @@ pub fn run(c: &Compaction, v: &Version, opts: &Options, sink: &dyn TableSink) ->
             children.push(Box::new(t.iter(false)));
         }
     } else {
-        children.push(Box::new(crate::version::LevelIter::new(c.inputs.clone(), false)));
+        children.push(Box::new(crate::version::LevelIter::new(
+            c.inputs.clone(),
+            false,
+        )));
     }
     if !c.next_inputs.is_empty() {
-        children.push(Box::new(crate::version::LevelIter::new(c.next_inputs.clone(), false)));
+        children.push(Box::new(crate::version::LevelIter::new(
+            c.next_inputs.clone(),
+            false,
+        )));
     }
     let mut it = MergeIterator::new(children);
     it.seek_to_first()?;
@@ -179,11 +197,16 @@ pub fn run(c: &Compaction, v: &Version, opts: &Options, sink: &dyn TableSink) ->
             last_user.clear();
             last_user.extend_from_slice(user);
             has_last = true;
-            if key::trailer_kind(trailer) == Some(Kind::Delete) && v.is_bottommost_for(c.output_level, user) {
+            if key::trailer_kind(trailer) == Some(Kind::Delete)
+                && v.is_bottommost_for(c.output_level, user)
+            {
                 it.next()?;
                 continue;
             }
-            if builder.as_ref().is_some_and(|(_, _, b)| b.file_size() >= opts.target_file_size) {
+            if builder
+                .as_ref()
+                .is_some_and(|(_, _, b)| b.file_size() >= opts.target_file_size)
+            {
                 let (id, path, b) = builder.take().unwrap();
                 let (size, _) = b.finish()?;
                 bytes_written += size;
@@ -191,7 +214,12 @@ pub fn run(c: &Compaction, v: &Version, opts: &Options, sink: &dyn TableSink) ->
             }
             if builder.is_none() {
                 let (id, path) = sink.new_table_path();
-                let b = TableBuilder::create(&path, opts.block_size, opts.block_restart_interval, opts.bloom_bits_per_key)?;
+                let b = TableBuilder::create(
+                    &path,
+                    opts.block_size,
+                    opts.block_restart_interval,
+                    opts.bloom_bits_per_key,
+                )?;
                 builder = Some((id, path, b));
             }
             let value = it.value();

@@ -50,7 +50,6 @@ struct SuperVersion {
 }
 
 struct Wal {
-    number: u64,
     path: PathBuf,
     file: Arc<File>,
     bytes: u64,
@@ -126,7 +125,10 @@ impl Db {
         if opts.create_if_missing {
             std::fs::create_dir_all(&dir).ctx(&dir)?;
         } else if !dir.is_dir() {
-            return Err(Error::InvalidArgument(format!("{} does not exist", dir.display())));
+            return Err(Error::InvalidArgument(format!(
+                "{} does not exist",
+                dir.display()
+            )));
         }
         let lock_path = dir.join("LOCK");
         let lock_file = OpenOptions::new()
@@ -148,7 +150,14 @@ impl Db {
         let (mut state, old_manifest) = match recovered {
             Some(r) => {
                 if let Some((file, offset, reason)) = r.torn {
-                    emit(&opts, Event::TornWalRecord { file, offset, reason });
+                    emit(
+                        &opts,
+                        Event::TornWalRecord {
+                            file,
+                            offset,
+                            reason,
+                        },
+                    );
                 }
                 (r.state, Some(r.number))
             }
@@ -168,9 +177,18 @@ impl Db {
             for m in metas {
                 let p = dir.join(table_name(m.id));
                 if !p.exists() {
-                    return Err(Error::corruption(&p, 0, "table listed in the manifest is missing"));
+                    return Err(Error::corruption(
+                        &p,
+                        0,
+                        "table listed in the manifest is missing",
+                    ));
                 }
-                levels[l].push(Arc::new(Table::open(&p, m.id, cache.clone(), stats.clone())?));
+                levels[l].push(Arc::new(Table::open(
+                    &p,
+                    m.id,
+                    cache.clone(),
+                    stats.clone(),
+                )?));
                 live.insert(m.id);
             }
         }
@@ -194,7 +212,10 @@ impl Db {
                 }
             } else if name.ends_with(".tmp") {
                 let _ = std::fs::remove_file(entry.path());
-            } else if let Some(n) = name.strip_prefix("MANIFEST-").and_then(|n| n.parse::<u64>().ok()) {
+            } else if let Some(n) = name
+                .strip_prefix("MANIFEST-")
+                .and_then(|n| n.parse::<u64>().ok())
+            {
                 max_number = max_number.max(n + 1);
                 if Some(n) != old_manifest {
                     let _ = std::fs::remove_file(entry.path());
@@ -239,10 +260,21 @@ impl Db {
                     Next::End => break,
                     Next::Torn { offset, reason } => {
                         if i + 1 != wals.len() {
-                            return Err(Error::corruption(&path, offset, format!("damaged record in a WAL that is not the newest: {reason}")));
+                            return Err(Error::corruption(
+                                &path,
+                                offset,
+                                format!("damaged record in a WAL that is not the newest: {reason}"),
+                            ));
                         }
                         stats.inc(&stats.torn_wal_records);
-                        emit(&opts, Event::TornWalRecord { file: path.clone(), offset, reason });
+                        emit(
+                            &opts,
+                            Event::TornWalRecord {
+                                file: path.clone(),
+                                offset,
+                                reason,
+                            },
+                        );
                         break;
                     }
                 }
@@ -264,7 +296,9 @@ impl Db {
         manifest::sync_dir(&dir)?;
         edit.log_number = Some(new_wal);
         edit.last_seq = Some(last_seq);
-        state.apply(&edit).map_err(|m| Error::corruption(&dir, 0, m))?;
+        state
+            .apply(&edit)
+            .map_err(|m| Error::corruption(&dir, 0, m))?;
         let mnum = next_file.fetch_add(1, Ordering::SeqCst);
         state.next_file = next_file.load(Ordering::SeqCst);
         let manifest = Manifest::checkpoint(&dir, mnum, &state, old_manifest)?;
@@ -291,7 +325,6 @@ impl Db {
             }),
             commit_cv: Condvar::new(),
             wal: Mutex::new(Wal {
-                number: new_wal,
                 path: wal_path,
                 file: Arc::new(wal_file),
                 bytes: 0,
@@ -467,7 +500,8 @@ fn replay_record(mem: &Memtable, path: &Path, offset: u64, payload: Vec<u8>) -> 
     }
     let seq = u64::from_le_bytes(payload[..8].try_into().unwrap());
     let body = Bytes::from(payload).slice(8..);
-    let entries = batch::decode(&body).ok_or_else(|| Error::corruption(path, offset, "malformed batch in WAL record"))?;
+    let entries = batch::decode(&body)
+        .ok_or_else(|| Error::corruption(path, offset, "malformed batch in WAL record"))?;
     insert_entries(mem, &body, &entries, seq);
     Ok(seq + entries.len().max(1) as u64 - 1)
 }
@@ -485,14 +519,23 @@ fn insert_entries(mem: &Memtable, body: &Bytes, entries: &[batch::EntryRef], seq
 }
 
 /// Write a memtable's newest versions into a level-0 table.
-fn flush_to_table(mem: &Arc<Memtable>, opts: &Options, sink: &dyn TableSink) -> Result<Option<Arc<Table>>> {
+fn flush_to_table(
+    mem: &Arc<Memtable>,
+    opts: &Options,
+    sink: &dyn TableSink,
+) -> Result<Option<Arc<Table>>> {
     let mut it = mem.iter();
     it.seek_to_first()?;
     if !it.valid() {
         return Ok(None);
     }
     let (id, path) = sink.new_table_path();
-    let mut b = TableBuilder::create(&path, opts.block_size, opts.block_restart_interval, opts.bloom_bits_per_key)?;
+    let mut b = TableBuilder::create(
+        &path,
+        opts.block_size,
+        opts.block_restart_interval,
+        opts.bloom_bits_per_key,
+    )?;
     let mut last: Vec<u8> = Vec::new();
     let mut first = true;
     let r = (|| -> Result<()> {
@@ -530,7 +573,12 @@ impl TableSink for RecoverySink<'_> {
         (id, self.dir.join(table_name(id)))
     }
     fn open_table(&self, id: u64, path: &Path) -> Result<Arc<Table>> {
-        Ok(Arc::new(Table::open(path, id, self.cache.clone(), self.stats.clone())?))
+        Ok(Arc::new(Table::open(
+            path,
+            id,
+            self.cache.clone(),
+            self.stats.clone(),
+        )?))
     }
 }
 
@@ -540,7 +588,12 @@ impl TableSink for Inner {
         (id, self.dir.join(table_name(id)))
     }
     fn open_table(&self, id: u64, path: &Path) -> Result<Arc<Table>> {
-        Ok(Arc::new(Table::open(path, id, self.cache.clone(), self.stats.clone())?))
+        Ok(Arc::new(Table::open(
+            path,
+            id,
+            self.cache.clone(),
+            self.stats.clone(),
+        )?))
     }
 }
 
@@ -650,11 +703,13 @@ impl Inner {
         if self.opts.durability == Durability::Sync {
             let t = Instant::now();
             wal.file.sync_data().ctx(&wal.path)?;
-            self.stats.add(&self.stats.wal_sync_nanos, t.elapsed().as_nanos() as u64);
+            self.stats
+                .add(&self.stats.wal_sync_nanos, t.elapsed().as_nanos() as u64);
             self.stats.inc(&self.stats.wal_syncs);
         }
         self.stats.inc(&self.stats.commit_groups);
-        self.stats.add(&self.stats.commit_group_writes, batches.len() as u64);
+        self.stats
+            .add(&self.stats.commit_group_writes, batches.len() as u64);
         let sv = self.sv.load();
         for (seq, b) in batches {
             let body = Bytes::from(b.body);
@@ -679,7 +734,6 @@ impl Inner {
             .ctx(&path)?;
         manifest::sync_dir(&self.dir)?;
         *wal = Wal {
-            number: n,
             path,
             file: Arc::new(file),
             bytes: 0,
@@ -701,7 +755,9 @@ impl Inner {
 
     fn stall_reason(&self) -> Option<StallReason> {
         let sv = self.sv.load();
-        if sv.imms.len() >= self.opts.max_immutable_memtables && sv.mem.size() >= self.opts.memtable_size {
+        if sv.imms.len() >= self.opts.max_immutable_memtables
+            && sv.mem.size() >= self.opts.memtable_size
+        {
             return Some(StallReason::TooManyImmutableMemtables);
         }
         if sv.version.levels[0].len() >= self.opts.l0_stop_trigger {
@@ -719,7 +775,10 @@ impl Inner {
                 let d = start.elapsed();
                 self.stats.add(&self.stats.stall_nanos, d.as_nanos() as u64);
                 drop(st);
-                self.emit(Event::WriteStallFinished { reason, duration: d });
+                self.emit(Event::WriteStallFinished {
+                    reason,
+                    duration: d,
+                });
             }
         }
     }
@@ -788,12 +847,19 @@ impl Inner {
 
     /// Record `edit` in the manifest and install the new version; `flushed`
     /// is the immutable memtable the edit makes redundant.
-    fn log_and_apply(&self, mut edit: VersionEdit, added: &[Arc<Table>], flushed: Option<&Arc<Memtable>>) -> Result<()> {
+    fn log_and_apply(
+        &self,
+        mut edit: VersionEdit,
+        added: &[Arc<Table>],
+        flushed: Option<&Arc<Memtable>>,
+    ) -> Result<()> {
         let mut vs = self.versions.lock();
         edit.next_file = Some(self.next_file.load(Ordering::SeqCst));
         vs.manifest.append(&edit)?;
         let mpath = self.dir.join(manifest::manifest_name(vs.manifest.number()));
-        vs.state.apply(&edit).map_err(|m| Error::corruption(&mpath, 0, m))?;
+        vs.state
+            .apply(&edit)
+            .map_err(|m| Error::corruption(&mpath, 0, m))?;
         if vs.manifest.size() >= self.opts.manifest_checkpoint_size {
             let n = self.next_file.fetch_add(1, Ordering::SeqCst);
             vs.state.next_file = self.next_file.load(Ordering::SeqCst);
@@ -812,7 +878,12 @@ impl Inner {
             }
         }
         let imms = match flushed {
-            Some(f) => old.imms.iter().filter(|m| !Arc::ptr_eq(m, f)).cloned().collect(),
+            Some(f) => old
+                .imms
+                .iter()
+                .filter(|m| !Arc::ptr_eq(m, f))
+                .cloned()
+                .collect(),
             None => old.imms.clone(),
         };
         self.sv.store(Arc::new(SuperVersion {
@@ -957,9 +1028,12 @@ impl Inner {
         self.log_and_apply(out.edit, &out.tables, None)?;
         let d = start.elapsed();
         self.stats.inc(&self.stats.compactions);
-        self.stats.add(&self.stats.compaction_bytes_read, out.bytes_read);
-        self.stats.add(&self.stats.compaction_bytes_written, out.bytes_written);
-        self.stats.add(&self.stats.compaction_nanos, d.as_nanos() as u64);
+        self.stats
+            .add(&self.stats.compaction_bytes_read, out.bytes_read);
+        self.stats
+            .add(&self.stats.compaction_bytes_written, out.bytes_written);
+        self.stats
+            .add(&self.stats.compaction_nanos, d.as_nanos() as u64);
         self.emit(Event::CompactionFinished {
             job,
             input_level: c.level,
@@ -1014,7 +1088,8 @@ impl Inner {
                 self.set_bg_error(&Error::io(path, e));
                 return;
             }
-            self.stats.add(&self.stats.wal_sync_nanos, t.elapsed().as_nanos() as u64);
+            self.stats
+                .add(&self.stats.wal_sync_nanos, t.elapsed().as_nanos() as u64);
             self.stats.inc(&self.stats.wal_syncs);
         }
     }
@@ -1047,7 +1122,8 @@ impl Inner {
     fn stats_snapshot(&self) -> StatsSnapshot {
         let mut s = StatsSnapshot::from_counters(&self.stats);
         let sv = self.sv.load();
-        s.memtable_bytes = sv.mem.size() as u64 + sv.imms.iter().map(|m| m.size() as u64).sum::<u64>();
+        s.memtable_bytes =
+            sv.mem.size() as u64 + sv.imms.iter().map(|m| m.size() as u64).sum::<u64>();
         s.immutable_memtables = sv.imms.len();
         s.levels = sv
             .version

@@ -135,12 +135,15 @@ impl DbIterator {
         self.started = true;
         match &self.start {
             Bound::Unbounded => self.inner.seek_to_first(),
-            Bound::Included(s) => self.inner.seek(&key::encode(s, key::seek_trailer(key::MAX_SEQ))),
+            Bound::Included(s) => self
+                .inner
+                .seek(&key::encode(s, key::seek_trailer(key::MAX_SEQ))),
             Bound::Excluded(s) => {
                 // Seek past every version of `s`.
                 self.last_user = s.clone();
                 self.has_last = true;
-                self.inner.seek(&key::encode(s, key::seek_trailer(key::MAX_SEQ)))
+                self.inner
+                    .seek(&key::encode(s, key::seek_trailer(key::MAX_SEQ)))
             }
         }
     }
@@ -261,7 +264,10 @@ mod tests {
 
     #[test]
     fn merge_hides_old_versions_and_tombstones() {
-        let newer = VecIter::new(vec![e("b", 5, Kind::Delete, ""), e("c", 6, Kind::Put, "c6")]);
+        let newer = VecIter::new(vec![
+            e("b", 5, Kind::Delete, ""),
+            e("c", 6, Kind::Put, "c6"),
+        ]);
         let older = VecIter::new(vec![
             e("a", 1, Kind::Put, "a1"),
             e("b", 2, Kind::Put, "b2"),
@@ -269,18 +275,33 @@ mod tests {
             e("d", 4, Kind::Put, "d4"),
         ]);
         let m = MergeIterator::new(vec![Box::new(newer), Box::new(older)]);
-        let it = DbIterator::new(m, 10, Bound::Unbounded, Bound::Excluded(b"d".to_vec()), Box::new(()));
+        let it = DbIterator::new(
+            m,
+            10,
+            Bound::Unbounded,
+            Bound::Excluded(b"d".to_vec()),
+            Box::new(()),
+        );
         let got: Vec<_> = it.map(|r| r.unwrap()).collect();
         let got: Vec<_> = got
             .iter()
-            .map(|(k, v)| (std::str::from_utf8(k).unwrap(), std::str::from_utf8(v).unwrap()))
+            .map(|(k, v)| {
+                (
+                    std::str::from_utf8(k).unwrap(),
+                    std::str::from_utf8(v).unwrap(),
+                )
+            })
             .collect();
         assert_eq!(got, [("a", "a1"), ("c", "c6")]);
     }
 
     #[test]
     fn snapshot_filters_newer_entries() {
-        let src = VecIter::new(vec![e("a", 1, Kind::Put, "old"), e("a", 7, Kind::Put, "new"), e("b", 8, Kind::Put, "x")]);
+        let src = VecIter::new(vec![
+            e("a", 1, Kind::Put, "old"),
+            e("a", 7, Kind::Put, "new"),
+            e("b", 8, Kind::Put, "x"),
+        ]);
         let m = MergeIterator::new(vec![Box::new(src)]);
         let it = DbIterator::new(m, 5, Bound::Unbounded, Bound::Unbounded, Box::new(()));
         let got: Vec<_> = it.map(|r| r.unwrap()).collect();
@@ -292,7 +313,13 @@ mod tests {
     fn excluded_start() {
         let src = VecIter::new(vec![e("a", 1, Kind::Put, "1"), e("b", 2, Kind::Put, "2")]);
         let m = MergeIterator::new(vec![Box::new(src)]);
-        let it = DbIterator::new(m, 5, Bound::Excluded(b"a".to_vec()), Bound::Unbounded, Box::new(()));
+        let it = DbIterator::new(
+            m,
+            5,
+            Bound::Excluded(b"a".to_vec()),
+            Bound::Unbounded,
+            Box::new(()),
+        );
         let got: Vec<_> = it.map(|r| r.unwrap().0).collect();
         assert_eq!(got, [Bytes::from_static(b"b")]);
     }

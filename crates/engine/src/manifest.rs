@@ -133,7 +133,10 @@ impl ManifestState {
             self.last_seq = self.last_seq.max(v);
         }
         for (level, id) in &e.deleted {
-            let l = self.levels.get_mut(*level).ok_or(format!("delete at unknown level {level}"))?;
+            let l = self
+                .levels
+                .get_mut(*level)
+                .ok_or(format!("delete at unknown level {level}"))?;
             let before = l.len();
             l.retain(|t| t.id != *id);
             if l.len() == before {
@@ -186,7 +189,6 @@ pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
 
 /// An open manifest being appended to.
 pub struct Manifest {
-    dir: PathBuf,
     path: PathBuf,
     file: File,
     number: u64,
@@ -196,7 +198,12 @@ pub struct Manifest {
 impl Manifest {
     /// Write a checkpoint manifest numbered `number` holding `state`, point
     /// `CURRENT` at it, and delete the manifest it replaces.
-    pub fn checkpoint(dir: &Path, number: u64, state: &ManifestState, old: Option<u64>) -> Result<Manifest> {
+    pub fn checkpoint(
+        dir: &Path,
+        number: u64,
+        state: &ManifestState,
+        old: Option<u64>,
+    ) -> Result<Manifest> {
         let name = manifest_name(number);
         let mut buf = Vec::new();
         record::encode(&mut buf, &state.snapshot().encode());
@@ -210,7 +217,6 @@ impl Manifest {
         let path = dir.join(&name);
         let file = OpenOptions::new().append(true).open(&path).ctx(&path)?;
         Ok(Manifest {
-            dir: dir.to_path_buf(),
             path,
             file,
             number,
@@ -235,10 +241,6 @@ impl Manifest {
     pub fn number(&self) -> u64 {
         self.number
     }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
 }
 
 /// What recovery found: the state, the manifest number, and a torn final
@@ -262,7 +264,13 @@ pub fn recover(dir: &Path, num_levels: usize) -> Result<Option<Recovered>> {
     let number = name
         .strip_prefix("MANIFEST-")
         .and_then(|n| n.parse::<u64>().ok())
-        .ok_or_else(|| Error::corruption(&current, 0, format!("CURRENT names {name:?}, not a manifest")))?;
+        .ok_or_else(|| {
+            Error::corruption(
+                &current,
+                0,
+                format!("CURRENT names {name:?}, not a manifest"),
+            )
+        })?;
     let path = dir.join(name);
     let mut r = RecordReader::open(&path)?;
     let mut state = ManifestState::new(num_levels);
@@ -283,7 +291,11 @@ pub fn recover(dir: &Path, num_levels: usize) -> Result<Option<Recovered>> {
                 if first {
                     // A checkpoint is fsynced before CURRENT names it, so its
                     // first record can never be torn.
-                    return Err(Error::corruption(&path, offset, format!("manifest checkpoint damaged: {reason}")));
+                    return Err(Error::corruption(
+                        &path,
+                        offset,
+                        format!("manifest checkpoint damaged: {reason}"),
+                    ));
                 }
                 torn = Some((path.clone(), offset, reason));
                 break;
@@ -293,7 +305,11 @@ pub fn recover(dir: &Path, num_levels: usize) -> Result<Option<Recovered>> {
     if first {
         return Err(Error::corruption(&path, 0, "manifest is empty"));
     }
-    Ok(Some(Recovered { state, number, torn }))
+    Ok(Some(Recovered {
+        state,
+        number,
+        torn,
+    }))
 }
 
 #[cfg(test)]
@@ -371,6 +387,9 @@ mod tests {
         })
         .unwrap();
         m.append(&VersionEdit::default()).unwrap();
-        assert!(matches!(recover(d.path(), 3), Err(Error::Corruption { .. })));
+        assert!(matches!(
+            recover(d.path(), 3),
+            Err(Error::Corruption { .. })
+        ));
     }
 }

@@ -83,10 +83,6 @@ impl Memtable {
         self.size.load(AtomicOrdering::Relaxed)
     }
 
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
@@ -188,13 +184,34 @@ mod tests {
     #[test]
     fn snapshot_reads_and_tombstones() {
         let m = Memtable::new(1);
-        m.insert(Bytes::from_static(b"a"), 1, Kind::Put, Bytes::from_static(b"v1"));
-        m.insert(Bytes::from_static(b"a"), 3, Kind::Put, Bytes::from_static(b"v3"));
+        m.insert(
+            Bytes::from_static(b"a"),
+            1,
+            Kind::Put,
+            Bytes::from_static(b"v1"),
+        );
+        m.insert(
+            Bytes::from_static(b"a"),
+            3,
+            Kind::Put,
+            Bytes::from_static(b"v3"),
+        );
         m.insert(Bytes::from_static(b"a"), 5, Kind::Delete, Bytes::new());
-        m.insert(Bytes::from_static(b"ab"), 2, Kind::Put, Bytes::from_static(b"x"));
+        m.insert(
+            Bytes::from_static(b"ab"),
+            2,
+            Kind::Put,
+            Bytes::from_static(b"x"),
+        );
         assert_eq!(m.get(b"a", 0), None);
-        assert_eq!(m.get(b"a", 1), Some(Lookup::Value(Bytes::from_static(b"v1"))));
-        assert_eq!(m.get(b"a", 4), Some(Lookup::Value(Bytes::from_static(b"v3"))));
+        assert_eq!(
+            m.get(b"a", 1),
+            Some(Lookup::Value(Bytes::from_static(b"v1")))
+        );
+        assert_eq!(
+            m.get(b"a", 4),
+            Some(Lookup::Value(Bytes::from_static(b"v3")))
+        );
         assert_eq!(m.get(b"a", 9), Some(Lookup::Deleted));
         assert_eq!(m.get(b"b", 9), None);
         assert!(m.size() > 0);
@@ -203,9 +220,24 @@ mod tests {
     #[test]
     fn iterator_orders_internal_keys() {
         let m = Arc::new(Memtable::new(1));
-        m.insert(Bytes::from_static(b"b"), 1, Kind::Put, Bytes::from_static(b"1"));
-        m.insert(Bytes::from_static(b"a"), 2, Kind::Put, Bytes::from_static(b"2"));
-        m.insert(Bytes::from_static(b"a"), 3, Kind::Put, Bytes::from_static(b"3"));
+        m.insert(
+            Bytes::from_static(b"b"),
+            1,
+            Kind::Put,
+            Bytes::from_static(b"1"),
+        );
+        m.insert(
+            Bytes::from_static(b"a"),
+            2,
+            Kind::Put,
+            Bytes::from_static(b"2"),
+        );
+        m.insert(
+            Bytes::from_static(b"a"),
+            3,
+            Kind::Put,
+            Bytes::from_static(b"3"),
+        );
         let mut it = m.iter();
         it.seek_to_first().unwrap();
         let mut seen = vec![];

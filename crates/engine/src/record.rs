@@ -76,10 +76,6 @@ impl RecordReader {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// True if every byte from `from` to the end of the file is zero (a
     /// filesystem may extend a file with zeros before data lands).
     fn rest_is_zero(&mut self, from: u64) -> Result<bool> {

@@ -23,12 +23,6 @@ pub struct Version {
 }
 
 impl Version {
-    pub fn new(num_levels: usize) -> Self {
-        Version {
-            levels: vec![Vec::new(); num_levels],
-        }
-    }
-
     /// Build from tables already placed at their levels.
     pub fn from_levels(levels: Vec<Vec<Arc<Table>>>) -> Self {
         let mut v = Version { levels };
@@ -37,7 +31,12 @@ impl Version {
     }
 
     fn sort(&mut self) {
-        self.levels[0].sort_by(|a, b| b.props().max_seq.cmp(&a.props().max_seq).then(b.id().cmp(&a.id())));
+        self.levels[0].sort_by(|a, b| {
+            b.props()
+                .max_seq
+                .cmp(&a.props().max_seq)
+                .then(b.id().cmp(&a.id()))
+        });
         for l in self.levels.iter_mut().skip(1) {
             l.sort_by(|a, b| key::compare(&a.props().first_key, &b.props().first_key));
         }
@@ -127,7 +126,8 @@ impl Version {
         fill_cache: bool,
     ) {
         let keep = |t: &Arc<Table>| {
-            lo.is_none_or(|lo| t.last_user_key() >= lo) && hi.is_none_or(|hi| t.first_user_key() <= hi)
+            lo.is_none_or(|lo| t.last_user_key() >= lo)
+                && hi.is_none_or(|hi| t.first_user_key() <= hi)
         };
         for t in self.levels[0].iter().filter(|t| keep(t)) {
             out.push(Box::new(t.iter(fill_cache)));
@@ -138,16 +138,6 @@ impl Version {
                 out.push(Box::new(LevelIter::new(tables, fill_cache)));
             }
         }
-    }
-
-    pub fn metas(&self) -> Vec<TableMeta> {
-        let mut v = Vec::new();
-        for (level, ts) in self.levels.iter().enumerate() {
-            for t in ts {
-                v.push(meta_of(level, t));
-            }
-        }
-        v
     }
 }
 

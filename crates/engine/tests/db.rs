@@ -33,8 +33,11 @@ fn flip(path: &Path, offset: usize) {
 
 fn fill(db: &Db, n: usize, tag: &str) {
     for i in 0..n {
-        db.put(format!("key{i:06}").as_bytes(), format!("{tag}-{i}").as_bytes())
-            .unwrap();
+        db.put(
+            format!("key{i:06}").as_bytes(),
+            format!("{tag}-{i}").as_bytes(),
+        )
+        .unwrap();
     }
 }
 
@@ -42,7 +45,10 @@ fn fill(db: &Db, n: usize, tag: &str) {
 fn data_survives_reopen_with_every_durability() {
     for d in [Durability::Sync, Durability::Interval(5), Durability::None] {
         let dir = tempfile::tempdir().unwrap();
-        let opts = Options { durability: d, ..common::tiny() };
+        let opts = Options {
+            durability: d,
+            ..common::tiny()
+        };
         let db = Db::open(dir.path(), opts.clone()).unwrap();
         fill(&db, 500, "a");
         db.delete(b"key000007").unwrap();
@@ -82,7 +88,10 @@ fn second_open_of_same_directory_is_refused() {
 #[test]
 fn torn_final_wal_record_is_discarded_and_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options { memtable_size: 1 << 20, ..common::tiny() };
+    let opts = Options {
+        memtable_size: 1 << 20,
+        ..common::tiny()
+    };
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     fill(&db, 10, "v");
     drop(db);
@@ -90,21 +99,34 @@ fn torn_final_wal_record_is_discarded_and_reported() {
     let wal = files_with(dir.path(), "wal").pop().unwrap();
     let mut bytes = std::fs::read(&wal).unwrap();
     let n = bytes.len();
-    bytes.extend_from_slice(&bytes[..n / 10 * 3].to_vec());
+    let head = bytes[..n / 10 * 3].to_vec();
+    bytes.extend_from_slice(&head);
     bytes.truncate(n + 20);
     std::fs::write(&wal, &bytes).unwrap();
     let log = Arc::new(EventLog::default());
-    let db = Db::open(dir.path(), Options { listener: Some(log.clone()), ..opts }).unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            listener: Some(log.clone()),
+            ..opts
+        },
+    )
+    .unwrap();
     assert_eq!(db.scan(..).unwrap().count(), 10);
     assert_eq!(db.stats().torn_wal_records, 1);
     let events = log.events.lock();
-    assert!(events.iter().any(|e| matches!(e, Event::TornWalRecord { file, .. } if *file == wal)));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::TornWalRecord { file, .. } if *file == wal)));
 }
 
 #[test]
 fn wal_damage_in_the_middle_names_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options { memtable_size: 1 << 20, ..common::tiny() };
+    let opts = Options {
+        memtable_size: 1 << 20,
+        ..common::tiny()
+    };
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     fill(&db, 100, "v");
     drop(db);
@@ -175,7 +197,10 @@ fn manifest_damage_names_the_manifest() {
     }
     // CURRENT naming garbage is reported too.
     std::fs::write(dir.path().join("CURRENT"), "garbage\n").unwrap();
-    assert!(matches!(Db::open(dir.path(), common::tiny()), Err(Error::Corruption { .. })));
+    assert!(matches!(
+        Db::open(dir.path(), common::tiny()),
+        Err(Error::Corruption { .. })
+    ));
 }
 
 #[test]
@@ -210,7 +235,14 @@ fn large_values_roundtrip_through_tables() {
 fn flush_and_compaction_events_and_stats() {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(EventLog::default());
-    let db = Db::open(dir.path(), Options { listener: Some(log.clone()), ..common::tiny() }).unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            listener: Some(log.clone()),
+            ..common::tiny()
+        },
+    )
+    .unwrap();
     fill(&db, 3000, "v");
     db.compact().unwrap();
     let s = db.stats();
@@ -219,10 +251,18 @@ fn flush_and_compaction_events_and_stats() {
     assert!(s.write_amplification() > 1.0);
     assert_eq!(s.levels[0].tables, 0);
     let events = log.events.lock();
-    let started = events.iter().filter(|e| matches!(e, Event::FlushStarted { .. })).count();
-    let finished = events.iter().filter(|e| matches!(e, Event::FlushFinished { .. })).count();
+    let started = events
+        .iter()
+        .filter(|e| matches!(e, Event::FlushStarted { .. }))
+        .count();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e, Event::FlushFinished { .. }))
+        .count();
     assert_eq!(started, finished);
-    assert!(events.iter().any(|e| matches!(e, Event::CompactionFinished { bytes_written, .. } if *bytes_written > 0)));
+    assert!(events.iter().any(
+        |e| matches!(e, Event::CompactionFinished { bytes_written, .. } if *bytes_written > 0)
+    ));
 }
 
 /// A listener that blocks flushes, to provoke a write stall.
@@ -296,7 +336,10 @@ fn concurrent_writers_readers_and_scanners_under_flush_and_compaction() {
                 let k = format!("w{w}-{:04}", i % 500);
                 let mut b = WriteBatch::new();
                 b.put(k.as_bytes(), format!("{i:08}").as_bytes());
-                b.put(format!("w{w}-last").as_bytes(), format!("{i:08}").as_bytes());
+                b.put(
+                    format!("w{w}-last").as_bytes(),
+                    format!("{i:08}").as_bytes(),
+                );
                 db.write(b).unwrap();
                 if i % 7 == 0 {
                     db.delete(format!("w{w}-del").as_bytes()).unwrap();
@@ -309,7 +352,7 @@ fn concurrent_writers_readers_and_scanners_under_flush_and_compaction() {
         let db = db.clone();
         let stop = stop.clone();
         readers.push(std::thread::spawn(move || {
-            let mut last = vec![0u64; WRITERS];
+            let mut last = [0u64; WRITERS];
             let mut scans = 0;
             while !stop.load(Ordering::Acquire) {
                 for (w, seen) in last.iter_mut().enumerate() {
@@ -372,9 +415,15 @@ fn scan_bounds() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), common::tiny()).unwrap();
     fill(&db, 100, "v");
-    let n = db.scan(&b"key000010"[..]..&b"key000020"[..]).unwrap().count();
+    let n = db
+        .scan(&b"key000010"[..]..&b"key000020"[..])
+        .unwrap()
+        .count();
     assert_eq!(n, 10);
-    let n = db.scan(&b"key000010"[..]..=&b"key000020"[..]).unwrap().count();
+    let n = db
+        .scan(&b"key000010"[..]..=&b"key000020"[..])
+        .unwrap()
+        .count();
     assert_eq!(n, 11);
     let n = db.scan(&b"key000095"[..]..).unwrap().count();
     assert_eq!(n, 5);
@@ -385,7 +434,8 @@ fn scan_bounds() {
 #[test]
 #[ignore]
 fn huge_table_over_4gib() {
-    let dir = tempfile::tempdir_in(std::env::var("STRATA_HUGE_DIR").unwrap_or_else(|_| ".".into())).unwrap();
+    let dir = tempfile::tempdir_in(std::env::var("STRATA_HUGE_DIR").unwrap_or_else(|_| ".".into()))
+        .unwrap();
     let opts = Options {
         durability: Durability::None,
         memtable_size: 5 << 30,

@@ -50,7 +50,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn check_scan(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, lo: Option<Vec<u8>>, hi: Option<Vec<u8>>) {
+fn check_scan(
+    db: &Db,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+) {
     let lo_b = lo.as_deref().map_or(Bound::Unbounded, Bound::Included);
     let hi_b = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     if let (Some(l), Some(h)) = (&lo, &hi) {
@@ -67,7 +72,10 @@ fn check_scan(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, lo: Option<Vec<u8>>, 
         })
         .collect();
     let want: Vec<(Vec<u8>, Vec<u8>)> = model
-        .range::<Vec<u8>, _>((lo.map_or(Bound::Unbounded, Bound::Included), hi.map_or(Bound::Unbounded, Bound::Excluded)))
+        .range::<Vec<u8>, _>((
+            lo.map_or(Bound::Unbounded, Bound::Included),
+            hi.map_or(Bound::Unbounded, Bound::Excluded),
+        ))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     assert_eq!(got, want);

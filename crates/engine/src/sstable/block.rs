@@ -122,10 +122,6 @@ impl Block {
         self.data.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
-    }
-
     fn restart(&self, i: usize) -> usize {
         get_u32(&self.data[self.restarts_at + 4 * i..]) as usize
     }
@@ -264,7 +260,10 @@ mod tests {
     fn build(n: usize, interval: usize) -> Block {
         let mut b = BlockBuilder::new(interval);
         for i in 0..n {
-            let k = encode(format!("key{i:05}").as_bytes(), trailer(i as u64, Kind::Put));
+            let k = encode(
+                format!("key{i:05}").as_bytes(),
+                trailer(i as u64, Kind::Put),
+            );
             b.add(&k, format!("v{i}").as_bytes());
         }
         Block::new(Bytes::from(b.finish())).unwrap()
@@ -285,7 +284,10 @@ mod tests {
             }
             assert_eq!(n, 100);
             for probe in [0usize, 1, 15, 16, 17, 50, 99] {
-                it.seek(&encode(format!("key{probe:05}").as_bytes(), seek_trailer(1 << 40)));
+                it.seek(&encode(
+                    format!("key{probe:05}").as_bytes(),
+                    seek_trailer(1 << 40),
+                ));
                 assert!(it.valid());
                 assert_eq!(key::user_key(it.key()), format!("key{probe:05}").as_bytes());
             }

@@ -32,7 +32,12 @@ pub struct TableBuilder {
 }
 
 impl TableBuilder {
-    pub fn create(path: &Path, block_size: usize, restart_interval: usize, bloom_bits: u32) -> Result<Self> {
+    pub fn create(
+        path: &Path,
+        block_size: usize,
+        restart_interval: usize,
+        bloom_bits: u32,
+    ) -> Result<Self> {
         let tmp = path.with_extension("sst.tmp");
         let f = File::create(&tmp).ctx(&tmp)?;
         Ok(TableBuilder {
@@ -125,10 +130,6 @@ impl TableBuilder {
         self.offset + self.data.estimated_size() as u64
     }
 
-    pub fn entries(&self) -> u64 {
-        self.props.entries
-    }
-
     /// Write the meta blocks and footer, fsync, and rename into place.
     /// Returns the final file size and the table's properties.
     pub fn finish(mut self) -> Result<(u64, Props)> {
@@ -162,7 +163,10 @@ impl TableBuilder {
         debug_assert_eq!(footer.len(), super::FOOTER_LEN);
         self.w.write_all(&footer).ctx(&self.tmp)?;
         self.offset += footer.len() as u64;
-        let f = self.w.into_inner().map_err(|e| crate::Error::io(&self.tmp, e.into_error()))?;
+        let f = self
+            .w
+            .into_inner()
+            .map_err(|e| crate::Error::io(&self.tmp, e.into_error()))?;
         f.sync_all().ctx(&self.tmp)?;
         drop(f);
         std::fs::rename(&self.tmp, &self.path).ctx(&self.path)?;

@@ -68,7 +68,11 @@ impl Table {
         let file = File::open(path).ctx(path)?;
         let size = file.metadata().ctx(path)?.len();
         if size < FOOTER_LEN as u64 {
-            return Err(Error::corruption(path, 0, format!("file of {size} bytes is too short for a table")));
+            return Err(Error::corruption(
+                path,
+                0,
+                format!("file of {size} bytes is too short for a table"),
+            ));
         }
         let foff = size - FOOTER_LEN as u64;
         let mut footer = [0u8; FOOTER_LEN];
@@ -81,20 +85,33 @@ impl Table {
         }
         let version = get_u32(&footer[48..52]);
         if version != FORMAT_VERSION {
-            return Err(Error::corruption(path, foff + 48, format!("unsupported table format version {version}")));
+            return Err(Error::corruption(
+                path,
+                foff + 48,
+                format!("unsupported table format version {version}"),
+            ));
         }
         let h = |i: usize| (get_u64(&footer[16 * i..]), get_u64(&footer[16 * i + 8..]));
         let (index_h, filter_h, props_h) = (h(0), h(1), h(2));
         for (o, l) in [index_h, filter_h, props_h] {
-            if o.checked_add(l).and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64)).is_none_or(|e| e > foff) {
-                return Err(Error::corruption(path, foff, "block handle points outside the file"));
+            if o.checked_add(l)
+                .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64))
+                .is_none_or(|e| e > foff)
+            {
+                return Err(Error::corruption(
+                    path,
+                    foff,
+                    "block handle points outside the file",
+                ));
             }
         }
         let raw_index = read_block(&file, path, index_h.0, index_h.1)?;
         let filter = read_block(&file, path, filter_h.0, filter_h.1)?.to_vec();
         let raw_props = read_block(&file, path, props_h.0, props_h.1)?;
-        let props = decode_props(&raw_props).ok_or_else(|| Error::corruption(path, props_h.0, "malformed properties block"))?;
-        let index_block = Block::new(raw_index).ok_or_else(|| Error::corruption(path, index_h.0, "malformed index block"))?;
+        let props = decode_props(&raw_props)
+            .ok_or_else(|| Error::corruption(path, props_h.0, "malformed properties block"))?;
+        let index_block = Block::new(raw_index)
+            .ok_or_else(|| Error::corruption(path, index_h.0, "malformed index block"))?;
         let mut index = Vec::new();
         let mut it = index_block.iter();
         it.seek_to_first();
@@ -104,7 +121,11 @@ impl Table {
                 return Err(Error::corruption(path, index_h.0, "malformed index entry"));
             };
             if offset + len + BLOCK_TRAILER_LEN as u64 > foff {
-                return Err(Error::corruption(path, index_h.0, "index entry points outside the file"));
+                return Err(Error::corruption(
+                    path,
+                    index_h.0,
+                    "index entry points outside the file",
+                ));
             }
             index.push(IndexEntry {
                 last_key: it.key().into(),
@@ -133,9 +154,6 @@ impl Table {
     pub fn id(&self) -> u64 {
         self.id
     }
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
     pub fn size(&self) -> u64 {
         self.size
     }
@@ -162,7 +180,8 @@ impl Table {
         }
         self.stats.inc(&self.stats.cache_misses);
         let raw = read_block(&self.file, &self.path, e.offset, e.len)?;
-        let b = Block::new(raw).ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+        let b = Block::new(raw)
+            .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
         if fill_cache {
             self.cache.insert((self.id, e.offset), b.clone());
         }
@@ -194,7 +213,11 @@ impl Table {
         let mut it = b.iter();
         it.seek(&target);
         if it.corrupt() {
-            return Err(Error::corruption(&self.path, self.index[i].offset, "malformed data block entry"));
+            return Err(Error::corruption(
+                &self.path,
+                self.index[i].offset,
+                "malformed data block entry",
+            ));
         }
         if !it.valid() {
             return Ok(None);
@@ -206,7 +229,13 @@ impl Table {
         Ok(Some(match key::trailer_kind(t) {
             Some(Kind::Put) => Lookup::Value(it.value()),
             Some(Kind::Delete) => Lookup::Deleted,
-            None => return Err(Error::corruption(&self.path, self.index[i].offset, "unknown entry kind")),
+            None => {
+                return Err(Error::corruption(
+                    &self.path,
+                    self.index[i].offset,
+                    "unknown entry kind",
+                ))
+            }
         }))
     }
 
@@ -246,7 +275,11 @@ fn read_block(file: &File, path: &Path, off: u64, len: u64) -> Result<Bytes> {
         return Err(Error::corruption(path, off, "block checksum mismatch"));
     }
     if buf[len as usize] != 0 {
-        return Err(Error::corruption(path, off, "unknown block compression type"));
+        return Err(Error::corruption(
+            path,
+            off,
+            "unknown block compression type",
+        ));
     }
     buf.truncate(len as usize);
     Ok(Bytes::from(buf))
@@ -365,8 +398,16 @@ mod tests {
         let mut b = TableBuilder::create(&p, 256, 4, 10).unwrap();
         for i in 0..n {
             let kind = if i % 10 == 9 { Kind::Delete } else { Kind::Put };
-            let v = if kind == Kind::Put { format!("value{i}") } else { String::new() };
-            b.add(&encode(format!("k{i:06}").as_bytes(), trailer(i as u64 + 1, kind)), v.as_bytes()).unwrap();
+            let v = if kind == Kind::Put {
+                format!("value{i}")
+            } else {
+                String::new()
+            };
+            b.add(
+                &encode(format!("k{i:06}").as_bytes(), trailer(i as u64 + 1, kind)),
+                v.as_bytes(),
+            )
+            .unwrap();
         }
         b.finish().unwrap();
         p
@@ -387,14 +428,20 @@ mod tests {
         assert_eq!(t.last_user_key(), b"k000999");
         for i in [0usize, 1, 500, 998, 999] {
             let u = format!("k{i:06}");
-            let got = t.get(u.as_bytes(), bloom::hash(u.as_bytes()), 1 << 40).unwrap();
+            let got = t
+                .get(u.as_bytes(), bloom::hash(u.as_bytes()), 1 << 40)
+                .unwrap();
             if i % 10 == 9 {
                 assert_eq!(got, Some(Lookup::Deleted));
             } else {
                 assert_eq!(got, Some(Lookup::Value(Bytes::from(format!("value{i}")))));
             }
             // Invisible at an older snapshot.
-            assert_eq!(t.get(u.as_bytes(), bloom::hash(u.as_bytes()), i as u64).unwrap(), None);
+            assert_eq!(
+                t.get(u.as_bytes(), bloom::hash(u.as_bytes()), i as u64)
+                    .unwrap(),
+                None
+            );
         }
         assert_eq!(t.get(b"nope", bloom::hash(b"nope"), 1 << 40).unwrap(), None);
         let mut it = t.iter(true);
