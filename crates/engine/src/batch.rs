@@ -86,10 +86,32 @@ pub(crate) struct EntryRef {
 }
 
 /// Decode a batch body; `None` if it is malformed.
+#[cfg(test)]
 pub(crate) fn decode(body: &[u8]) -> Option<Vec<EntryRef>> {
+    let mut out = Vec::new();
+    visit(body, |e| out.push(e))?;
+    Some(out)
+}
+
+/// Call `f` for each entry of a batch body, in order; returns the entry
+/// count, or `None` (having called `f` for nothing) if it is malformed.
+pub(crate) fn visit(body: &[u8], mut f: impl FnMut(EntryRef)) -> Option<u64> {
+    validate(body)?;
+    let mut n = 0;
+    walk(body, |e| {
+        f(e);
+        n += 1;
+    });
+    Some(n)
+}
+
+fn validate(body: &[u8]) -> Option<()> {
+    walk(body, |_| {})
+}
+
+fn walk(body: &[u8], mut f: impl FnMut(EntryRef)) -> Option<()> {
     let mut r = Reader::new(body);
     let count = r.u32()? as usize;
-    let mut out = Vec::with_capacity(count.min(1 << 20));
     for _ in 0..count {
         let kind = Kind::from_u8(r.u8()?)?;
         let klen = r.varint()? as usize;
@@ -103,7 +125,7 @@ pub(crate) fn decode(body: &[u8]) -> Option<Vec<EntryRef>> {
         } else {
             (0, 0)
         };
-        out.push(EntryRef {
+        f(EntryRef {
             kind,
             key: (ks, ks + klen),
             value,
@@ -112,7 +134,7 @@ pub(crate) fn decode(body: &[u8]) -> Option<Vec<EntryRef>> {
     if !r.done() {
         return None;
     }
-    Some(out)
+    Some(())
 }
 
 #[cfg(test)]

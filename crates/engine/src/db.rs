@@ -500,22 +500,25 @@ fn replay_record(mem: &Memtable, path: &Path, offset: u64, payload: Vec<u8>) -> 
     }
     let seq = u64::from_le_bytes(payload[..8].try_into().unwrap());
     let body = Bytes::from(payload).slice(8..);
-    let entries = batch::decode(&body)
+    let n = insert_entries(mem, &body, seq)
         .ok_or_else(|| Error::corruption(path, offset, "malformed batch in WAL record"))?;
-    insert_entries(mem, &body, &entries, seq);
-    Ok(seq + entries.len().max(1) as u64 - 1)
+    Ok(seq + n.max(1) - 1)
 }
 
-fn insert_entries(mem: &Memtable, body: &Bytes, entries: &[batch::EntryRef], seq: u64) {
-    for (i, e) in entries.iter().enumerate() {
+/// Insert a batch body's entries with sequences from `seq`, slicing keys and
+/// values out of `body` without copying. `None` if the body is malformed.
+fn insert_entries(mem: &Memtable, body: &Bytes, seq: u64) -> Option<u64> {
+    let mut i = 0;
+    batch::visit(body, |e| {
         let k = body.slice(e.key.0..e.key.1);
         let v = if e.kind == Kind::Put {
             body.slice(e.value.0..e.value.1)
         } else {
             Bytes::new()
         };
-        mem.insert(k, seq + i as u64, e.kind, v);
-    }
+        mem.insert(k, seq + i, e.kind, v);
+        i += 1;
+    })
 }
 
 /// Write a memtable's newest versions into a level-0 table.
@@ -712,10 +715,8 @@ impl Inner {
             .add(&self.stats.commit_group_writes, batches.len() as u64);
         let sv = self.sv.load();
         for (seq, b) in batches {
-            let body = Bytes::from(b.body);
-            // The body was validated when it was built; decode cannot fail.
-            let entries = batch::decode(&body).expect("well-formed batch");
-            insert_entries(&sv.mem, &body, &entries, seq);
+            // The body was built by `WriteBatch`; it is well formed.
+            insert_entries(&sv.mem, &Bytes::from(b.body), seq).expect("well-formed batch");
         }
         self.visible_seq.store(last, Ordering::Release);
         Ok(())

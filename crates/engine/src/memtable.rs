@@ -18,17 +18,38 @@ use crate::key::{self, Kind};
 /// Per-entry overhead added to the size estimate (skiplist node, Bytes headers).
 const ENTRY_OVERHEAD: usize = 80;
 
-/// A key in the skiplist: user key ascending, then trailer descending.
+/// A key in the skiplist: user key ascending, then trailer descending. The
+/// first 16 bytes are kept inline so that most comparisons never follow the
+/// pointer to the key bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemKey {
+    prefix: u128,
     pub user: Bytes,
     pub trailer: u64,
 }
 
+impl MemKey {
+    pub fn new(user: Bytes, trailer: u64) -> Self {
+        MemKey {
+            prefix: key::prefix(&user),
+            user,
+            trailer,
+        }
+    }
+}
+
 impl Ord for MemKey {
+    #[inline]
     fn cmp(&self, o: &Self) -> Ordering {
-        self.user
-            .cmp(&o.user)
+        self.prefix
+            .cmp(&o.prefix)
+            .then_with(|| {
+                if self.user.len() <= 16 && o.user.len() <= 16 {
+                    self.user.len().cmp(&o.user.len())
+                } else {
+                    key::cmp_bytes(&self.user, &o.user)
+                }
+            })
             .then_with(|| o.trailer.cmp(&self.trailer))
     }
 }
@@ -68,13 +89,8 @@ impl Memtable {
 
     pub fn insert(&self, user: Bytes, seq: u64, kind: Kind, value: Bytes) {
         let add = user.len() + value.len() + ENTRY_OVERHEAD;
-        self.map.insert(
-            MemKey {
-                user,
-                trailer: key::trailer(seq, kind),
-            },
-            value,
-        );
+        self.map
+            .insert(MemKey::new(user, key::trailer(seq, kind)), value);
         self.size.fetch_add(add, AtomicOrdering::Relaxed);
     }
 
@@ -89,10 +105,7 @@ impl Memtable {
 
     /// Newest version of `user` with sequence <= `snapshot`.
     pub fn get(&self, user: &[u8], snapshot: u64) -> Option<Lookup> {
-        let probe = MemKey {
-            user: Bytes::copy_from_slice(user),
-            trailer: key::seek_trailer(snapshot),
-        };
+        let probe = MemKey::new(Bytes::copy_from_slice(user), key::seek_trailer(snapshot));
         let e = self.map.lower_bound(Bound::Included(&probe))?;
         if e.key().user.as_ref() != user {
             return None;
@@ -153,10 +166,7 @@ impl InternalIterator for MemIter {
 
     fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
         let (user, trailer) = key::split(target);
-        let probe = MemKey {
-            user: Bytes::copy_from_slice(user),
-            trailer,
-        };
+        let probe = MemKey::new(Bytes::copy_from_slice(user), trailer);
         let e = self.map().lower_bound(Bound::Included(&probe));
         self.set(e);
         Ok(())
