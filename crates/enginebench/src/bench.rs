@@ -1,0 +1,1325 @@
+//! A db_bench-style benchmark of the engine through its public API.
+//!
+//! Flags use db_bench's names and defaults (`--benchmarks`, `--num`,
+//! `--key_size`, `--value_size`, `--threads`, `--sync`, `--db`,
+//! `--cache_size`, `--bloom_bits`, `--write_buffer_size`, `--seed`,
+//! `--use_existing_db`), so the same command line can be given to RocksDB's
+//! `db_bench` and compared line by line. `--engine fjall` runs the same
+//! driver against fjall when built with the `fjall` cargo feature.
+//!
+//! Benchmarks run in the order given, all on the same open database:
+//!
+//! | name        | what one op is                                                   |
+//! |-------------|------------------------------------------------------------------|
+//! | fillseq     | put key `i` for `i` in `0..num`, in order                        |
+//! | fillrandom  | put a uniformly random key in `0..num`                           |
+//! | overwrite   | the same as fillrandom, meant for a filled database              |
+//! | readrandom  | get a random key in `0..num`; reports how many were found        |
+//! | readmissing | get a key that cannot exist (a present key plus one byte)        |
+//! | readseq     | one entry of a full scan (with threads, each scans a key range)  |
+//! | seekrandom  | scan from a random key and read 1..=10 entries                   |
+//!
+//! Unlike db_bench, `fillseq` and `fillrandom` do not wipe the database when
+//! they start: the database is fresh once, when the run starts (unless
+//! `--use_existing_db`).
+//!
+//! With `--threads N` the `num` operations are split among N threads (db_bench
+//! gives every thread `num`); each thread has its own RNG seeded from the seed
+//! plus a thread counter that keeps counting across benchmarks, so that
+//! `overwrite` or `readrandom` do not replay `fillrandom`'s key sequence.
+//!
+//! Every operation's latency goes into an HDR histogram. After the last
+//! benchmark the database is compacted and the run reports write
+//! amplification (bytes written to disk per user byte) and space
+//! amplification (disk bytes per live user byte, live keys counted by a
+//! full scan).
+
+mod backend;
+#[cfg(feature = "fjall")]
+mod fjall_backend;
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::{Rng, RngCore, SeedableRng};
+
+pub use backend::{Backend, BackendConfig, StrataBackend};
+#[cfg(feature = "fjall")]
+pub use fjall_backend::FjallBackend;
+
+/// File that marks a directory as made by this benchmark, so that a later
+/// run without `--use_existing_db` may wipe it.
+const MARKER: &str = "STRATA-BENCH-DB";
+
+/// The engine to benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// Strata's own engine.
+    Strata,
+    /// fjall, for comparison (needs the `fjall` cargo feature).
+    Fjall,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Strata => "strata",
+            Engine::Fjall => "fjall",
+        }
+    }
+}
+
+/// One benchmark of `--benchmarks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Benchmark {
+    FillSeq,
+    FillRandom,
+    Overwrite,
+    ReadRandom,
+    ReadSeq,
+    ReadMissing,
+    SeekRandom,
+}
+
+impl Benchmark {
+    pub const ALL: [Benchmark; 7] = [
+        Benchmark::FillSeq,
+        Benchmark::FillRandom,
+        Benchmark::Overwrite,
+        Benchmark::ReadRandom,
+        Benchmark::ReadSeq,
+        Benchmark::ReadMissing,
+        Benchmark::SeekRandom,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq => "fillseq",
+            Benchmark::FillRandom => "fillrandom",
+            Benchmark::Overwrite => "overwrite",
+            Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadSeq => "readseq",
+            Benchmark::ReadMissing => "readmissing",
+            Benchmark::SeekRandom => "seekrandom",
+        }
+    }
+
+    fn is_write(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
+        )
+    }
+}
+
+impl FromStr for Benchmark {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        Benchmark::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Benchmark::ALL.iter().map(|b| b.name()).collect();
+                format!("unknown benchmark {s:?}; known: {}", names.join(","))
+            })
+    }
+}
+
+/// db_bench's booleans: `1`/`0`, `true`/`false` (also yes/no, on/off).
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        other => Err(format!("expected 0/1 or true/false, got {other:?}")),
+    }
+}
+
+/// Flags of the engine benchmark, named and defaulted as in RocksDB's
+/// db_bench.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BenchArgs {
+    /// Comma-separated benchmarks, run in order on the same database:
+    /// fillseq, fillrandom, overwrite, readrandom, readseq, readmissing,
+    /// seekrandom.
+    #[arg(
+        long = "benchmarks",
+        value_delimiter = ',',
+        default_value = "fillseq,fillrandom,overwrite,readrandom,readseq,readmissing,seekrandom"
+    )]
+    pub benchmarks: Vec<Benchmark>,
+
+    /// Number of keys (the key space is 0..num) and of operations per
+    /// benchmark, split among the threads.
+    #[arg(long = "num", default_value_t = 1_000_000)]
+    pub num: u64,
+
+    /// Bytes per key.
+    #[arg(long = "key_size", default_value_t = 16)]
+    pub key_size: usize,
+
+    /// Bytes per value.
+    #[arg(long = "value_size", default_value_t = 100)]
+    pub value_size: usize,
+
+    /// Threads that share each benchmark's operations.
+    #[arg(long = "threads", default_value_t = 1)]
+    pub threads: usize,
+
+    /// Fsync the log on every write (Durability::Sync); 0 = never fsync in
+    /// the write path (Durability::None).
+    #[arg(long = "sync", value_parser = parse_bool, default_value = "false",
+          num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub sync: bool,
+
+    /// Database directory; default: a fresh temporary directory, deleted at
+    /// the end.
+    #[arg(long = "db")]
+    pub db: Option<PathBuf>,
+
+    /// Block cache capacity in bytes.
+    #[arg(long = "cache_size", default_value_t = 8 << 20)]
+    pub cache_size: usize,
+
+    /// Bloom filter bits per key; 0 disables filters.
+    #[arg(long = "bloom_bits", default_value_t = 10)]
+    pub bloom_bits: u32,
+
+    /// Memtable size in bytes.
+    #[arg(long = "write_buffer_size", default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+
+    /// Seed of the random key streams and values; 0 derives one from the
+    /// clock (as db_bench does).
+    #[arg(long = "seed", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Open the database in `--db` as it is instead of starting empty.
+    #[arg(long = "use_existing_db", value_parser = parse_bool, default_value = "false",
+          num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub use_existing_db: bool,
+
+    /// Storage engine to run.
+    #[arg(long = "engine", value_enum, default_value_t = Engine::Strata)]
+    pub engine: Engine,
+
+    /// Print a JSON summary on stdout (the human-readable report then goes
+    /// to stderr).
+    #[arg(long = "json", value_parser = parse_bool, default_value = "false",
+          num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub json: bool,
+}
+
+impl Default for BenchArgs {
+    fn default() -> Self {
+        BenchArgs {
+            benchmarks: Benchmark::ALL.to_vec(),
+            num: 1_000_000,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            sync: false,
+            db: None,
+            cache_size: 8 << 20,
+            bloom_bits: 10,
+            write_buffer_size: 64 << 20,
+            seed: 0,
+            use_existing_db: false,
+            engine: Engine::Strata,
+            json: false,
+        }
+    }
+}
+
+/// The key of number `n`: db_bench's layout, the number big-endian in the
+/// first 8 bytes, padded with `'0'` to `key_size`, so byte order is numeric
+/// order. Keys shorter than 8 bytes keep the number's low bytes.
+pub fn make_key(n: u64, key_size: usize, out: &mut Vec<u8>) {
+    out.clear();
+    let be = n.to_be_bytes();
+    if key_size >= 8 {
+        out.extend_from_slice(&be);
+        out.resize(key_size, b'0');
+    } else {
+        out.extend_from_slice(&be[8 - key_size..]);
+    }
+}
+
+/// A key that no fill benchmark writes: `make_key(n)` plus one byte (every
+/// stored key is exactly `key_size` bytes), as db_bench's readmissing does.
+pub fn make_missing_key(n: u64, key_size: usize, out: &mut Vec<u8>) {
+    make_key(n, key_size, out);
+    out.push(b'.');
+}
+
+/// The `[lo, hi)` share of `0..total` that thread `i` of `parts` gets.
+pub fn split_range(total: u64, parts: usize, i: usize) -> (u64, u64) {
+    let parts = parts.max(1) as u64;
+    let i = i as u64;
+    let base = total / parts;
+    let rem = total % parts;
+    let lo = i * base + i.min(rem);
+    let hi = lo + base + u64::from(i < rem);
+    (lo, hi)
+}
+
+/// Random value bytes, sliced like db_bench's RandomGenerator.
+struct Values {
+    data: Vec<u8>,
+    size: usize,
+}
+
+impl Values {
+    fn new(seed: u64, size: usize) -> Self {
+        let mut rng = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mut data = vec![0u8; (1 << 20) + size];
+        rng.fill_bytes(&mut data);
+        Values { data, size }
+    }
+
+    /// The value at cursor `pos`, advancing it.
+    fn next(&self, pos: &mut usize) -> &[u8] {
+        if *pos + self.size > self.data.len() {
+            *pos = 0;
+        }
+        let v = &self.data[*pos..*pos + self.size];
+        *pos += self.size;
+        v
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // Nanoseconds, 1 ns to 1 hour, 3 significant digits.
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+#[inline]
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    h.saturating_record((d.as_nanos() as u64).max(1));
+}
+
+/// What one benchmark measured.
+#[derive(Clone, Debug)]
+pub struct BenchResult {
+    pub name: &'static str,
+    /// Operations done, summed over threads.
+    pub ops: u64,
+    /// Wall time from the first thread's start to the last thread's end.
+    pub elapsed: Duration,
+    /// Summed per-thread busy time (db_bench's micros/op uses it).
+    pub thread_time: Duration,
+    /// Key and value bytes written or read.
+    pub bytes: u64,
+    /// For point reads and seeks: how many found their key.
+    pub found: Option<u64>,
+    /// Per-operation latency in nanoseconds.
+    pub latency: Histogram<u64>,
+}
+
+impl BenchResult {
+    pub fn ops_per_sec(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.ops as f64 / s
+        } else {
+            0.0
+        }
+    }
+
+    pub fn micros_per_op(&self) -> f64 {
+        if self.ops == 0 {
+            return 0.0;
+        }
+        self.thread_time.as_secs_f64() * 1e6 / self.ops as f64
+    }
+
+    pub fn mb_per_sec(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.bytes as f64 / 1_048_576.0 / s
+        } else {
+            0.0
+        }
+    }
+
+    /// Latency at quantile `q` in microseconds.
+    pub fn latency_us(&self, q: f64) -> f64 {
+        if self.latency.is_empty() {
+            return 0.0;
+        }
+        self.latency.value_at_quantile(q) as f64 / 1000.0
+    }
+
+    /// db_bench's report line, e.g.
+    /// `fillrandom   :       2.345 micros/op 426439 ops/sec;   47.2 MB/s`.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{:<12} : {:>11.3} micros/op {} ops/sec;",
+            self.name,
+            self.micros_per_op(),
+            self.ops_per_sec().round() as u64
+        );
+        if self.bytes > 0 {
+            let _ = write!(s, " {:>6.1} MB/s", self.mb_per_sec());
+        }
+        if let Some(f) = self.found {
+            let _ = write!(s, " (found {f} of {})", self.ops);
+        }
+        s
+    }
+
+    /// The percentile line printed under [`BenchResult::line`].
+    pub fn latency_line(&self) -> String {
+        format!(
+            "{:<12}   latency p50 / p99 / p99.9: {:.2} / {:.2} / {:.2} us (max {:.2})",
+            "",
+            self.latency_us(0.5),
+            self.latency_us(0.99),
+            self.latency_us(0.999),
+            self.latency.max() as f64 / 1000.0,
+        )
+    }
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub engine: &'static str,
+    pub seed: u64,
+    pub results: Vec<BenchResult>,
+    /// Key and value bytes the fill benchmarks wrote.
+    pub user_bytes_written: u64,
+    /// Keys present after the final compaction (full-scan count).
+    pub live_keys: u64,
+    /// Key and value bytes of the live keys.
+    pub live_bytes: u64,
+    /// Disk bytes after the final compaction.
+    pub disk_bytes: u64,
+    /// Write amplification by the engine's own counters (Strata only).
+    pub engine_write_amplification: Option<f64>,
+    /// Bytes this process wrote to storage (`/proc/self/io` write_bytes)
+    /// per user byte; the same measure for every engine.
+    pub io_write_amplification: Option<f64>,
+    /// Time of the final compaction.
+    pub compaction_time: Duration,
+}
+
+impl Report {
+    pub fn space_amplification(&self) -> Option<f64> {
+        (self.live_bytes > 0).then(|| self.disk_bytes as f64 / self.live_bytes as f64)
+    }
+
+    pub fn result(&self, name: &str) -> Option<&BenchResult> {
+        self.results.iter().find(|r| r.name == name)
+    }
+
+    /// A JSON object (hand-formatted; no serde).
+    pub fn to_json(&self, args: &BenchArgs) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "{{\"engine\":\"{}\",\"num\":{},\"key_size\":{},\"value_size\":{},\"threads\":{},\
+             \"sync\":{},\"cache_size\":{},\"bloom_bits\":{},\"write_buffer_size\":{},\"seed\":{},\
+             \"benchmarks\":[",
+            self.engine,
+            args.num,
+            args.key_size,
+            args.value_size,
+            args.threads,
+            args.sync,
+            args.cache_size,
+            args.bloom_bits,
+            args.write_buffer_size,
+            self.seed
+        );
+        for (i, r) in self.results.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            let _ = write!(
+                s,
+                "{{\"name\":\"{}\",\"ops\":{},\"seconds\":{},\"ops_per_sec\":{},\
+                 \"micros_per_op\":{},\"mb_per_sec\":{},\"found\":{},\"p50_us\":{},\
+                 \"p99_us\":{},\"p999_us\":{},\"max_us\":{}}}",
+                r.name,
+                r.ops,
+                json_f64(r.elapsed.as_secs_f64()),
+                json_f64(r.ops_per_sec()),
+                json_f64(r.micros_per_op()),
+                json_f64(r.mb_per_sec()),
+                r.found.map_or("null".to_string(), |f| f.to_string()),
+                json_f64(r.latency_us(0.5)),
+                json_f64(r.latency_us(0.99)),
+                json_f64(r.latency_us(0.999)),
+                json_f64(r.latency.max() as f64 / 1000.0),
+            );
+        }
+        let _ = write!(
+            s,
+            "],\"user_bytes_written\":{},\"live_keys\":{},\"live_bytes\":{},\"disk_bytes\":{},\
+             \"write_amplification\":{},\"io_write_amplification\":{},\
+             \"space_amplification\":{},\"compaction_seconds\":{}}}",
+            self.user_bytes_written,
+            self.live_keys,
+            self.live_bytes,
+            self.disk_bytes,
+            json_opt(self.engine_write_amplification),
+            json_opt(self.io_write_amplification),
+            json_opt(self.space_amplification()),
+            json_f64(self.compaction_time.as_secs_f64()),
+        );
+        s
+    }
+}
+
+fn json_f64(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
+}
+
+fn json_opt(v: Option<f64>) -> String {
+    v.map_or("null".into(), json_f64)
+}
+
+/// Bytes this process has caused to be written to storage, from
+/// `/proc/self/io` (Linux only; counted when pages are dirtied).
+fn process_write_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let written = field("write_bytes:")?;
+    let cancelled = field("cancelled_write_bytes:").unwrap_or(0);
+    Some(written.saturating_sub(cancelled))
+}
+
+/// Bytes allocated on disk to the files under `dir` (`st_blocks` x 512, so
+/// sparse or preallocated-but-unwritten space does not count).
+pub fn dir_allocated_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            total += dir_allocated_bytes(&entry.path())?;
+        } else {
+            total += meta.blocks() * 512;
+        }
+    }
+    Ok(total)
+}
+
+/// The database directory of a run, removed at the end if it is temporary.
+enum DbDir {
+    Temp(tempfile::TempDir),
+    Given(PathBuf),
+}
+
+impl DbDir {
+    fn path(&self) -> &Path {
+        match self {
+            DbDir::Temp(t) => t.path(),
+            DbDir::Given(p) => p,
+        }
+    }
+}
+
+fn prepare_dir(args: &BenchArgs) -> Result<DbDir, String> {
+    let Some(dir) = &args.db else {
+        if args.use_existing_db {
+            return Err("--use_existing_db needs --db DIR".into());
+        }
+        let t = tempfile::Builder::new()
+            .prefix("strata-bench-")
+            .tempdir()
+            .map_err(|e| format!("creating a temporary directory: {e}"))?;
+        return Ok(DbDir::Temp(t));
+    };
+    if args.use_existing_db {
+        if !dir.is_dir() {
+            return Err(format!(
+                "--use_existing_db: {} is not a directory",
+                dir.display()
+            ));
+        }
+        return Ok(DbDir::Given(dir.clone()));
+    }
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| format!("reading {}: {e}", dir.display()))?
+            .next()
+            .is_none();
+        if !empty && !dir.join(MARKER).exists() {
+            return Err(format!(
+                "{} exists and was not made by this benchmark; remove it, pick another --db, \
+                 or pass --use_existing_db",
+                dir.display()
+            ));
+        }
+        std::fs::remove_dir_all(dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    std::fs::write(
+        dir.join(MARKER),
+        b"made by strata bench engine; safe to delete\n",
+    )
+    .map_err(|e| format!("writing marker in {}: {e}", dir.display()))?;
+    Ok(DbDir::Given(dir.clone()))
+}
+
+/// Open the chosen engine in `dir`.
+pub fn open_backend(
+    engine: Engine,
+    dir: &Path,
+    cfg: &BackendConfig,
+) -> Result<Box<dyn Backend>, String> {
+    match engine {
+        Engine::Strata => Ok(Box::new(StrataBackend::open(dir, cfg)?)),
+        #[cfg(feature = "fjall")]
+        Engine::Fjall => Ok(Box::new(FjallBackend::open(dir, cfg)?)),
+        #[cfg(not(feature = "fjall"))]
+        Engine::Fjall => Err(
+            "--engine fjall: this binary was built without fjall support; \
+             rebuild with `--features fjall` (e.g. cargo build --release -p strata-enginebench \
+             --features fjall --bin engine-bench)"
+                .into(),
+        ),
+    }
+}
+
+fn validate(args: &BenchArgs) -> Result<(), String> {
+    if args.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if args.num == 0 {
+        return Err("--num must be at least 1".into());
+    }
+    if args.key_size == 0 {
+        return Err("--key_size must be at least 1".into());
+    }
+    if args.key_size < 8 && args.num > 1u64 << (8 * args.key_size) {
+        return Err(format!(
+            "--num {} does not fit in --key_size {} bytes",
+            args.num, args.key_size
+        ));
+    }
+    if args.benchmarks.is_empty() {
+        return Err("--benchmarks is empty".into());
+    }
+    Ok(())
+}
+
+/// Per-thread tally of one benchmark.
+struct ThreadTally {
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    hist: Histogram<u64>,
+    start: Instant,
+    end: Instant,
+}
+
+struct Shared<'a> {
+    args: &'a BenchArgs,
+    backend: &'a dyn Backend,
+    values: &'a Values,
+}
+
+fn run_thread(
+    sh: &Shared<'_>,
+    bench: Benchmark,
+    t: usize,
+    seed: u64,
+    barrier: &Barrier,
+) -> Result<ThreadTally, String> {
+    let args = sh.args;
+    let b = sh.backend;
+    let num = args.num;
+    let ks = args.key_size;
+    let (lo, hi) = split_range(num, args.threads, t);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut key = Vec::with_capacity(ks + 1);
+    let mut hist = new_histogram();
+    let mut vpos = (t * 7919 * args.value_size.max(1)) % (1 << 20);
+    let (mut ops, mut bytes, mut found) = (0u64, 0u64, 0u64);
+    barrier.wait();
+    let start = Instant::now();
+    match bench {
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => {
+            for i in lo..hi {
+                let n = if bench == Benchmark::FillSeq {
+                    i
+                } else {
+                    rng.random_range(0..num)
+                };
+                make_key(n, ks, &mut key);
+                let v = sh.values.next(&mut vpos);
+                let t0 = Instant::now();
+                b.put(&key, v)?;
+                record(&mut hist, t0.elapsed());
+                bytes += (key.len() + v.len()) as u64;
+                ops += 1;
+            }
+        }
+        Benchmark::ReadRandom | Benchmark::ReadMissing => {
+            for _ in lo..hi {
+                let n = rng.random_range(0..num);
+                if bench == Benchmark::ReadMissing {
+                    make_missing_key(n, ks, &mut key);
+                } else {
+                    make_key(n, ks, &mut key);
+                }
+                let t0 = Instant::now();
+                let r = b.get(&key)?;
+                record(&mut hist, t0.elapsed());
+                if let Some(len) = r {
+                    found += 1;
+                    bytes += (key.len() + len) as u64;
+                }
+                ops += 1;
+            }
+        }
+        Benchmark::SeekRandom => {
+            for _ in lo..hi {
+                let n = rng.random_range(0..num);
+                let want: usize = rng.random_range(1..=10);
+                make_key(n, ks, &mut key);
+                let (mut got, mut first_is_key, mut nbytes) = (0usize, false, 0u64);
+                let t0 = Instant::now();
+                b.scan(Some(&key), None, &mut |k, v| {
+                    if got == 0 {
+                        first_is_key = k == key.as_slice();
+                    }
+                    got += 1;
+                    nbytes += (k.len() + v.len()) as u64;
+                    got < want
+                })?;
+                record(&mut hist, t0.elapsed());
+                found += u64::from(first_is_key);
+                bytes += nbytes;
+                ops += 1;
+            }
+        }
+        Benchmark::ReadSeq => {
+            // Thread t scans its share of the key space; the first and last
+            // shares are open-ended so that the threads cover the whole db.
+            let mut lo_key = Vec::new();
+            let mut hi_key = Vec::new();
+            make_key(lo, ks, &mut lo_key);
+            make_key(hi, ks, &mut hi_key);
+            let start_key = (t > 0).then_some(lo_key.as_slice());
+            let end_key = (t + 1 < args.threads).then_some(hi_key.as_slice());
+            let mut last = Instant::now();
+            b.scan(start_key, end_key, &mut |k, v| {
+                let now = Instant::now();
+                record(&mut hist, now - last);
+                last = now;
+                ops += 1;
+                bytes += (k.len() + v.len()) as u64;
+                true
+            })?;
+        }
+    }
+    Ok(ThreadTally {
+        ops,
+        bytes,
+        found,
+        hist,
+        start,
+        end: Instant::now(),
+    })
+}
+
+fn run_benchmark(sh: &Shared<'_>, bench: Benchmark, seed_base: u64) -> Result<BenchResult, String> {
+    let threads = sh.args.threads;
+    let barrier = Barrier::new(threads);
+    let tallies: Vec<Result<ThreadTally, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                std::thread::Builder::new()
+                    .name(format!("bench-{t}"))
+                    .spawn_scoped(s, move || {
+                        run_thread(sh, bench, t, seed_base.wrapping_add(t as u64), barrier)
+                    })
+                    .expect("spawn benchmark thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("benchmark thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut latency = new_histogram();
+    let (mut ops, mut bytes, mut found) = (0, 0, 0);
+    let mut thread_time = Duration::ZERO;
+    let mut first: Option<Instant> = None;
+    let mut last: Option<Instant> = None;
+    for r in tallies {
+        let t = r.map_err(|e| format!("{}: {e}", bench.name()))?;
+        ops += t.ops;
+        bytes += t.bytes;
+        found += t.found;
+        thread_time += t.end - t.start;
+        latency
+            .add(&t.hist)
+            .map_err(|e| format!("merging histograms: {e:?}"))?;
+        first = Some(first.map_or(t.start, |f: Instant| f.min(t.start)));
+        last = Some(last.map_or(t.end, |l: Instant| l.max(t.end)));
+    }
+    let elapsed = match (first, last) {
+        (Some(f), Some(l)) => l - f,
+        _ => Duration::ZERO,
+    };
+    let found = matches!(
+        bench,
+        Benchmark::ReadRandom | Benchmark::ReadMissing | Benchmark::SeekRandom
+    )
+    .then_some(found);
+    Ok(BenchResult {
+        name: bench.name(),
+        ops,
+        elapsed,
+        thread_time,
+        bytes,
+        found,
+        latency,
+    })
+}
+
+/// Run the benchmarks, writing the human-readable report to `out`.
+pub fn execute(args: &BenchArgs, out: &mut dyn Write) -> Result<Report, String> {
+    validate(args)?;
+    let seed = if args.seed == 0 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        (nanos % 1_000_000_000).max(1)
+    } else {
+        args.seed
+    };
+    let dir = prepare_dir(args)?;
+    let cfg = BackendConfig {
+        sync: args.sync,
+        write_buffer_size: args.write_buffer_size,
+        cache_size: args.cache_size,
+        bloom_bits: args.bloom_bits,
+        use_existing: args.use_existing_db,
+    };
+    let p = |out: &mut dyn Write, s: String| -> Result<(), String> {
+        writeln!(out, "{s}").map_err(|e| format!("writing report: {e}"))
+    };
+    p(out, format!("Engine:     {}", args.engine.name()))?;
+    p(out, format!("Keys:       {} bytes each", args.key_size))?;
+    p(
+        out,
+        format!(
+            "Values:     {} bytes each (no compression)",
+            args.value_size
+        ),
+    )?;
+    p(out, format!("Entries:    {}", args.num))?;
+    p(out, format!("Threads:    {}", args.threads))?;
+    p(
+        out,
+        format!(
+            "Sync:       {} | cache {} bytes | bloom {} bits/key | write buffer {} bytes",
+            u8::from(args.sync),
+            args.cache_size,
+            args.bloom_bits,
+            args.write_buffer_size
+        ),
+    )?;
+    p(out, format!("Seed:       {seed}"))?;
+    p(out, format!("DB path:    {}", dir.path().display()))?;
+    p(out, "-".repeat(48))?;
+
+    let backend = open_backend(args.engine, dir.path(), &cfg)?;
+    let io_start = process_write_bytes();
+    let values = Values::new(seed, args.value_size);
+    let sh = Shared {
+        args,
+        backend: backend.as_ref(),
+        values: &values,
+    };
+    let mut results = Vec::new();
+    let mut user_bytes_written = 0u64;
+    let mut thread_counter = 0u64;
+    for &bench in &args.benchmarks {
+        let r = run_benchmark(&sh, bench, seed.wrapping_add(thread_counter))?;
+        thread_counter += args.threads as u64;
+        if bench.is_write() {
+            user_bytes_written += r.bytes;
+        }
+        p(out, r.line())?;
+        p(out, r.latency_line())?;
+        results.push(r);
+    }
+
+    // Amplification, measured on the compacted database.
+    let t0 = Instant::now();
+    backend.compact()?;
+    let compaction_time = t0.elapsed();
+    let io_end = process_write_bytes();
+    let (mut live_keys, mut live_bytes) = (0u64, 0u64);
+    backend.scan(None, None, &mut |k, v| {
+        live_keys += 1;
+        live_bytes += (k.len() + v.len()) as u64;
+        true
+    })?;
+    let disk_bytes = backend.disk_bytes()?;
+    let allocated = dir_allocated_bytes(dir.path()).ok();
+    let engine_write_amplification = if user_bytes_written > 0 {
+        backend.engine_write_amplification()
+    } else {
+        None
+    };
+    let io_write_amplification = match (io_start, io_end) {
+        (Some(a), Some(b)) if user_bytes_written > 0 => {
+            Some(b.saturating_sub(a) as f64 / user_bytes_written as f64)
+        }
+        _ => None,
+    };
+    let report = Report {
+        engine: args.engine.name(),
+        seed,
+        results,
+        user_bytes_written,
+        live_keys,
+        live_bytes,
+        disk_bytes,
+        engine_write_amplification,
+        io_write_amplification,
+        compaction_time,
+    };
+    p(out, "-".repeat(48))?;
+    p(
+        out,
+        format!(
+            "compact      : {:.3} s to compact the whole database",
+            compaction_time.as_secs_f64()
+        ),
+    )?;
+    let fmt = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+    p(
+        out,
+        format!(
+            "write amp    : {} (engine counters: WAL + flush + compaction bytes / user bytes); \
+             {} (process I/O write_bytes / user bytes); user bytes {}",
+            fmt(report.engine_write_amplification),
+            fmt(report.io_write_amplification),
+            user_bytes_written
+        ),
+    )?;
+    p(
+        out,
+        format!(
+            "space amp    : {} ({} disk bytes / {} live keys x {} bytes; whole directory: \
+             {} bytes allocated)",
+            fmt(report.space_amplification()),
+            disk_bytes,
+            live_keys,
+            args.key_size + args.value_size,
+            allocated.map_or("?".to_string(), |a| a.to_string()),
+        ),
+    )?;
+    if let Some(engine_user) = backend.engine_user_bytes_written() {
+        if !args.use_existing_db && engine_user != user_bytes_written {
+            p(
+                out,
+                format!(
+                    "warning      : engine counted {engine_user} user bytes written, the \
+                     benchmark wrote {user_bytes_written}"
+                ),
+            )?;
+        }
+    }
+    if let Some(d) = backend.describe() {
+        p(out, format!("engine       : {d}"))?;
+    }
+    backend.close()?;
+    drop(backend);
+    drop(dir);
+    Ok(report)
+}
+
+/// Run the benchmark as the command line asked: the report on stdout, or,
+/// with `--json`, the report on stderr and a JSON summary on stdout.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    if args.json {
+        let report = execute(args, &mut std::io::stderr().lock())?;
+        println!("{}", report.to_json(args));
+    } else {
+        execute(args, &mut std::io::stdout().lock())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<BenchArgs, clap::Error> {
+        let mut v = vec!["bench"];
+        v.extend_from_slice(argv);
+        Cli::try_parse_from(v).map(|c| c.args)
+    }
+
+    #[test]
+    fn keys_are_fixed_size_and_ordered_like_their_numbers() {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        make_key(0, 16, &mut a);
+        assert_eq!(a, b"\0\0\0\0\0\0\0\x000000000000000000"[..16].to_vec());
+        assert_eq!(a.len(), 16);
+        let nums = [
+            0u64,
+            1,
+            255,
+            256,
+            65_535,
+            999_999,
+            1 << 20,
+            1 << 40,
+            u64::MAX,
+        ];
+        for w in nums.windows(2) {
+            make_key(w[0], 16, &mut a);
+            make_key(w[1], 16, &mut b);
+            assert!(a < b, "{} vs {}", w[0], w[1]);
+            assert_eq!(b.len(), 16);
+        }
+        make_key(0x0102_0304_0506_0708, 8, &mut a);
+        assert_eq!(a, [1, 2, 3, 4, 5, 6, 7, 8]);
+        make_key(0x0102, 2, &mut a);
+        assert_eq!(a, [1, 2]);
+        make_key(7, 20, &mut a);
+        assert_eq!(a.len(), 20);
+        assert_eq!(&a[8..], b"000000000000");
+        // The same number gives the same key, a different one a different key.
+        make_key(42, 16, &mut a);
+        make_key(42, 16, &mut b);
+        assert_eq!(a, b);
+        make_key(43, 16, &mut b);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn missing_keys_never_equal_a_stored_key() {
+        let mut k = Vec::new();
+        let mut m = Vec::new();
+        for n in [0u64, 1, 1000, 999_999] {
+            make_key(n, 16, &mut k);
+            make_missing_key(n, 16, &mut m);
+            assert_eq!(m.len(), 17);
+            assert!(m.starts_with(&k));
+        }
+    }
+
+    #[test]
+    fn split_range_covers_everything_once() {
+        for total in [0u64, 1, 7, 10, 1000, 1_000_001] {
+            for parts in 1..=9 {
+                let mut next = 0;
+                for i in 0..parts {
+                    let (lo, hi) = split_range(total, parts, i);
+                    assert_eq!(lo, next);
+                    assert!(hi >= lo);
+                    assert!(hi - lo <= total / parts as u64 + 1);
+                    next = hi;
+                }
+                assert_eq!(next, total);
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_match_db_bench() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.benchmarks, Benchmark::ALL.to_vec());
+        assert_eq!(a.num, 1_000_000);
+        assert_eq!(a.key_size, 16);
+        assert_eq!(a.value_size, 100);
+        assert_eq!(a.threads, 1);
+        assert!(!a.sync);
+        assert_eq!(a.db, None);
+        assert_eq!(a.cache_size, 8_388_608);
+        assert_eq!(a.bloom_bits, 10);
+        assert_eq!(a.write_buffer_size, 64 << 20);
+        assert!(!a.use_existing_db);
+        assert_eq!(a.engine, Engine::Strata);
+        assert!(!a.json);
+        let d = BenchArgs::default();
+        assert_eq!(
+            (d.num, d.key_size, d.value_size, d.cache_size, d.bloom_bits),
+            (a.num, a.key_size, a.value_size, a.cache_size, a.bloom_bits)
+        );
+        assert_eq!(d.benchmarks, a.benchmarks);
+    }
+
+    #[test]
+    fn parses_db_bench_spelling() {
+        let a = parse(&[
+            "--benchmarks=fillseq,readrandom,seekrandom",
+            "--num=2000",
+            "--key_size=20",
+            "--value_size",
+            "64",
+            "--threads=4",
+            "--sync=1",
+            "--db=/tmp/x",
+            "--cache_size=1048576",
+            "--bloom_bits=0",
+            "--write_buffer_size=65536",
+            "--seed=7",
+            "--use_existing_db=1",
+            "--engine=fjall",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.benchmarks,
+            [
+                Benchmark::FillSeq,
+                Benchmark::ReadRandom,
+                Benchmark::SeekRandom
+            ]
+        );
+        assert_eq!(
+            (a.num, a.key_size, a.value_size, a.threads),
+            (2000, 20, 64, 4)
+        );
+        assert!(a.sync && a.use_existing_db && a.json);
+        assert_eq!(a.db, Some(PathBuf::from("/tmp/x")));
+        assert_eq!(
+            (a.cache_size, a.bloom_bits, a.write_buffer_size, a.seed),
+            (1 << 20, 0, 65536, 7)
+        );
+        assert_eq!(a.engine, Engine::Fjall);
+    }
+
+    #[test]
+    fn parses_booleans_like_db_bench() {
+        for (v, want) in [
+            ("--sync=0", false),
+            ("--sync=1", true),
+            ("--sync=true", true),
+            ("--sync=false", false),
+            ("--sync", true),
+        ] {
+            assert_eq!(parse(&[v]).unwrap().sync, want, "{v}");
+        }
+        assert!(parse(&["--sync", "0"]).map(|a| !a.sync).unwrap());
+        assert!(parse(&["--sync=maybe"]).is_err());
+        assert!(parse(&["--use_existing_db=0"])
+            .map(|a| !a.use_existing_db)
+            .unwrap());
+    }
+
+    #[test]
+    fn rejects_bad_arguments() {
+        assert!(parse(&["--benchmarks=fillseq,fillsync"]).is_err());
+        assert!(
+            parse(&["--key-size=16"]).is_err(),
+            "db_bench spells it key_size"
+        );
+        assert!(parse(&["--engine=rocksdb"]).is_err());
+        assert!(parse(&["--num=-1"]).is_err());
+        let bad = |f: fn(&mut BenchArgs)| {
+            let mut a = BenchArgs::default();
+            f(&mut a);
+            validate(&a).is_err()
+        };
+        assert!(bad(|a| a.threads = 0));
+        assert!(bad(|a| a.num = 0));
+        assert!(bad(|a| a.key_size = 0));
+        assert!(bad(|a| {
+            a.key_size = 2;
+            a.num = 70_000
+        }));
+        assert!(!bad(|a| {
+            a.key_size = 2;
+            a.num = 65_536
+        }));
+    }
+
+    #[test]
+    fn report_lines_look_like_db_bench() {
+        let mut latency = new_histogram();
+        latency.record(2_000).unwrap();
+        let r = BenchResult {
+            name: "readrandom",
+            ops: 1000,
+            elapsed: Duration::from_millis(2),
+            thread_time: Duration::from_millis(2),
+            bytes: 116_000,
+            found: Some(632),
+            latency,
+        };
+        let line = r.line();
+        assert!(
+            line.starts_with("readrandom   :       2.000 micros/op 500000 ops/sec;"),
+            "{line}"
+        );
+        assert!(line.ends_with("MB/s (found 632 of 1000)"), "{line}");
+        assert!(r
+            .latency_line()
+            .contains("p50 / p99 / p99.9: 2.00 / 2.00 / 2.00 us"));
+    }
+
+    fn small_run(threads: usize, engine: Engine) -> (Report, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let args = BenchArgs {
+            num: 2000,
+            threads,
+            seed: 42,
+            // Small memtables so that the run goes through flushes, tables
+            // and compactions, not just the memtable.
+            write_buffer_size: 16 << 10,
+            cache_size: 64 << 10,
+            db: Some(dir.path().join("db")),
+            engine,
+            ..BenchArgs::default()
+        };
+        let mut out = Vec::new();
+        let report = execute(&args, &mut out).unwrap();
+        let json = report.to_json(&args);
+        assert!(json.starts_with('{') && json.ends_with('}'));
+        (report, String::from_utf8(out).unwrap())
+    }
+
+    fn check_small_run(report: &Report, text: &str) {
+        let names: Vec<_> = report.results.iter().map(|r| r.name).collect();
+        assert_eq!(
+            names,
+            Benchmark::ALL.iter().map(|b| b.name()).collect::<Vec<_>>()
+        );
+        for r in &report.results {
+            assert_eq!(r.latency.len(), r.ops, "{}: one latency per op", r.name);
+            assert!(
+                text.contains(&format!("{:<12} :", r.name)),
+                "{} missing from\n{text}",
+                r.name
+            );
+        }
+        // fillseq wrote every key in 0..num, and nothing deletes.
+        let rr = report.result("readrandom").unwrap();
+        assert_eq!((rr.ops, rr.found), (2000, Some(2000)));
+        let rm = report.result("readmissing").unwrap();
+        assert_eq!((rm.ops, rm.found), (2000, Some(0)));
+        let rs = report.result("readseq").unwrap();
+        assert_eq!(rs.ops, 2000);
+        assert_eq!(rs.bytes, 2000 * 116);
+        let sr = report.result("seekrandom").unwrap();
+        assert_eq!((sr.ops, sr.found), (2000, Some(2000)));
+        for w in ["fillseq", "fillrandom", "overwrite"] {
+            assert_eq!(report.result(w).unwrap().ops, 2000);
+            assert_eq!(report.result(w).unwrap().found, None);
+        }
+        assert_eq!(report.user_bytes_written, 3 * 2000 * 116);
+        assert_eq!(report.live_keys, 2000);
+        assert_eq!(report.live_bytes, 2000 * 116);
+        assert!(report.disk_bytes > 0);
+        let sa = report.space_amplification().unwrap();
+        assert!(sa > 0.5 && sa < 10.0, "space amplification {sa}");
+        assert!(text.contains("write amp"));
+        assert!(text.contains("(found 2000 of 2000)"), "{text}");
+        assert!(text.contains("(found 0 of 2000)"), "{text}");
+    }
+
+    #[test]
+    fn end_to_end_all_benchmarks_on_strata() {
+        let (report, text) = small_run(1, Engine::Strata);
+        check_small_run(&report, &text);
+        let wa = report.engine_write_amplification.unwrap();
+        assert!(wa >= 1.0, "write amplification {wa}");
+    }
+
+    #[test]
+    fn end_to_end_with_threads() {
+        let (report, text) = small_run(3, Engine::Strata);
+        check_small_run(&report, &text);
+    }
+
+    #[cfg(feature = "fjall")]
+    #[test]
+    fn end_to_end_all_benchmarks_on_fjall() {
+        let (report, text) = small_run(2, Engine::Fjall);
+        check_small_run(&report, &text);
+    }
+
+    #[cfg(not(feature = "fjall"))]
+    #[test]
+    fn fjall_without_the_feature_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = BenchArgs {
+            num: 10,
+            engine: Engine::Fjall,
+            db: Some(dir.path().join("db")),
+            ..BenchArgs::default()
+        };
+        let e = execute(&args, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("--features fjall"), "{e}");
+    }
+
+    #[test]
+    fn refuses_to_wipe_a_foreign_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("precious"), b"x").unwrap();
+        let args = BenchArgs {
+            num: 10,
+            db: Some(dir.path().to_path_buf()),
+            ..BenchArgs::default()
+        };
+        assert!(execute(&args, &mut Vec::new())
+            .unwrap_err()
+            .contains("not made by this benchmark"));
+        assert!(dir.path().join("precious").exists());
+    }
+
+    #[test]
+    fn use_existing_db_reopens_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let mut args = BenchArgs {
+            num: 500,
+            seed: 1,
+            benchmarks: vec![Benchmark::FillSeq],
+            db: Some(db.clone()),
+            ..BenchArgs::default()
+        };
+        execute(&args, &mut Vec::new()).unwrap();
+        args.use_existing_db = true;
+        args.benchmarks = vec![Benchmark::ReadRandom];
+        let r = execute(&args, &mut Vec::new()).unwrap();
+        assert_eq!(r.result("readrandom").unwrap().found, Some(500));
+        assert_eq!(r.live_keys, 500);
+        // Without --use_existing_db the directory starts empty again.
+        args.use_existing_db = false;
+        let r = execute(&args, &mut Vec::new()).unwrap();
+        assert_eq!(r.result("readrandom").unwrap().found, Some(0));
+    }
+}

@@ -43,17 +43,21 @@ fn key_name(k: u32) -> String {
 /// The child: write forever from `threads` threads, each owning the keys
 /// congruent to its index modulo `threads`.
 pub fn child_main(dir: &Path, counter_base: u64, seed: u64, threads: usize, keys: u32) -> ! {
-    let db = std::sync::Arc::new(Db::open(dir, churn_options(Durability::Sync)).unwrap_or_else(|e| {
-        eprintln!("child: open failed: {e}");
-        std::process::exit(3)
-    }));
+    let db = std::sync::Arc::new(
+        Db::open(dir, churn_options(Durability::Sync)).unwrap_or_else(|e| {
+            eprintln!("child: open failed: {e}");
+            std::process::exit(3)
+        }),
+    );
     let out = std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
     let mut hs = vec![];
     for t in 0..threads {
         let db = db.clone();
         let out = out.clone();
         hs.push(std::thread::spawn(move || {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut rng = rand::rngs::StdRng::seed_from_u64(
+                seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            );
             let mut counter = counter_base + t as u64;
             let mine = |rng: &mut rand::rngs::StdRng| {
                 let k = rng.random_range(0..keys / threads as u32) * threads as u32 + t as u32;
@@ -144,7 +148,10 @@ fn parse_value(k: &[u8], v: &[u8]) -> Result<u64, String> {
     let mut parts = s.splitn(3, ':');
     let key = parts.next().unwrap_or("");
     if key.as_bytes() != k {
-        return Err(format!("value {s:?} stored under key {:?}", String::from_utf8_lossy(k)));
+        return Err(format!(
+            "value {s:?} stored under key {:?}",
+            String::from_utf8_lossy(k)
+        ));
     }
     parts
         .next()
@@ -153,7 +160,8 @@ fn parse_value(k: &[u8], v: &[u8]) -> Result<u64, String> {
 }
 
 fn read_db(dir: &Path) -> Result<BTreeMap<String, u64>, String> {
-    let db = Db::open(dir, churn_options(Durability::Sync)).map_err(|e| format!("reopen failed: {e}"))?;
+    let db = Db::open(dir, churn_options(Durability::Sync))
+        .map_err(|e| format!("reopen failed: {e}"))?;
     let mut m = BTreeMap::new();
     for r in db.scan(..).map_err(|e| e.to_string())? {
         let (k, v) = r.map_err(|e| format!("scan failed: {e}"))?;
@@ -174,7 +182,11 @@ fn read_db(dir: &Path) -> Result<BTreeMap<String, u64>, String> {
 
 /// Run the rounds. `spawn` builds the child command for a counter base and
 /// seed; the child must call [`child_main`].
-pub fn run(cfg: &StressConfig, spawn: &dyn Fn(u64, u64) -> Command, mut progress: impl FnMut(&str)) -> Result<StressReport, String> {
+pub fn run(
+    cfg: &StressConfig,
+    spawn: &dyn Fn(u64, u64) -> Command,
+    mut progress: impl FnMut(&str),
+) -> Result<StressReport, String> {
     std::fs::create_dir_all(&cfg.dir).map_err(|e| e.to_string())?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
     let mut model: BTreeMap<String, u64> = read_db(&cfg.dir)?;
@@ -227,7 +239,9 @@ pub fn run(cfg: &StressConfig, spawn: &dyn Fn(u64, u64) -> Command, mut progress
                 }
                 (Some("A"), Some(c), None, None) => {
                     let c: u64 = c.parse().map_err(|_| format!("bad line {l:?}"))?;
-                    let i = intents.remove(&c).ok_or_else(|| format!("ack without intent: {l:?}"))?;
+                    let i = intents
+                        .remove(&c)
+                        .ok_or_else(|| format!("ack without intent: {l:?}"))?;
                     for k in i.keys {
                         if i.op == 'D' {
                             model.remove(&k);
@@ -262,12 +276,16 @@ pub fn run(cfg: &StressConfig, spawn: &dyn Fn(u64, u64) -> Command, mut progress
                 .collect();
             if states.iter().any(|&s| s) {
                 if !states.iter().all(|&s| s) && i.op == 'P' {
-                    return Err(format!("round {round}: batch {c} over {:?} applied partially", i.keys));
+                    return Err(format!(
+                        "round {round}: batch {c} over {:?} applied partially",
+                        i.keys
+                    ));
                 }
                 applied += 1;
             }
         }
-        let all_keys: std::collections::BTreeSet<&String> = model.keys().chain(found.keys()).collect();
+        let all_keys: std::collections::BTreeSet<&String> =
+            model.keys().chain(found.keys()).collect();
         for k in all_keys {
             let want = model.get(k).copied();
             let got = found.get(k).copied();

@@ -1,1 +1,157 @@
-fn main() {}
+//! The `strata` binary: parses the command line and hands each subcommand to
+//! the crate that owns it. No logic lives here.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+// mimalloc: the engine allocates a skiplist node and key/value handles per
+// write on one thread and frees them on the flush thread; glibc malloc spends
+// more time there than the engine itself (measured in docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(
+    name = "strata",
+    version,
+    about = "Strata: a distributed key-value store that knows its own limits"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCmd,
+    },
+    /// Long-running correctness checks.
+    Stress {
+        #[command(subcommand)]
+        what: StressCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// db_bench-style benchmark of the storage engine.
+    Engine(strata_enginebench::bench::BenchArgs),
+}
+
+#[derive(Subcommand)]
+enum StressCmd {
+    /// Crash the engine with SIGKILL at random moments and verify that no
+    /// acknowledged write is lost.
+    Engine(StressArgs),
+}
+
+#[derive(Args)]
+struct StressArgs {
+    /// Kill/reopen/verify rounds.
+    #[arg(long, default_value_t = 100)]
+    rounds: usize,
+    /// Database directory (default: a temporary directory, removed afterwards).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Writer threads in the child (exercises group commit).
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// Size of the key space.
+    #[arg(long, default_value_t = 2000)]
+    keys: u32,
+    /// Shortest time before a kill, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    min_ms: u64,
+    /// Longest time before a kill, in milliseconds.
+    #[arg(long, default_value_t = 600)]
+    max_ms: u64,
+    /// Internal: run as the writing child.
+    #[arg(long, hide = true)]
+    child: bool,
+    #[arg(long, hide = true, default_value_t = 0)]
+    counter_base: u64,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Bench {
+            what: BenchCmd::Engine(a),
+        } => match strata_enginebench::bench::run(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("strata bench engine: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Stress {
+            what: StressCmd::Engine(a),
+        } => stress(a),
+    }
+}
+
+fn stress(a: StressArgs) -> ExitCode {
+    let tmp;
+    let dir = match &a.dir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = std::env::temp_dir().join(format!("strata-stress-{}", std::process::id()));
+            tmp
+        }
+    };
+    if a.child {
+        strata_enginebench::crash::child_main(&dir, a.counter_base, a.seed, a.threads, a.keys);
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("cannot find own executable: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cfg = strata_enginebench::crash::StressConfig {
+        dir: dir.clone(),
+        rounds: a.rounds,
+        seed: a.seed,
+        threads: a.threads.max(1),
+        keys: a.keys.max(a.threads as u32),
+        min_run: Duration::from_millis(a.min_ms),
+        max_run: Duration::from_millis(a.max_ms.max(a.min_ms)),
+    };
+    let (threads, keys) = (cfg.threads, cfg.keys);
+    let spawn = |base: u64, seed: u64| {
+        let mut c = Command::new(&exe);
+        c.args(["stress", "engine", "--child", "--dir"])
+            .arg(&dir)
+            .args(["--counter-base", &base.to_string()])
+            .args(["--seed", &seed.to_string()])
+            .args(["--threads", &threads.to_string()])
+            .args(["--keys", &keys.to_string()]);
+        c
+    };
+    let r = strata_enginebench::crash::run(&cfg, &spawn, |line| println!("{line}"));
+    if a.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    match r {
+        Ok(rep) => {
+            println!(
+                "stress engine: {} rounds passed, {} acknowledged writes verified, {} writes in flight at a kill ({} of them applied whole), {} keys checked",
+                rep.rounds, rep.acknowledged, rep.in_flight_at_kill, rep.in_flight_applied, rep.keys_checked
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("stress engine: FAILED: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

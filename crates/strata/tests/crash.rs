@@ -9,7 +9,10 @@ use std::process::Command;
 fn twenty_sigkill_rounds_lose_no_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["stress", "engine", "--rounds", "20", "--seed", "7", "--min-ms", "30", "--max-ms", "400", "--dir"])
+        .args([
+            "stress", "engine", "--rounds", "20", "--seed", "7", "--min-ms", "30", "--max-ms",
+            "400", "--dir",
+        ])
         .arg(dir.path().join("db"))
         .output()
         .unwrap();
