@@ -222,8 +222,7 @@ pub fn run(c: &Compaction, v: &Version, opts: &Options, sink: &dyn TableSink) ->
                 )?;
                 builder = Some((id, path, b));
             }
-            let value = it.value();
-            builder.as_mut().unwrap().2.add(k, &value)?;
+            builder.as_mut().unwrap().2.add(k, it.value_ref())?;
             it.next()?;
         }
         if let Some((id, path, b)) = builder.take() {

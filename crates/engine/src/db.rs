@@ -52,7 +52,43 @@ struct SuperVersion {
 struct Wal {
     path: PathBuf,
     file: Arc<File>,
-    bytes: u64,
+    /// Records not yet handed to the OS (`Durability::None` only).
+    pending: Vec<u8>,
+}
+
+/// Under `Durability::None`, WAL records are handed to the OS in chunks of
+/// this size rather than one `write` per commit group.
+const WAL_BUFFER: usize = 64 << 10;
+
+impl Wal {
+    fn new(path: PathBuf, file: File) -> Wal {
+        Wal {
+            path,
+            file: Arc::new(file),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Write `buf` now, or (when `buffered`) once `WAL_BUFFER` bytes wait.
+    fn append(&mut self, buf: &[u8], buffered: bool) -> Result<()> {
+        if !buffered {
+            return (&*self.file).write_all(buf).ctx(&self.path);
+        }
+        self.pending.extend_from_slice(buf);
+        if self.pending.len() >= WAL_BUFFER {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// Hand buffered records to the OS.
+    fn drain(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            (&*self.file).write_all(&self.pending).ctx(&self.path)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
 }
 
 struct CommitQueue {
@@ -88,6 +124,8 @@ struct Inner {
     commit: Mutex<CommitQueue>,
     commit_cv: Condvar,
     wal: Mutex<Wal>,
+    /// Segments replaced by `rotate` that the flush thread still has to fsync.
+    retired_wals: Mutex<Vec<(Arc<File>, PathBuf)>>,
     versions: Mutex<VersionSet>,
     compaction_lock: Mutex<Vec<Vec<u8>>>,
     bg: Mutex<BgState>,
@@ -233,7 +271,7 @@ impl Db {
         // Replay WALs into memtables, flushing each full one to level 0.
         let new_wal = next_file.fetch_add(1, Ordering::SeqCst);
         let mut edit = VersionEdit::default();
-        let mut mem = Arc::new(Memtable::new(new_wal));
+        let mut mem = Arc::new(Memtable::new(new_wal, opts.memtable_size));
         let sink = RecoverySink {
             dir: &dir,
             next_file: &next_file,
@@ -254,7 +292,7 @@ impl Db {
                                 edit.added.push(meta_of(0, &t));
                                 levels[0].push(t);
                             }
-                            mem = Arc::new(Memtable::new(new_wal));
+                            mem = Arc::new(Memtable::new(new_wal, opts.memtable_size));
                         }
                     }
                     Next::End => break,
@@ -308,7 +346,7 @@ impl Db {
         let version = Arc::new(Version::from_levels(levels));
         let inner = Arc::new(Inner {
             sv: ArcSwap::from_pointee(SuperVersion {
-                mem: Arc::new(Memtable::new(new_wal)),
+                mem: Arc::new(Memtable::new(new_wal, opts.memtable_size)),
                 imms: vec![],
                 version,
             }),
@@ -324,11 +362,8 @@ impl Db {
                 done_seq: last_seq,
             }),
             commit_cv: Condvar::new(),
-            wal: Mutex::new(Wal {
-                path: wal_path,
-                file: Arc::new(wal_file),
-                bytes: 0,
-            }),
+            wal: Mutex::new(Wal::new(wal_path, wal_file)),
+            retired_wals: Mutex::new(Vec::new()),
             versions: Mutex::new(VersionSet { state, manifest }),
             compaction_lock: Mutex::new(vec![Vec::new(); opts.num_levels]),
             bg: Mutex::new(BgState::default()),
@@ -381,19 +416,20 @@ impl Db {
         self.inner.stats.inc(&self.inner.stats.gets);
         let snapshot = self.inner.visible_seq.load(Ordering::Acquire);
         let sv = self.inner.sv.load();
-        let found = match sv.mem.get(key, snapshot) {
+        let hash = crate::sstable::bloom::hash(key);
+        let found = match sv.mem.get(key, hash, snapshot) {
             Some(l) => Some(l),
             None => {
                 let mut r = None;
                 for m in &sv.imms {
-                    if let Some(l) = m.get(key, snapshot) {
+                    if let Some(l) = m.get(key, hash, snapshot) {
                         r = Some(l);
                         break;
                     }
                 }
                 match r {
                     Some(l) => Some(l),
-                    None => sv.version.get(key, snapshot)?,
+                    None => sv.version.get(key, hash, snapshot)?,
                 }
             }
         };
@@ -499,24 +535,22 @@ fn replay_record(mem: &Memtable, path: &Path, offset: u64, payload: Vec<u8>) -> 
         return Err(Error::corruption(path, offset, "WAL record too short"));
     }
     let seq = u64::from_le_bytes(payload[..8].try_into().unwrap());
-    let body = Bytes::from(payload).slice(8..);
-    let n = insert_entries(mem, &body, seq)
+    let n = insert_entries(mem, &payload[8..], seq)
         .ok_or_else(|| Error::corruption(path, offset, "malformed batch in WAL record"))?;
     Ok(seq + n.max(1) - 1)
 }
 
-/// Insert a batch body's entries with sequences from `seq`, slicing keys and
-/// values out of `body` without copying. `None` if the body is malformed.
-fn insert_entries(mem: &Memtable, body: &Bytes, seq: u64) -> Option<u64> {
+/// Insert a batch body's entries with sequences from `seq`. `None` if the
+/// body is malformed.
+fn insert_entries(mem: &Memtable, body: &[u8], seq: u64) -> Option<u64> {
     let mut i = 0;
     batch::visit(body, |e| {
-        let k = body.slice(e.key.0..e.key.1);
         let v = if e.kind == Kind::Put {
-            body.slice(e.value.0..e.value.1)
+            &body[e.value.0..e.value.1]
         } else {
-            Bytes::new()
+            &[][..]
         };
-        mem.insert(k, seq + i, e.kind, v);
+        mem.insert(&body[e.key.0..e.key.1], seq + i, e.kind, v);
         i += 1;
     })
 }
@@ -546,7 +580,7 @@ fn flush_to_table(
             let k = it.key();
             let user = key::user_key(k);
             if first || user != last.as_slice() {
-                b.add(k, &it.value())?;
+                b.add(k, it.value_ref())?;
                 last.clear();
                 last.extend_from_slice(user);
                 first = false;
@@ -700,8 +734,7 @@ impl Inner {
         if self.sv.load().mem.size() >= self.opts.memtable_size {
             self.rotate(&mut wal)?;
         }
-        (&*wal.file).write_all(buf).ctx(&wal.path)?;
-        wal.bytes += buf.len() as u64;
+        wal.append(buf, self.opts.durability == Durability::None)?;
         self.stats.add(&self.stats.wal_bytes, buf.len() as u64);
         if self.opts.durability == Durability::Sync {
             let t = Instant::now();
@@ -716,7 +749,7 @@ impl Inner {
         let sv = self.sv.load();
         for (seq, b) in batches {
             // The body was built by `WriteBatch`; it is well formed.
-            insert_entries(&sv.mem, &Bytes::from(b.body), seq).expect("well-formed batch");
+            insert_entries(&sv.mem, &b.body, seq).expect("well-formed batch");
         }
         self.visible_seq.store(last, Ordering::Release);
         Ok(())
@@ -724,8 +757,12 @@ impl Inner {
 
     /// Swap in a new WAL and memtable; the old memtable waits for flush.
     /// Called with the WAL lock held.
+    ///
+    /// Under `sync` every record of the old segment is already on disk, and
+    /// the new segment's directory entry is made durable here, before any
+    /// write in it is acknowledged. Under the other modes both fsyncs are
+    /// left to the flush thread (see `sync_retired_wals`), off the write path.
     fn rotate(&self, wal: &mut Wal) -> Result<()> {
-        wal.file.sync_data().ctx(&wal.path)?;
         let n = self.next_file.fetch_add(1, Ordering::SeqCst);
         let path = self.dir.join(wal_name(n));
         let file = OpenOptions::new()
@@ -733,19 +770,21 @@ impl Inner {
             .append(true)
             .open(&path)
             .ctx(&path)?;
-        manifest::sync_dir(&self.dir)?;
-        *wal = Wal {
-            path,
-            file: Arc::new(file),
-            bytes: 0,
-        };
+        if self.opts.durability == Durability::Sync {
+            manifest::sync_dir(&self.dir)?;
+        }
+        wal.drain()?;
+        let old = std::mem::replace(wal, Wal::new(path, file));
+        if self.opts.durability != Durability::Sync {
+            self.retired_wals.lock().push((old.file, old.path));
+        }
         let _g = self.sv_lock.lock();
         let old = self.sv.load_full();
         let mut imms = Vec::with_capacity(old.imms.len() + 1);
         imms.push(old.mem.clone());
         imms.extend(old.imms.iter().cloned());
         self.sv.store(Arc::new(SuperVersion {
-            mem: Arc::new(Memtable::new(n)),
+            mem: Arc::new(Memtable::new(n, self.opts.memtable_size)),
             imms,
             version: old.version.clone(),
         }));
@@ -918,7 +957,21 @@ impl Inner {
         }
     }
 
+    /// fsync WAL segments retired by `rotate` (and the directory), so that
+    /// every segment but the newest is complete on disk.
+    fn sync_retired_wals(&self) -> Result<()> {
+        let retired = std::mem::take(&mut *self.retired_wals.lock());
+        if retired.is_empty() {
+            return Ok(());
+        }
+        for (file, path) in &retired {
+            file.sync_data().ctx(path)?;
+        }
+        manifest::sync_dir(&self.dir)
+    }
+
     fn flush_one(&self, imm: &Arc<Memtable>) -> Result<()> {
+        self.sync_retired_wals()?;
         let job = self.jobs.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         self.emit(Event::FlushStarted {
@@ -1115,7 +1168,9 @@ impl Inner {
         for t in threads {
             let _ = t.join();
         }
-        let wal = self.wal.lock();
+        self.sync_retired_wals()?;
+        let mut wal = self.wal.lock();
+        wal.drain()?;
         wal.file.sync_data().ctx(&wal.path)?;
         Ok(())
     }

@@ -20,6 +20,10 @@ pub trait InternalIterator: Send {
     fn next(&mut self) -> Result<()>;
     /// Encoded internal key of the current entry.
     fn key(&self) -> &[u8];
+    /// The current value, borrowed.
+    fn value_ref(&self) -> &[u8];
+    /// The current value as an owned handle (zero-copy where the source
+    /// allows).
     fn value(&self) -> Bytes;
 }
 
@@ -87,6 +91,9 @@ impl InternalIterator for MergeIterator {
     }
     fn key(&self) -> &[u8] {
         self.children[self.current.expect("valid")].key()
+    }
+    fn value_ref(&self) -> &[u8] {
+        self.children[self.current.expect("valid")].value_ref()
     }
     fn value(&self) -> Bytes {
         self.children[self.current.expect("valid")].value()
@@ -244,6 +251,9 @@ impl InternalIterator for VecIter {
     }
     fn key(&self) -> &[u8] {
         &self.items[self.pos].0
+    }
+    fn value_ref(&self) -> &[u8] {
+        &self.items[self.pos].1
     }
     fn value(&self) -> Bytes {
         self.items[self.pos].1.clone()

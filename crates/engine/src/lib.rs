@@ -23,6 +23,7 @@ mod manifest;
 mod memtable;
 mod options;
 mod record;
+mod skiplist;
 mod sstable;
 mod stats;
 mod version;

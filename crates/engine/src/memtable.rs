@@ -1,64 +1,18 @@
-//! The memtable: a concurrent lock-free skiplist (crossbeam-skiplist) of
-//! internal keys to values, with a byte-size estimate that decides when it
-//! becomes immutable. Owns in-memory ordering and snapshot reads; must not
-//! touch the WAL or files.
+//! The memtable: an arena skiplist (see `skiplist`) of internal keys to
+//! values, with the byte size that decides when it becomes immutable. Owns
+//! snapshot reads and iteration over the in-memory data; must not touch the
+//! WAL or files. Inserts come from one thread at a time (the commit leader,
+//! or recovery); reads come from anywhere, without locks.
 
-use std::cmp::Ordering;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use crossbeam_skiplist::map::Entry;
-use crossbeam_skiplist::SkipMap;
 
 use crate::iterator::InternalIterator;
 use crate::key::{self, Kind};
-
-/// Per-entry overhead added to the size estimate (skiplist node, Bytes headers).
-const ENTRY_OVERHEAD: usize = 80;
-
-/// A key in the skiplist: user key ascending, then trailer descending. The
-/// first 16 bytes are kept inline so that most comparisons never follow the
-/// pointer to the key bytes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemKey {
-    prefix: u128,
-    pub user: Bytes,
-    pub trailer: u64,
-}
-
-impl MemKey {
-    pub fn new(user: Bytes, trailer: u64) -> Self {
-        MemKey {
-            prefix: key::prefix(&user),
-            user,
-            trailer,
-        }
-    }
-}
-
-impl Ord for MemKey {
-    #[inline]
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.prefix
-            .cmp(&o.prefix)
-            .then_with(|| {
-                if self.user.len() <= 16 && o.user.len() <= 16 {
-                    self.user.len().cmp(&o.user.len())
-                } else {
-                    key::cmp_bytes(&self.user, &o.user)
-                }
-            })
-            .then_with(|| o.trailer.cmp(&self.trailer))
-    }
-}
-
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
+use crate::skiplist::{Cursor, SkipList};
+use crate::sstable::bloom;
 
 /// What a point lookup found in one source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,50 +22,81 @@ pub enum Lookup {
 }
 
 pub struct Memtable {
-    map: SkipMap<MemKey, Bytes>,
-    size: AtomicUsize,
+    list: SkipList,
+    /// A bloom filter over the user keys inserted, so that a lookup of a key
+    /// the memtable does not hold (the common case for reads) skips the
+    /// skiplist search and its cache misses. Bits are set before the entry
+    /// is published, so a reader that can see an entry sees its bits.
+    filter: Box<[AtomicU64]>,
     /// Number of the WAL file whose records this memtable holds.
     wal: u64,
 }
 
+const FILTER_PROBES: u32 = 4;
+
 impl Memtable {
-    pub fn new(wal: u64) -> Self {
+    /// A memtable for WAL segment `wal`, sized for about `capacity` bytes
+    /// (the filter gets one bit per 8 bytes of capacity).
+    pub fn new(wal: u64, capacity: usize) -> Self {
+        let words = (capacity / 8 / 64).clamp(16, 1 << 24);
         Memtable {
-            map: SkipMap::new(),
-            size: AtomicUsize::new(0),
+            list: SkipList::new(),
+            filter: (0..words).map(|_| AtomicU64::new(0)).collect(),
             wal,
         }
+    }
+
+    #[inline]
+    fn filter_bits(&self, hash: u64) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let nbits = self.filter.len() as u64 * 64;
+        let delta = hash.rotate_left(21) | 1;
+        (0..FILTER_PROBES as u64).map(move |i| {
+            let bit = hash.wrapping_add(i.wrapping_mul(delta)) % nbits;
+            ((bit / 64) as usize, 1u64 << (bit % 64))
+        })
+    }
+
+    /// False if `user` (with filter hash `hash`) was certainly never inserted.
+    #[inline]
+    pub fn may_contain(&self, hash: u64) -> bool {
+        self.filter_bits(hash)
+            .all(|(w, m)| self.filter[w].load(AtomicOrdering::Relaxed) & m != 0)
     }
 
     pub fn wal(&self) -> u64 {
         self.wal
     }
 
-    pub fn insert(&self, user: Bytes, seq: u64, kind: Kind, value: Bytes) {
-        let add = user.len() + value.len() + ENTRY_OVERHEAD;
-        self.map
-            .insert(MemKey::new(user, key::trailer(seq, kind)), value);
-        self.size.fetch_add(add, AtomicOrdering::Relaxed);
+    /// Insert one entry. Callers serialise inserts (one writer at a time).
+    pub fn insert(&self, user: &[u8], seq: u64, kind: Kind, value: &[u8]) {
+        for (w, m) in self.filter_bits(bloom::hash(user)) {
+            self.filter[w].fetch_or(m, AtomicOrdering::Relaxed);
+        }
+        self.list.insert(user, key::trailer(seq, kind), value);
     }
 
-    /// Estimated bytes held.
+    /// Bytes of memory held.
     pub fn size(&self) -> usize {
-        self.size.load(AtomicOrdering::Relaxed)
+        self.list.memory()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 
-    /// Newest version of `user` with sequence <= `snapshot`.
-    pub fn get(&self, user: &[u8], snapshot: u64) -> Option<Lookup> {
-        let probe = MemKey::new(Bytes::copy_from_slice(user), key::seek_trailer(snapshot));
-        let e = self.map.lower_bound(Bound::Included(&probe))?;
-        if e.key().user.as_ref() != user {
+    /// Newest version of `user` with sequence <= `snapshot`; `hash` is
+    /// `bloom::hash(user)`.
+    pub fn get(&self, user: &[u8], hash: u64, snapshot: u64) -> Option<Lookup> {
+        if !self.may_contain(hash) {
             return None;
         }
-        Some(match key::trailer_kind(e.key().trailer) {
-            Some(Kind::Put) => Lookup::Value(e.value().clone()),
+        let mut c = self.list.cursor();
+        c.seek(user, key::seek_trailer(snapshot));
+        if !c.valid() || c.user_key() != user {
+            return None;
+        }
+        Some(match key::trailer_kind(c.trailer()) {
+            Some(Kind::Put) => Lookup::Value(Bytes::copy_from_slice(c.value())),
             _ => Lookup::Deleted,
         })
     }
@@ -119,62 +104,55 @@ impl Memtable {
     /// An iterator over every entry, in internal-key order.
     pub fn iter(self: &Arc<Self>) -> MemIter {
         MemIter {
-            entry: None,
+            cursor: self.list.cursor(),
             key_buf: Vec::new(),
-            mem: self.clone(),
+            _mem: self.clone(),
         }
     }
 }
 
 /// An owning iterator over a memtable in internal-key order.
 pub struct MemIter {
-    // Field order matters: `entry` borrows from `mem` and is dropped first.
-    entry: Option<Entry<'static, MemKey, Bytes>>,
+    /// Points into `_mem`'s skiplist, which the Arc keeps alive.
+    cursor: Cursor,
     key_buf: Vec<u8>,
-    mem: Arc<Memtable>,
+    _mem: Arc<Memtable>,
 }
 
 impl MemIter {
-    /// The skiplist with the lifetime of this iterator's own Arc.
-    fn map(&self) -> &'static SkipMap<MemKey, Bytes> {
-        // SAFETY: the map lives inside `self.mem`, an Arc this iterator owns
-        // and never replaces. Entries borrowed from it are stored only in
-        // `self.entry`, which is dropped before `self.mem` (field order), and
-        // never handed out with a longer lifetime.
-        unsafe { &*(&self.mem.map as *const SkipMap<MemKey, Bytes>) }
-    }
-
-    fn set(&mut self, e: Option<Entry<'static, MemKey, Bytes>>) {
+    fn settle(&mut self) {
         self.key_buf.clear();
-        if let Some(e) = &e {
-            key::encode_into(&mut self.key_buf, &e.key().user, e.key().trailer);
+        if self.cursor.valid() {
+            key::encode_into(
+                &mut self.key_buf,
+                self.cursor.user_key(),
+                self.cursor.trailer(),
+            );
         }
-        self.entry = e;
     }
 }
 
 impl InternalIterator for MemIter {
     fn valid(&self) -> bool {
-        self.entry.is_some()
+        self.cursor.valid()
     }
 
     fn seek_to_first(&mut self) -> crate::Result<()> {
-        let e = self.map().front();
-        self.set(e);
+        self.cursor.seek_to_first();
+        self.settle();
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
         let (user, trailer) = key::split(target);
-        let probe = MemKey::new(Bytes::copy_from_slice(user), trailer);
-        let e = self.map().lower_bound(Bound::Included(&probe));
-        self.set(e);
+        self.cursor.seek(user, trailer);
+        self.settle();
         Ok(())
     }
 
     fn next(&mut self) -> crate::Result<()> {
-        let e = self.entry.as_ref().and_then(|e| e.next());
-        self.set(e);
+        self.cursor.next();
+        self.settle();
         Ok(())
     }
 
@@ -182,8 +160,12 @@ impl InternalIterator for MemIter {
         &self.key_buf
     }
 
+    fn value_ref(&self) -> &[u8] {
+        self.cursor.value()
+    }
+
     fn value(&self) -> Bytes {
-        self.entry.as_ref().expect("valid").value().clone()
+        Bytes::copy_from_slice(self.cursor.value())
     }
 }
 
@@ -193,61 +175,31 @@ mod tests {
 
     #[test]
     fn snapshot_reads_and_tombstones() {
-        let m = Memtable::new(1);
-        m.insert(
-            Bytes::from_static(b"a"),
-            1,
-            Kind::Put,
-            Bytes::from_static(b"v1"),
-        );
-        m.insert(
-            Bytes::from_static(b"a"),
-            3,
-            Kind::Put,
-            Bytes::from_static(b"v3"),
-        );
-        m.insert(Bytes::from_static(b"a"), 5, Kind::Delete, Bytes::new());
-        m.insert(
-            Bytes::from_static(b"ab"),
-            2,
-            Kind::Put,
-            Bytes::from_static(b"x"),
-        );
-        assert_eq!(m.get(b"a", 0), None);
+        let m = Memtable::new(1, 1 << 16);
+        m.insert(b"a", 1, Kind::Put, b"v1");
+        m.insert(b"a", 3, Kind::Put, b"v3");
+        m.insert(b"a", 5, Kind::Delete, b"");
+        m.insert(b"ab", 2, Kind::Put, b"x");
+        assert_eq!(m.get(b"a", bloom::hash(b"a"), 0), None);
         assert_eq!(
-            m.get(b"a", 1),
+            m.get(b"a", bloom::hash(b"a"), 1),
             Some(Lookup::Value(Bytes::from_static(b"v1")))
         );
         assert_eq!(
-            m.get(b"a", 4),
+            m.get(b"a", bloom::hash(b"a"), 4),
             Some(Lookup::Value(Bytes::from_static(b"v3")))
         );
-        assert_eq!(m.get(b"a", 9), Some(Lookup::Deleted));
-        assert_eq!(m.get(b"b", 9), None);
+        assert_eq!(m.get(b"a", bloom::hash(b"a"), 9), Some(Lookup::Deleted));
+        assert_eq!(m.get(b"b", bloom::hash(b"b"), 9), None);
         assert!(m.size() > 0);
     }
 
     #[test]
     fn iterator_orders_internal_keys() {
-        let m = Arc::new(Memtable::new(1));
-        m.insert(
-            Bytes::from_static(b"b"),
-            1,
-            Kind::Put,
-            Bytes::from_static(b"1"),
-        );
-        m.insert(
-            Bytes::from_static(b"a"),
-            2,
-            Kind::Put,
-            Bytes::from_static(b"2"),
-        );
-        m.insert(
-            Bytes::from_static(b"a"),
-            3,
-            Kind::Put,
-            Bytes::from_static(b"3"),
-        );
+        let m = Arc::new(Memtable::new(1, 1 << 16));
+        m.insert(b"b", 1, Kind::Put, b"1");
+        m.insert(b"a", 2, Kind::Put, b"2");
+        m.insert(b"a", 3, Kind::Put, b"3");
         let mut it = m.iter();
         it.seek_to_first().unwrap();
         let mut seen = vec![];

@@ -12,12 +12,15 @@ pub enum Durability {
     /// A write returns only after its WAL record is fsynced (group commit
     /// shares one fsync among concurrent writers). The default.
     Sync,
-    /// Writes reach the OS at once; a background thread fsyncs the WAL every
-    /// given number of milliseconds. A machine crash may lose that window; a
-    /// process crash loses nothing.
+    /// Every commit group reaches the OS at once (one `write`); a background
+    /// thread fsyncs the WAL every given number of milliseconds. A process
+    /// crash loses nothing; a machine crash may lose that window. (RocksDB's
+    /// `sync=false` is this without the periodic fsync.)
     Interval(u64),
-    /// Writes reach the OS at once and are never fsynced by the write path.
-    /// A process crash loses nothing; a machine crash may lose recent writes.
+    /// No promise: WAL records are buffered in the process and handed to the
+    /// OS in 64 KiB chunks (and at memtable switch, flush and close), never
+    /// fsynced by the write path. A process crash may lose the last 64 KiB of
+    /// writes, a machine crash more. (fjall's default journal behaves alike.)
     None,
 }
 

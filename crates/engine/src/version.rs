@@ -68,8 +68,8 @@ impl Version {
     }
 
     /// Newest version of `user` visible at `snapshot` in the tables.
-    pub fn get(&self, user: &[u8], snapshot: u64) -> Result<Option<Lookup>> {
-        let hash = crate::sstable::bloom::hash(user);
+    /// `hash` is `bloom::hash(user)`.
+    pub fn get(&self, user: &[u8], hash: u64, snapshot: u64) -> Result<Option<Lookup>> {
         for t in &self.levels[0] {
             if user < t.first_user_key() || user > t.last_user_key() {
                 continue;
@@ -221,6 +221,9 @@ impl InternalIterator for LevelIter {
     }
     fn key(&self) -> &[u8] {
         self.cur.as_ref().expect("valid").key()
+    }
+    fn value_ref(&self) -> &[u8] {
+        self.cur.as_ref().expect("valid").value_ref()
     }
     fn value(&self) -> Bytes {
         self.cur.as_ref().expect("valid").value()

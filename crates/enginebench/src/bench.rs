@@ -178,6 +178,13 @@ pub struct BenchArgs {
           num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub sync: bool,
 
+    /// Strata only: the engine's durability mode (`sync`, `interval(MS)` or
+    /// `none`), overriding `--sync`. `--sync=0` means `none`: WAL records
+    /// buffered in the process, as fjall's journal does; `interval(1000)`
+    /// hands every write to the OS, as RocksDB's `sync=false` does.
+    #[arg(long = "durability")]
+    pub durability: Option<strata_engine::Durability>,
+
     /// Database directory; default: a fresh temporary directory, deleted at
     /// the end.
     #[arg(long = "db")]
@@ -225,6 +232,7 @@ impl Default for BenchArgs {
             value_size: 100,
             threads: 1,
             sync: false,
+            durability: None,
             db: None,
             cache_size: 8 << 20,
             bloom_bits: 10,
@@ -817,6 +825,7 @@ pub fn execute(args: &BenchArgs, out: &mut dyn Write) -> Result<Report, String> 
     let dir = prepare_dir(args)?;
     let cfg = BackendConfig {
         sync: args.sync,
+        durability: args.durability,
         write_buffer_size: args.write_buffer_size,
         cache_size: args.cache_size,
         bloom_bits: args.bloom_bits,

@@ -5,7 +5,6 @@
 
 use std::cmp::Ordering;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -38,8 +37,12 @@ pub struct Props {
     pub last_key: Vec<u8>,
 }
 
+/// One data block in the index. The first 16 bytes of the last user key are
+/// kept inline so that the binary search rarely leaves this array.
 struct IndexEntry {
-    last_key: Box<[u8]>,
+    prefix: u128,
+    key_start: usize,
+    key_len: usize,
     offset: u64,
     len: u64,
 }
@@ -47,9 +50,13 @@ struct IndexEntry {
 pub struct Table {
     id: u64,
     path: PathBuf,
-    file: File,
+    /// The whole file, memory-mapped: blocks are slices of it, read without
+    /// a system call or a copy.
+    data: Bytes,
     size: u64,
     index: Vec<IndexEntry>,
+    /// Last internal keys of the data blocks, back to back.
+    index_keys: Vec<u8>,
     filter: Vec<u8>,
     props: Props,
     cache: BlockCache,
@@ -74,9 +81,21 @@ impl Table {
                 format!("file of {size} bytes is too short for a table"),
             ));
         }
+        // SAFETY: tables are immutable once renamed into place, and are only
+        // deleted (never truncated) when obsolete; the mapping keeps the
+        // pages of a deleted file alive.
+        let map = unsafe { memmap2::Mmap::map(&file) }.ctx(path)?;
+        drop(file);
+        let data = Bytes::from_owner(map);
+        if data.len() as u64 != size {
+            return Err(Error::corruption(
+                path,
+                0,
+                "file changed size while opening",
+            ));
+        }
         let foff = size - FOOTER_LEN as u64;
-        let mut footer = [0u8; FOOTER_LEN];
-        file.read_exact_at(&mut footer, foff).ctx(path)?;
+        let footer: [u8; FOOTER_LEN] = data[foff as usize..].try_into().unwrap();
         if footer[56..64] != MAGIC {
             return Err(Error::corruption(path, foff + 56, "bad table magic"));
         }
@@ -105,14 +124,15 @@ impl Table {
                 ));
             }
         }
-        let raw_index = read_block(&file, path, index_h.0, index_h.1)?;
-        let filter = read_block(&file, path, filter_h.0, filter_h.1)?.to_vec();
-        let raw_props = read_block(&file, path, props_h.0, props_h.1)?;
+        let raw_index = read_block(&data, path, index_h.0, index_h.1)?;
+        let filter = read_block(&data, path, filter_h.0, filter_h.1)?.to_vec();
+        let raw_props = read_block(&data, path, props_h.0, props_h.1)?;
         let props = decode_props(&raw_props)
             .ok_or_else(|| Error::corruption(path, props_h.0, "malformed properties block"))?;
         let index_block = Block::new(raw_index)
             .ok_or_else(|| Error::corruption(path, index_h.0, "malformed index block"))?;
         let mut index = Vec::new();
+        let mut index_keys = Vec::new();
         let mut it = index_block.iter();
         it.seek_to_first();
         while it.valid() {
@@ -128,10 +148,13 @@ impl Table {
                 ));
             }
             index.push(IndexEntry {
-                last_key: it.key().into(),
+                prefix: key::prefix(key::user_key(it.key())),
+                key_start: index_keys.len(),
+                key_len: it.key().len(),
                 offset,
                 len,
             });
+            index_keys.extend_from_slice(it.key());
             it.next();
         }
         if it.corrupt() {
@@ -140,9 +163,10 @@ impl Table {
         Ok(Table {
             id,
             path: path.to_path_buf(),
-            file,
+            data,
             size,
             index,
+            index_keys,
             filter,
             props,
             cache,
@@ -179,7 +203,7 @@ impl Table {
             return Ok(b);
         }
         self.stats.inc(&self.stats.cache_misses);
-        let raw = read_block(&self.file, &self.path, e.offset, e.len)?;
+        let raw = read_block(&self.data, &self.path, e.offset, e.len)?;
         let b = Block::new(raw)
             .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
         if fill_cache {
@@ -190,8 +214,13 @@ impl Table {
 
     /// Index of the first block whose last key is >= `target`.
     fn find_block(&self, target: &[u8]) -> usize {
-        self.index
-            .partition_point(|e| key::compare(&e.last_key, target) == Ordering::Less)
+        let p = key::prefix(key::user_key(target));
+        self.index.partition_point(|e| {
+            e.prefix.cmp(&p).then_with(|| {
+                let k = &self.index_keys[e.key_start..e.key_start + e.key_len];
+                key::compare(k, target)
+            }) == Ordering::Less
+        })
     }
 
     /// Newest version of `user` with sequence <= `snapshot`, consulting the
@@ -260,29 +289,32 @@ impl Drop for Table {
 }
 
 /// Read `len` bytes at `off` plus the block trailer, verify the checksum.
-fn read_block(file: &File, path: &Path, off: u64, len: u64) -> Result<Bytes> {
-    let total = len as usize + BLOCK_TRAILER_LEN;
-    let mut buf = vec![0u8; total];
-    file.read_exact_at(&mut buf, off).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::corruption(path, off, "block extends past end of file")
-        } else {
-            Error::io(path, e)
-        }
-    })?;
-    let crc = get_u32(&buf[len as usize + 1..]);
-    if crc32fast::hash(&buf[..len as usize + 1]) != crc {
-        return Err(Error::corruption(path, off, "block checksum mismatch"));
-    }
-    if buf[len as usize] != 0 {
+/// Slice `len` bytes at `off` plus the block trailer out of the mapped file
+/// and verify the checksum.
+fn read_block(data: &Bytes, path: &Path, off: u64, len: u64) -> Result<Bytes> {
+    let end = off
+        .checked_add(len)
+        .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64))
+        .filter(|&e| e <= data.len() as u64)
+        .ok_or_else(|| Error::corruption(path, off, "block extends past end of file"))?;
+    let (off, len) = (off as usize, len as usize);
+    let buf = &data[off..end as usize];
+    let crc = get_u32(&buf[len + 1..]);
+    if crc32fast::hash(&buf[..len + 1]) != crc {
         return Err(Error::corruption(
             path,
-            off,
+            off as u64,
+            "block checksum mismatch",
+        ));
+    }
+    if buf[len] != 0 {
+        return Err(Error::corruption(
+            path,
+            off as u64,
             "unknown block compression type",
         ));
     }
-    buf.truncate(len as usize);
-    Ok(Bytes::from(buf))
+    Ok(data.slice(off..off + len))
 }
 
 fn decode_props(b: &[u8]) -> Option<Props> {
@@ -381,6 +413,9 @@ impl InternalIterator for TableIter {
     }
     fn key(&self) -> &[u8] {
         self.block.as_ref().expect("valid").key()
+    }
+    fn value_ref(&self) -> &[u8] {
+        self.block.as_ref().expect("valid").value_ref()
     }
     fn value(&self) -> Bytes {
         self.block.as_ref().expect("valid").value()

@@ -13,6 +13,8 @@ use strata_engine::{Db, Durability, Options};
 pub struct BackendConfig {
     /// Fsync the log on every write (`--sync`).
     pub sync: bool,
+    /// Strata's durability, if given; otherwise from `sync`.
+    pub durability: Option<Durability>,
     /// Memtable size in bytes (`--write_buffer_size`).
     pub write_buffer_size: usize,
     /// Block cache capacity in bytes (`--cache_size`).
@@ -71,11 +73,11 @@ impl StrataBackend {
     pub fn open(dir: &Path, cfg: &BackendConfig) -> Result<Self, String> {
         let opts = Options {
             create_if_missing: !cfg.use_existing,
-            durability: if cfg.sync {
+            durability: cfg.durability.unwrap_or(if cfg.sync {
                 Durability::Sync
             } else {
                 Durability::None
-            },
+            }),
             memtable_size: cfg.write_buffer_size,
             bloom_bits_per_key: cfg.bloom_bits,
             block_cache_size: cfg.cache_size,

@@ -1,0 +1,462 @@
+//! An arena-backed skiplist of internal keys, in LevelDB's design: one
+//! writer at a time, any number of lock-free readers. Nodes (header, tower of
+//! next pointers, key and value bytes) are laid out back to back in large
+//! arena chunks, so a search touches few cache lines and a memtable of a
+//! million entries costs a few dozen allocations, not millions. Nodes are
+//! never removed; the whole arena is freed when the list is dropped.
+//!
+//! Owns the memory layout and the publication protocol (a new node is fully
+//! written before a Release store links it; readers follow links with
+//! Acquire loads). Must not know about sequence visibility or the WAL.
+
+use std::alloc::{alloc, dealloc, Layout};
+use std::cmp::Ordering;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+
+use parking_lot::Mutex;
+
+use crate::key;
+
+pub const MAX_HEIGHT: usize = 20;
+/// Arena chunks are 2 MiB and 2 MiB-aligned, and asked to be backed by a
+/// transparent huge page: a search jumps between random nodes of a 64 MiB
+/// memtable, and with 4 KiB pages nearly every jump also misses the TLB.
+const CHUNK: usize = 2 << 20;
+const ALIGN: usize = 64;
+
+/// Fixed part of a node; `height` next pointers, the key and the value
+/// follow it in memory.
+#[repr(C)]
+struct Head {
+    prefix: u128,
+    trailer: u64,
+    value_len: u64,
+    key_len: u32,
+    height: u32,
+}
+
+const HEAD: usize = std::mem::size_of::<Head>();
+
+impl Head {
+    #[inline]
+    fn tower(&self) -> *const AtomicPtr<Head> {
+        // SAFETY: the tower follows the head in the same allocation.
+        unsafe { (self as *const Head as *const u8).add(HEAD) as *const AtomicPtr<Head> }
+    }
+
+    #[inline]
+    fn next(&self, level: usize) -> &AtomicPtr<Head> {
+        debug_assert!(level < self.height as usize);
+        // SAFETY: level < height, and the tower has `height` slots.
+        unsafe { &*self.tower().add(level) }
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        // SAFETY: key_len bytes follow the tower, written before publication.
+        unsafe {
+            let p = (self.tower() as *const u8).add(self.height as usize * 8);
+            std::slice::from_raw_parts(p, self.key_len as usize)
+        }
+    }
+
+    #[inline]
+    fn value(&self) -> &[u8] {
+        // SAFETY: value_len bytes follow the key, written before publication.
+        unsafe {
+            let p =
+                (self.tower() as *const u8).add(self.height as usize * 8 + self.key_len as usize);
+            std::slice::from_raw_parts(p, self.value_len as usize)
+        }
+    }
+
+    /// Order of this node against (prefix, user key, trailer).
+    #[inline]
+    fn cmp_to(&self, prefix: u128, user: &[u8], trailer: u64) -> Ordering {
+        self.prefix
+            .cmp(&prefix)
+            .then_with(|| {
+                if self.key_len <= 16 && user.len() <= 16 {
+                    (self.key_len as usize).cmp(&user.len())
+                } else {
+                    key::cmp_bytes(self.key(), user)
+                }
+            })
+            .then_with(|| trailer.cmp(&self.trailer))
+    }
+}
+
+struct Arena {
+    chunks: Vec<(NonNull<u8>, Layout)>,
+    cur: *mut u8,
+    left: usize,
+    rng: u64,
+}
+
+// SAFETY: the arena's raw pointers refer to memory owned by the arena, used
+// only under the writer lock.
+unsafe impl Send for Arena {}
+
+impl Arena {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        let size = size.next_multiple_of(ALIGN);
+        if size > self.left {
+            let cap = size.next_multiple_of(CHUNK);
+            let layout = Layout::from_size_align(cap, CHUNK).expect("chunk layout");
+            // SAFETY: layout has non-zero size.
+            let p = unsafe { alloc(layout) };
+            let p = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+            // SAFETY: advice on memory we own; failure is harmless.
+            unsafe { libc::madvise(p.as_ptr().cast(), cap, libc::MADV_HUGEPAGE) };
+            self.chunks.push((p, layout));
+            self.cur = p.as_ptr();
+            self.left = cap;
+        }
+        let p = self.cur;
+        // SAFETY: size <= left, inside the current chunk.
+        self.cur = unsafe { self.cur.add(size) };
+        self.left -= size;
+        p
+    }
+
+    fn random_height(&mut self) -> usize {
+        let mut h = 1;
+        while h < MAX_HEIGHT {
+            // xorshift64
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if self.rng & 1 != 0 {
+                break;
+            }
+            h += 1;
+        }
+        h
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        for (p, l) in self.chunks.drain(..) {
+            // SAFETY: allocated with this layout in `alloc`.
+            unsafe { dealloc(p.as_ptr(), l) };
+        }
+    }
+}
+
+pub struct SkipList {
+    head: *const Head,
+    height: AtomicUsize,
+    arena: Mutex<Arena>,
+    bytes: AtomicUsize,
+    len: AtomicUsize,
+}
+
+// SAFETY: nodes are immutable once published and published with Release;
+// the arena is only touched under its mutex.
+unsafe impl Send for SkipList {}
+unsafe impl Sync for SkipList {}
+
+impl Default for SkipList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SkipList {
+    pub fn new() -> Self {
+        let mut arena = Arena {
+            chunks: Vec::new(),
+            cur: ptr::null_mut(),
+            left: 0,
+            rng: 0x2545_F491_4F6C_DD1D,
+        };
+        let p = arena.alloc(HEAD + MAX_HEIGHT * 8);
+        let head = p as *mut Head;
+        // SAFETY: p is a fresh, aligned allocation of the right size.
+        unsafe {
+            head.write(Head {
+                prefix: 0,
+                trailer: 0,
+                value_len: 0,
+                key_len: 0,
+                height: MAX_HEIGHT as u32,
+            });
+            for i in 0..MAX_HEIGHT {
+                (*head)
+                    .tower()
+                    .add(i)
+                    .cast_mut()
+                    .write(AtomicPtr::new(ptr::null_mut()));
+            }
+        }
+        SkipList {
+            head,
+            height: AtomicUsize::new(1),
+            arena: Mutex::new(arena),
+            bytes: AtomicUsize::new(0),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Bytes of arena memory used by entries (chunks hold up to 2 MiB more).
+    pub fn memory(&self) -> usize {
+        self.bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len.load(AtomicOrdering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn head(&self) -> &Head {
+        // SAFETY: the head node lives as long as the list.
+        unsafe { &*self.head }
+    }
+
+    /// The first node >= (user, trailer); with `prev`, also the last node
+    /// before it at every level.
+    fn seek(
+        &self,
+        user: &[u8],
+        trailer: u64,
+        mut prev: Option<&mut [*const Head; MAX_HEIGHT]>,
+    ) -> *const Head {
+        let prefix = key::prefix(user);
+        let mut x = self.head();
+        let mut level = self.height.load(AtomicOrdering::Acquire) - 1;
+        loop {
+            let next = x.next(level).load(AtomicOrdering::Acquire);
+            // SAFETY: published nodes stay valid as long as the list.
+            if !next.is_null() && unsafe { &*next }.cmp_to(prefix, user, trailer) == Ordering::Less
+            {
+                x = unsafe { &*next };
+                continue;
+            }
+            if let Some(p) = prev.as_deref_mut() {
+                p[level] = x;
+            }
+            if level == 0 {
+                return next;
+            }
+            level -= 1;
+        }
+    }
+
+    /// Insert an entry. Entries are unique by (user, trailer); inserting the
+    /// same pair twice is a caller bug.
+    pub fn insert(&self, user: &[u8], trailer: u64, value: &[u8]) {
+        let mut arena = self.arena.lock();
+        let height = arena.random_height();
+        let size = HEAD + height * 8 + user.len() + value.len();
+        let p = arena.alloc(size);
+        self.bytes
+            .fetch_add(size.next_multiple_of(ALIGN), AtomicOrdering::Relaxed);
+        let node = p as *mut Head;
+        // SAFETY: p is a fresh, aligned region of `size` bytes that no
+        // reader can see until it is linked below.
+        unsafe {
+            node.write(Head {
+                prefix: key::prefix(user),
+                trailer,
+                value_len: value.len() as u64,
+                key_len: u32::try_from(user.len()).expect("key longer than 4 GiB"),
+                height: height as u32,
+            });
+            let tower = (*node).tower().cast_mut();
+            for i in 0..height {
+                tower.add(i).write(AtomicPtr::new(ptr::null_mut()));
+            }
+            let kp = (tower as *mut u8).add(height * 8);
+            ptr::copy_nonoverlapping(user.as_ptr(), kp, user.len());
+            ptr::copy_nonoverlapping(value.as_ptr(), kp.add(user.len()), value.len());
+        }
+        let mut prev = [self.head; MAX_HEIGHT];
+        self.seek(user, trailer, Some(&mut prev));
+        let cur = self.height.load(AtomicOrdering::Relaxed);
+        if height > cur {
+            // Levels above the old height start at the head (already in prev).
+            self.height.store(height, AtomicOrdering::Release);
+        }
+        // SAFETY: node is valid; prev entries are published nodes or head.
+        let n = unsafe { &*node };
+        for (i, p) in prev.iter().enumerate().take(height) {
+            let p = unsafe { &**p };
+            n.next(i).store(
+                p.next(i).load(AtomicOrdering::Acquire),
+                AtomicOrdering::Relaxed,
+            );
+            p.next(i).store(node, AtomicOrdering::Release);
+        }
+        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        drop(arena);
+    }
+
+    /// A cursor; the caller keeps the list alive while using it.
+    pub fn cursor(&self) -> Cursor {
+        Cursor {
+            list: self,
+            node: ptr::null(),
+        }
+    }
+}
+
+/// A position in the list. Holds a raw pointer: valid while the list lives.
+pub struct Cursor {
+    list: *const SkipList,
+    node: *const Head,
+}
+
+// SAFETY: the cursor reads immutable published nodes only.
+unsafe impl Send for Cursor {}
+
+impl Cursor {
+    fn list(&self) -> &SkipList {
+        // SAFETY: the owner of the cursor keeps the list alive.
+        unsafe { &*self.list }
+    }
+
+    fn node(&self) -> &Head {
+        debug_assert!(!self.node.is_null());
+        // SAFETY: valid published node while the list lives.
+        unsafe { &*self.node }
+    }
+
+    pub fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+
+    pub fn seek_to_first(&mut self) {
+        self.node = self.list().head().next(0).load(AtomicOrdering::Acquire);
+    }
+
+    pub fn seek(&mut self, user: &[u8], trailer: u64) {
+        self.node = self.list().seek(user, trailer, None);
+    }
+
+    pub fn next(&mut self) {
+        self.node = self.node().next(0).load(AtomicOrdering::Acquire);
+    }
+
+    pub fn user_key(&self) -> &[u8] {
+        self.node().key()
+    }
+
+    pub fn trailer(&self) -> u64 {
+        self.node().trailer
+    }
+
+    pub fn value(&self) -> &[u8] {
+        self.node().value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{seek_trailer, trailer, Kind};
+    use std::sync::Arc;
+
+    #[test]
+    fn ordered_insert_and_seek() {
+        let l = SkipList::new();
+        let mut keys: Vec<u32> = (0..5000).map(|i| (i * 7919) % 5000).collect();
+        for &k in &keys {
+            let u = format!("key{k:05}");
+            l.insert(u.as_bytes(), trailer(k as u64, Kind::Put), u.as_bytes());
+        }
+        // Long keys and prefixes of each other.
+        l.insert(
+            b"key00001-and-a-much-longer-tail",
+            trailer(1, Kind::Put),
+            b"long",
+        );
+        l.insert(b"key0000", trailer(1, Kind::Put), b"short");
+        assert_eq!(l.len(), 5002);
+        keys.sort();
+        let mut c = l.cursor();
+        c.seek_to_first();
+        let mut prev: Option<Vec<u8>> = None;
+        let mut n = 0;
+        while c.valid() {
+            if let Some(p) = &prev {
+                assert!(p.as_slice() < c.user_key(), "{p:?} !< {:?}", c.user_key());
+            }
+            prev = Some(c.user_key().to_vec());
+            n += 1;
+            c.next();
+        }
+        assert_eq!(n, 5002);
+        c.seek(b"key02500", seek_trailer(1 << 40));
+        assert_eq!(c.user_key(), b"key02500");
+        assert_eq!(c.value(), b"key02500");
+        c.seek(b"key00001-", seek_trailer(1 << 40));
+        assert_eq!(c.user_key(), b"key00001-and-a-much-longer-tail");
+        c.seek(b"zzz", 0);
+        assert!(!c.valid());
+    }
+
+    #[test]
+    fn versions_newest_first_and_big_values() {
+        let l = SkipList::new();
+        l.insert(b"k", trailer(1, Kind::Put), b"v1");
+        l.insert(b"k", trailer(3, Kind::Put), &vec![9u8; 3 << 20]);
+        l.insert(b"k", trailer(2, Kind::Delete), b"");
+        let mut c = l.cursor();
+        c.seek(b"k", seek_trailer(10));
+        assert_eq!(key::trailer_seq(c.trailer()), 3);
+        assert_eq!(c.value().len(), 3 << 20);
+        c.seek(b"k", seek_trailer(2));
+        assert_eq!(key::trailer_kind(c.trailer()), Some(Kind::Delete));
+        c.next();
+        assert_eq!(c.value(), b"v1");
+        assert!(l.memory() >= 3 << 20);
+    }
+
+    #[test]
+    fn readers_run_while_one_writer_inserts() {
+        let l = Arc::new(SkipList::new());
+        let w = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                for i in 0..20_000u64 {
+                    let k = (i * 2654435761) % 1_000_003;
+                    l.insert(
+                        &k.to_be_bytes(),
+                        trailer(i + 1, Kind::Put),
+                        &i.to_le_bytes(),
+                    );
+                }
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let mut c = l.cursor();
+                        c.seek_to_first();
+                        let mut last: Option<Vec<u8>> = None;
+                        while c.valid() {
+                            let k = c.user_key().to_vec();
+                            if let Some(p) = &last {
+                                assert!(*p <= k);
+                            }
+                            last = Some(k);
+                            c.next();
+                        }
+                    }
+                })
+            })
+            .collect();
+        w.join().unwrap();
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(l.len(), 20_000);
+    }
+}
