@@ -272,7 +272,7 @@ impl Db {
         let new_wal = next_file.fetch_add(1, Ordering::SeqCst);
         let mut edit = VersionEdit::default();
         let mut mem = Arc::new(Memtable::new(new_wal, opts.memtable_size));
-        let sink = RecoverySink {
+        let sink = Files {
             dir: &dir,
             next_file: &next_file,
             cache: &cache,
@@ -597,44 +597,36 @@ fn flush_to_table(
     Ok(Some(sink.open_table(id, &path)?))
 }
 
-struct RecoverySink<'a> {
+/// Allocates table numbers and opens tables: used by recovery (before
+/// `Inner` exists) and, through `Inner::files`, by flush and compaction.
+struct Files<'a> {
     dir: &'a Path,
     next_file: &'a AtomicU64,
     cache: &'a BlockCache,
     stats: &'a Arc<Stats>,
 }
 
-impl TableSink for RecoverySink<'_> {
+impl TableSink for Files<'_> {
     fn new_table_path(&self) -> (u64, PathBuf) {
         let id = self.next_file.fetch_add(1, Ordering::SeqCst);
         (id, self.dir.join(table_name(id)))
     }
     fn open_table(&self, id: u64, path: &Path) -> Result<Arc<Table>> {
-        Ok(Arc::new(Table::open(
-            path,
-            id,
-            self.cache.clone(),
-            self.stats.clone(),
-        )?))
-    }
-}
-
-impl TableSink for Inner {
-    fn new_table_path(&self) -> (u64, PathBuf) {
-        let id = self.next_file.fetch_add(1, Ordering::SeqCst);
-        (id, self.dir.join(table_name(id)))
-    }
-    fn open_table(&self, id: u64, path: &Path) -> Result<Arc<Table>> {
-        Ok(Arc::new(Table::open(
-            path,
-            id,
-            self.cache.clone(),
-            self.stats.clone(),
-        )?))
+        let t = Table::open(path, id, self.cache.clone(), self.stats.clone())?;
+        Ok(Arc::new(t))
     }
 }
 
 impl Inner {
+    fn files(&self) -> Files<'_> {
+        Files {
+            dir: &self.dir,
+            next_file: &self.next_file,
+            cache: &self.cache,
+            stats: &self.stats,
+        }
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -978,7 +970,7 @@ impl Inner {
             job,
             memtable_bytes: imm.size() as u64,
         });
-        let table = flush_to_table(imm, &self.opts, self)?;
+        let table = flush_to_table(imm, &self.opts, &self.files())?;
         // WALs older than the next memtable still waiting are redundant.
         let sv = self.sv.load();
         let pos = sv.imms.iter().position(|m| Arc::ptr_eq(m, imm));
@@ -1078,7 +1070,7 @@ impl Inner {
             input_tables: c.inputs.len() + c.next_inputs.len(),
             input_bytes: c.input_bytes(),
         });
-        let out = compaction::run(c, version, &self.opts, self)?;
+        let out = compaction::run(c, version, &self.opts, &self.files())?;
         self.log_and_apply(out.edit, &out.tables, None)?;
         let d = start.elapsed();
         self.stats.inc(&self.stats.compactions);

@@ -101,23 +101,30 @@ unsafe impl Send for Arena {}
 impl Arena {
     fn alloc(&mut self, size: usize) -> *mut u8 {
         let size = size.next_multiple_of(ALIGN);
+        if size > CHUNK / 4 {
+            // A big node gets a chunk of its own; the current chunk stays.
+            return self.new_chunk(size.next_multiple_of(CHUNK));
+        }
         if size > self.left {
-            let cap = size.next_multiple_of(CHUNK);
-            let layout = Layout::from_size_align(cap, CHUNK).expect("chunk layout");
-            // SAFETY: layout has non-zero size.
-            let p = unsafe { alloc(layout) };
-            let p = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-            // SAFETY: advice on memory we own; failure is harmless.
-            unsafe { libc::madvise(p.as_ptr().cast(), cap, libc::MADV_HUGEPAGE) };
-            self.chunks.push((p, layout));
-            self.cur = p.as_ptr();
-            self.left = cap;
+            self.cur = self.new_chunk(CHUNK);
+            self.left = CHUNK;
         }
         let p = self.cur;
         // SAFETY: size <= left, inside the current chunk.
         self.cur = unsafe { self.cur.add(size) };
         self.left -= size;
         p
+    }
+
+    fn new_chunk(&mut self, cap: usize) -> *mut u8 {
+        let layout = Layout::from_size_align(cap, CHUNK).expect("chunk layout");
+        // SAFETY: layout has non-zero size.
+        let p = unsafe { alloc(layout) };
+        let p = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        // SAFETY: advice on memory we own; failure is harmless.
+        unsafe { libc::madvise(p.as_ptr().cast(), cap, libc::MADV_HUGEPAGE) };
+        self.chunks.push((p, layout));
+        p.as_ptr()
     }
 
     fn random_height(&mut self) -> usize {
