@@ -1,4 +1,5 @@
-//! Iterators: the internal-iterator trait every sorted source implements,
+//! Reading sources: the point-lookup result and the internal-iterator trait
+//! every sorted source implements,
 //! the merging iterator over several sources, and the user-facing scan that
 //! hides old versions and tombstones at one snapshot. Must not know where a
 //! source's bytes live.
@@ -10,6 +11,13 @@ use bytes::Bytes;
 
 use crate::error::Result;
 use crate::key::{self, Kind};
+
+/// What a point lookup found in one source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    Value(Bytes),
+    Deleted,
+}
 
 /// A positioned cursor over internal keys in sorted order.
 pub trait InternalIterator: Send {

@@ -11,7 +11,6 @@
 //! reports through [`Db::stats`] and an [`EventListener`].
 
 mod batch;
-mod cache;
 mod coding;
 mod compaction;
 mod db;

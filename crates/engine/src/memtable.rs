@@ -9,17 +9,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::iterator::InternalIterator;
+use crate::error::Result;
+use crate::iterator::{InternalIterator, Lookup};
 use crate::key::{self, Kind};
 use crate::skiplist::{Cursor, SkipList};
 use crate::sstable::bloom;
-
-/// What a point lookup found in one source.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lookup {
-    Value(Bytes),
-    Deleted,
-}
 
 pub struct Memtable {
     list: SkipList,
@@ -137,20 +131,20 @@ impl InternalIterator for MemIter {
         self.cursor.valid()
     }
 
-    fn seek_to_first(&mut self) -> crate::Result<()> {
+    fn seek_to_first(&mut self) -> Result<()> {
         self.cursor.seek_to_first();
         self.settle();
         Ok(())
     }
 
-    fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
         let (user, trailer) = key::split(target);
         self.cursor.seek(user, trailer);
         self.settle();
         Ok(())
     }
 
-    fn next(&mut self) -> crate::Result<()> {
+    fn next(&mut self) -> Result<()> {
         self.cursor.next();
         self.settle();
         Ok(())

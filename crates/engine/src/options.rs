@@ -146,8 +146,8 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
-    pub(crate) fn validate(&self) -> crate::Result<()> {
-        let bad = |m: &str| Err(crate::Error::InvalidArgument(m.to_string()));
+    pub(crate) fn validate(&self) -> crate::error::Result<()> {
+        let bad = |m: &str| Err(crate::error::Error::InvalidArgument(m.to_string()));
         if self.memtable_size < 4096 {
             return bad("memtable_size must be at least 4096 bytes");
         }

@@ -9,10 +9,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::error::Result;
-use crate::iterator::InternalIterator;
+use crate::iterator::{InternalIterator, Lookup};
 use crate::key;
 use crate::manifest::{TableMeta, VersionEdit};
-use crate::memtable::Lookup;
 use crate::sstable::{Table, TableIter};
 
 #[derive(Clone, Debug)]

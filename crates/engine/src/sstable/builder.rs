@@ -166,7 +166,7 @@ impl TableBuilder {
         let f = self
             .w
             .into_inner()
-            .map_err(|e| crate::Error::io(&self.tmp, e.into_error()))?;
+            .map_err(|e| crate::error::Error::io(&self.tmp, e.into_error()))?;
         f.sync_all().ctx(&self.tmp)?;
         drop(f);
         std::fs::rename(&self.tmp, &self.path).ctx(&self.path)?;

@@ -1,10 +1,11 @@
 //! Sorted string tables: immutable files of sorted internal keys. `block`
-//! owns the data/index block format, `bloom` the filter, `builder` writes a
+//! owns the data/index block format, `bloom` the filter, `cache` the shared block cache, `builder` writes a
 //! table, `table` reads one. See docs/engine.md for the byte layout.
 
 pub mod block;
 pub mod bloom;
 pub mod builder;
+pub mod cache;
 pub mod table;
 
 pub use builder::TableBuilder;

@@ -11,13 +11,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::cache::BlockCache;
 use crate::coding::{get_u32, get_u64, Reader};
 use crate::error::{Error, IoContext, Result};
-use crate::iterator::InternalIterator;
+use crate::iterator::{InternalIterator, Lookup};
 use crate::key::{self, Kind};
-use crate::memtable::Lookup;
 use crate::sstable::block::{Block, BlockIter};
+use crate::sstable::cache::BlockCache;
 use crate::sstable::{bloom, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, MAGIC};
 use crate::stats::Stats;
 

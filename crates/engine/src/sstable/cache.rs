@@ -7,7 +7,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
-use crate::sstable::block::Block;
+use super::block::Block;
 
 #[derive(Clone)]
 struct BlockWeighter;
