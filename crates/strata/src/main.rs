@@ -26,6 +26,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Run a node: the v0 HTTP API on a local store.
+    Serve(strata_node::ServeArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -83,6 +85,13 @@ struct StressArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Serve(a) => match strata_node::Config::resolve(&a).and_then(strata_node::run) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("strata serve: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::Bench {
             what: BenchCmd::Engine(a),
         } => match strata_enginebench::bench::run(&a) {

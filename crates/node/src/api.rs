@@ -1,0 +1,264 @@
+//! The v0 HTTP API (`shared/spec/api.md`): routing, request validation,
+//! status codes, and the streaming range response. Owns the mapping from
+//! HTTP to cluster calls and from errors to statuses; must not know how the
+//! cluster stores or replicates.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderValue, CONTENT_LENGTH, RETRY_AFTER};
+use hyper::{Method, Request, Response, StatusCode};
+use strata_cluster::{Cluster, ClusterError, Replication};
+use tokio::sync::mpsc;
+
+use crate::admission::{Admission, Refused, Ticket};
+use crate::config::Config;
+use crate::query::{BadQuery, Query};
+
+pub type Body = BoxBody<Bytes, std::io::Error>;
+
+/// Entries buffered between the scan thread and the connection.
+const RANGE_CHANNEL: usize = 64;
+
+/// Everything a request handler needs.
+pub struct Node {
+    pub cluster: Arc<Cluster>,
+    pub admission: Admission,
+    pub config: Config,
+    /// False while starting and once draining: `/v0/status` answers 503.
+    pub serving: AtomicBool,
+}
+
+impl Node {
+    pub fn new(cluster: Arc<Cluster>, config: Config) -> Self {
+        Node {
+            admission: Admission::new(config.max_in_service, config.max_waiting, config.max_wait),
+            cluster,
+            config,
+            serving: AtomicBool::new(false),
+        }
+    }
+}
+
+fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()).map_err(|e| match e {}).boxed());
+    *r.status_mut() = status;
+    r
+}
+
+fn text(status: StatusCode, msg: &str) -> Response<Body> {
+    full(status, format!("{msg}\n"))
+}
+
+fn unavailable(msg: &str) -> Response<Body> {
+    let mut r = text(StatusCode::SERVICE_UNAVAILABLE, msg);
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+fn bad(e: BadQuery) -> Response<Body> {
+    text(StatusCode::BAD_REQUEST, &e.0)
+}
+
+fn cluster_error(e: ClusterError) -> Response<Body> {
+    match e {
+        ClusterError::BadReplication(m) => text(StatusCode::BAD_REQUEST, &m),
+        e @ ClusterError::NotEnoughReplicas { .. } => {
+            text(StatusCode::GATEWAY_TIMEOUT, &e.to_string())
+        }
+        e @ (ClusterError::Busy(_) | ClusterError::Closed) => unavailable(&e.to_string()),
+        e @ ClusterError::Storage(_) => {
+            tracing::error!(error = %e, "storage error");
+            text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
+        }
+    }
+}
+
+/// Serve one request. Never fails: every problem is an HTTP status.
+pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let r = match req.uri().path() {
+        "/v0/entity" => entity(&node, req).await,
+        "/v0/entities" => entities(&node, req).await,
+        "/v0/status" => status(&node, &req),
+        _ => text(StatusCode::BAD_REQUEST, "unknown path"),
+    };
+    Ok(r)
+}
+
+fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+    }
+    if node.serving.load(Ordering::Acquire) {
+        text(StatusCode::OK, "serving")
+    } else {
+        unavailable("not serving (starting or draining)")
+    }
+}
+
+async fn admit(node: &Node) -> Result<Ticket, Response<Body>> {
+    node.admission.admit().await.map_err(|r| match r {
+        Refused::QueueFull => unavailable("overloaded: admission queue full"),
+        Refused::WaitedTooLong => unavailable("overloaded: waited too long for admission"),
+    })
+}
+
+/// Run blocking store work off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f)
+        .await
+        .expect("store task panicked")
+}
+
+async fn entity(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().clone();
+    if !matches!(method, Method::GET | Method::PUT | Method::DELETE) {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET, PUT or DELETE");
+    }
+    let q = match Query::parse(req.uri().query()) {
+        Ok(q) => q,
+        Err(e) => return bad(e),
+    };
+    let key = match q.required("id") {
+        Ok(k) => k.to_vec(),
+        Err(e) => return bad(e),
+    };
+    if key.len() > node.config.max_key_bytes {
+        return text(StatusCode::URI_TOO_LONG, "key too long");
+    }
+    let (ack, from) = match (q.number("ack"), q.number("from")) {
+        (Ok(a), Ok(f)) => (a, f),
+        (Err(e), _) | (_, Err(e)) => return bad(e),
+    };
+    let rep: Replication = match node.cluster.replication(ack, from) {
+        Ok(r) => r,
+        Err(e) => return cluster_error(e),
+    };
+    let max = node.config.max_value_bytes;
+    if method == Method::PUT {
+        let declared = req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > max as u64) {
+            return text(StatusCode::PAYLOAD_TOO_LARGE, "value too large");
+        }
+    }
+    let ticket = match admit(node).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let cluster = node.cluster.clone();
+    let result = match method {
+        Method::GET => match cluster.get(&key, rep) {
+            Ok(Some(v)) => full(StatusCode::OK, v),
+            Ok(None) => text(StatusCode::NOT_FOUND, "not found"),
+            Err(e) => cluster_error(e),
+        },
+        Method::PUT => {
+            let body = Limited::new(req.into_body(), max).collect();
+            let value = match tokio::time::timeout(node.config.body_timeout, body).await {
+                Err(_) => return text(StatusCode::REQUEST_TIMEOUT, "body did not arrive in time"),
+                Ok(Err(e))
+                    if e.downcast_ref::<http_body_util::LengthLimitError>()
+                        .is_some() =>
+                {
+                    return text(StatusCode::PAYLOAD_TOO_LARGE, "value too large")
+                }
+                Ok(Err(e)) => return text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")),
+                Ok(Ok(b)) => b.to_bytes(),
+            };
+            match blocking(move || cluster.put(&key, &value, rep)).await {
+                Ok(()) => full(StatusCode::CREATED, Bytes::new()),
+                Err(e) => cluster_error(e),
+            }
+        }
+        _ => match blocking(move || cluster.delete(&key, rep)).await {
+            Ok(()) => full(StatusCode::ACCEPTED, Bytes::new()),
+            Err(e) => cluster_error(e),
+        },
+    };
+    drop(ticket);
+    result
+}
+
+async fn entities(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+    }
+    let q = match Query::parse(req.uri().query()) {
+        Ok(q) => q,
+        Err(e) => return bad(e),
+    };
+    let start = match q.required("start") {
+        Ok(s) => s.to_vec(),
+        Err(e) => return bad(e),
+    };
+    let end = match q.get("end") {
+        None => None,
+        Some(_) => match q.required("end") {
+            Ok(e) => Some(e.to_vec()),
+            Err(e) => return bad(e),
+        },
+    };
+    let ticket = match admit(node).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let iter = match node.cluster.scan(&start, end.as_deref()) {
+        Ok(it) => it,
+        Err(e) => return cluster_error(e),
+    };
+    // A thread walks the scan and feeds a bounded channel; the response body
+    // drains it. Memory stays at RANGE_CHANNEL entries whatever the range.
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(RANGE_CHANNEL);
+    tokio::task::spawn_blocking(move || {
+        let _ticket = ticket;
+        for item in iter {
+            let frame = match item {
+                Ok((k, v)) => {
+                    let mut b = Vec::with_capacity(k.len() + 1 + v.len());
+                    b.extend_from_slice(&k);
+                    b.push(b'\n');
+                    b.extend_from_slice(&v);
+                    Ok(Frame::data(Bytes::from(b)))
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "range scan failed");
+                    Err(std::io::Error::other(e.to_string()))
+                }
+            };
+            let stop = frame.is_err();
+            if tx.blocking_send(frame).is_err() || stop {
+                break; // client gone, or error sent
+            }
+        }
+    });
+    let mut r = Response::new(RangeBody { rx }.boxed());
+    *r.status_mut() = StatusCode::OK;
+    r
+}
+
+/// The range response body: one frame (one chunk) per entry, from the scan
+/// thread's channel.
+struct RangeBody {
+    rx: mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>,
+}
+
+impl hyper::body::Body for RangeBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        self.rx.poll_recv(cx)
+    }
+}

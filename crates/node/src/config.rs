@@ -1,0 +1,188 @@
+//! The node's configuration: every option with its default, read from the
+//! command line, `STRATA_*` environment variables and a TOML file, in that
+//! order of precedence. Owns parsing and validation; must not start anything.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use strata_engine::Durability;
+
+/// `strata serve` flags. Every flag can also be set by its `STRATA_*`
+/// environment variable or in the `--config` TOML file (same names, with
+/// underscores: `data_dir = "/var/lib/strata"`).
+#[derive(clap::Args, Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeArgs {
+    /// TOML file with any of these options.
+    #[arg(long, env = "STRATA_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "STRATA_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Data directory, created if missing [default: ./strata-data].
+    #[arg(long, env = "STRATA_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Durability: sync, interval(MS) or none [default: sync].
+    #[arg(long, env = "STRATA_DURABILITY")]
+    #[serde(default, deserialize_with = "de_parse")]
+    pub durability: Option<Durability>,
+    /// Requests in service at once [default: 256].
+    #[arg(long, env = "STRATA_MAX_IN_SERVICE")]
+    pub max_in_service: Option<usize>,
+    /// Requests allowed to wait for a place in service [default: 1024].
+    #[arg(long, env = "STRATA_MAX_WAITING")]
+    pub max_waiting: Option<usize>,
+    /// Longest wait for a place in service, in milliseconds [default: 100].
+    #[arg(long, env = "STRATA_MAX_WAIT_MS")]
+    pub max_wait_ms: Option<u64>,
+    /// Largest value accepted, in bytes [default: 33554432 = 32 MiB].
+    #[arg(long, env = "STRATA_MAX_VALUE_BYTES")]
+    pub max_value_bytes: Option<usize>,
+    /// Longest key accepted, in bytes [default: 65536].
+    #[arg(long, env = "STRATA_MAX_KEY_BYTES")]
+    pub max_key_bytes: Option<usize>,
+    /// Time allowed for a request's headers to arrive, in ms [default: 10000].
+    #[arg(long, env = "STRATA_HEADER_TIMEOUT_MS")]
+    pub header_timeout_ms: Option<u64>,
+    /// Time allowed for a request's body to arrive, in ms [default: 30000].
+    #[arg(long, env = "STRATA_BODY_TIMEOUT_MS")]
+    pub body_timeout_ms: Option<u64>,
+    /// Longest time in-flight requests get to finish at shutdown, in ms [default: 10000].
+    #[arg(long, env = "STRATA_SHUTDOWN_TIMEOUT_MS")]
+    pub shutdown_timeout_ms: Option<u64>,
+    /// Most open connections; more wait in the kernel's backlog [default: 10000].
+    #[arg(long, env = "STRATA_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Memtable size in bytes [default: 67108864 = 64 MiB].
+    #[arg(long, env = "STRATA_MEMTABLE_BYTES")]
+    pub memtable_bytes: Option<usize>,
+    /// Block cache size in bytes [default: 268435456 = 256 MiB].
+    #[arg(long, env = "STRATA_BLOCK_CACHE_BYTES")]
+    pub block_cache_bytes: Option<usize>,
+    /// Runtime worker threads [default: the number of cores].
+    #[arg(long, env = "STRATA_WORKER_THREADS")]
+    pub worker_threads: Option<usize>,
+    /// Log level: error, warn, info, debug or trace [default: info].
+    #[arg(long, env = "STRATA_LOG_LEVEL")]
+    pub log_level: Option<String>,
+}
+
+fn de_parse<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durability>, D::Error> {
+    let s = Option::<String>::deserialize(d)?;
+    s.map(|s| s.parse().map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+/// The resolved configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub durability: Durability,
+    pub max_in_service: usize,
+    pub max_waiting: usize,
+    pub max_wait: Duration,
+    pub max_value_bytes: usize,
+    pub max_key_bytes: usize,
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub shutdown_timeout: Duration,
+    pub max_connections: usize,
+    pub memtable_bytes: usize,
+    pub block_cache_bytes: usize,
+    pub worker_threads: usize,
+    pub log_level: String,
+}
+
+impl Config {
+    /// Merge command line and environment (already in `args`, clap reads
+    /// both) over the TOML file, over the defaults.
+    pub fn resolve(args: &ServeArgs) -> Result<Config, String> {
+        let file: ServeArgs = match &args.config {
+            Some(p) => {
+                let text =
+                    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                toml::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?
+            }
+            None => ServeArgs::default(),
+        };
+        macro_rules! pick {
+            ($f:ident, $d:expr) => {
+                args.$f.clone().or(file.$f.clone()).unwrap_or($d)
+            };
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let c = Config {
+            listen: pick!(listen, "127.0.0.1:8080".parse().unwrap()),
+            data_dir: pick!(data_dir, PathBuf::from("strata-data")),
+            durability: pick!(durability, Durability::Sync),
+            max_in_service: pick!(max_in_service, 256),
+            max_waiting: pick!(max_waiting, 1024),
+            max_wait: Duration::from_millis(pick!(max_wait_ms, 100)),
+            max_value_bytes: pick!(max_value_bytes, 32 << 20),
+            max_key_bytes: pick!(max_key_bytes, 64 << 10),
+            header_timeout: Duration::from_millis(pick!(header_timeout_ms, 10_000)),
+            body_timeout: Duration::from_millis(pick!(body_timeout_ms, 30_000)),
+            shutdown_timeout: Duration::from_millis(pick!(shutdown_timeout_ms, 10_000)),
+            max_connections: pick!(max_connections, 10_000),
+            memtable_bytes: pick!(memtable_bytes, 64 << 20),
+            block_cache_bytes: pick!(block_cache_bytes, 256 << 20),
+            worker_threads: pick!(worker_threads, cores),
+            log_level: pick!(log_level, "info".to_string()),
+        };
+        if c.max_in_service == 0 {
+            return Err("max_in_service must be at least 1".into());
+        }
+        if c.worker_threads == 0 {
+            return Err("worker_threads must be at least 1".into());
+        }
+        if !["error", "warn", "info", "debug", "trace"].contains(&c.log_level.as_str()) {
+            return Err(format!("unknown log level {:?}", c.log_level));
+        }
+        Ok(c)
+    }
+
+    pub fn engine_options(&self) -> strata_engine::Options {
+        strata_engine::Options {
+            durability: self.durability,
+            memtable_size: self.memtable_bytes,
+            block_cache_size: self.block_cache_bytes,
+            ..strata_engine::Options::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_beats_file_beats_defaults() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("strata.toml");
+        std::fs::write(
+            &f,
+            "listen = \"127.0.0.1:9000\"\nmax_waiting = 7\ndurability = \"interval(20)\"\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(f.clone()),
+            max_waiting: Some(9),
+            ..Default::default()
+        };
+        let c = Config::resolve(&args).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(c.max_waiting, 9);
+        assert_eq!(c.durability, Durability::Interval(20));
+        assert_eq!(c.max_in_service, 256);
+        std::fs::write(&f, "no_such_option = 1\n").unwrap();
+        assert!(Config::resolve(&args)
+            .unwrap_err()
+            .contains("no_such_option"));
+        std::fs::write(&f, "durability = \"fast\"\n").unwrap();
+        assert!(Config::resolve(&args).is_err());
+    }
+}

@@ -1,0 +1,132 @@
+//! The node's process: runtime, listener, connections with header and body
+//! timeouts, and graceful shutdown on SIGTERM/SIGINT (status turns 503, the
+//! listener closes, in-flight requests get `shutdown_timeout` to finish, the
+//! engine closes). Owns the lifecycle; must not interpret requests.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use strata_cluster::Cluster;
+use strata_engine::Db;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::api::{handle, Node};
+use crate::config::Config;
+
+/// Largest request head (request line and headers) accepted.
+const MAX_HEAD_BYTES: usize = 64 << 10;
+
+/// Open the store and serve until a signal arrives. Blocks.
+pub fn run(config: Config) -> Result<(), String> {
+    init_logging(&config.log_level);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.worker_threads)
+        .max_blocking_threads(config.max_in_service + 16)
+        .enable_all()
+        .thread_name("strata-node")
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    rt.block_on(async move {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("listen on {}: {e}", config.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let opts = config.engine_options();
+        let dir = config.data_dir.clone();
+        let db = tokio::task::spawn_blocking(move || Db::open(&dir, opts))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("opening {}: {e}", config.data_dir.display()))?;
+        let cluster = Arc::new(Cluster::single(Arc::new(db)));
+        let node = Arc::new(Node::new(cluster.clone(), config));
+        node.serving.store(true, Ordering::Release);
+        // Tests and scripts wait for this line to learn the port.
+        println!("strata node listening on http://{addr}");
+        tracing::info!(%addr, data_dir = %node.config.data_dir.display(), "serving");
+        serve(node.clone(), listener, shutdown_signal()).await;
+        let db = cluster.local().clone();
+        tokio::task::spawn_blocking(move || db.close())
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("closing the store: {e}"))?;
+        tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+fn init_logging(level: &str) {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
+            "strata={level},strata_node={level}"
+        )))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: draining"),
+        _ = int.recv() => tracing::info!("SIGINT: draining"),
+    }
+}
+
+/// Accept connections until `shutdown` resolves, then drain.
+pub async fn serve(
+    node: Arc<Node>,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let conns = Arc::new(Semaphore::new(node.config.max_connections));
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            p = conns.clone().acquire_owned() => p.expect("connection semaphore"),
+            _ = &mut shutdown => break,
+        };
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let node2 = node.clone();
+        let service = service_fn(move |req| handle(node2.clone(), req));
+        let conn = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(node.config.header_timeout)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .keep_alive(true)
+            .serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    node.serving.store(false, Ordering::Release);
+    drop(listener);
+    tokio::select! {
+        _ = graceful.shutdown() => tracing::info!("all connections closed"),
+        _ = tokio::time::sleep(node.config.shutdown_timeout) => {
+            tracing::warn!("shutdown timeout: closing remaining connections")
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! Integration tests of `strata serve`: the real binary on an ephemeral
+//! port, a temporary data directory, raw HTTP/1.1.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::{read_response, send, NodeProc};
+
+/// Run the golden exchanges of `tests/api/*.txt` (see the header of
+/// basic.txt for the format).
+#[test]
+fn golden_api_exchanges() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in files {
+        let data = tempfile::tempdir().unwrap();
+        let node = NodeProc::start(data.path(), &[]);
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut blocks = text
+            .split("\n\n")
+            .filter(|b| b.lines().any(|l| l.starts_with("> ")));
+        for block in &mut blocks {
+            let lines: Vec<&str> = block.lines().filter(|l| !l.starts_with('#')).collect();
+            let req = lines[0].strip_prefix("> ").unwrap();
+            let mut parts = req.splitn(3, ' ');
+            let (method, target) = (parts.next().unwrap(), parts.next().unwrap());
+            let body = parts.next().unwrap_or("").replace("\\n", "\n");
+            let resp = node.request(method, target, body.as_bytes());
+            let want_status: u16 = lines[1].strip_prefix("< ").unwrap().parse().unwrap();
+            let ctx = format!("{}: {req}", f.display());
+            assert_eq!(
+                resp.status,
+                want_status,
+                "{ctx}: body {:?}",
+                String::from_utf8_lossy(&resp.body)
+            );
+            for h in lines.iter().skip(2).filter_map(|l| l.strip_prefix("< ")) {
+                let (k, v) = h.split_once(": ").unwrap();
+                assert_eq!(resp.header(k), Some(v), "{ctx}: header {k}");
+            }
+            let want_body: Vec<&str> = lines
+                .iter()
+                .filter_map(|l| {
+                    l.strip_prefix("| ")
+                        .or(if *l == "|" { Some("") } else { None })
+                })
+                .collect();
+            let want = if want_body.is_empty() {
+                String::new()
+            } else {
+                want_body.join("\n") + "\n"
+            };
+            let got = String::from_utf8_lossy(&resp.body);
+            // Range bodies end without a newline; compare without trailing ones.
+            assert_eq!(
+                got.trim_end_matches('\n'),
+                want.trim_end_matches('\n'),
+                "{ctx}"
+            );
+        }
+        assert_eq!(node.stop(), Some(0));
+    }
+}
+
+#[test]
+fn data_survives_restart_and_is_gone_after_wipe() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().join("db");
+    let node = NodeProc::start(&dir, &[]);
+    for i in 0..200 {
+        assert_eq!(
+            node.request(
+                "PUT",
+                &format!("/v0/entity?id=k{i}"),
+                format!("v{i}").as_bytes()
+            )
+            .status,
+            201
+        );
+    }
+    assert_eq!(node.stop(), Some(0), "graceful exit");
+    let node = NodeProc::start(&dir, &[]);
+    let r = node.request("GET", "/v0/entity?id=k199", b"");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"v199"[..]));
+    assert_eq!(node.stop(), Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let node = NodeProc::start(&dir, &[]);
+    assert_eq!(node.request("GET", "/v0/entity?id=k199", b"").status, 404);
+}
+
+#[test]
+fn ten_mib_value_and_too_large_value() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--max-value-bytes", "12000000"]);
+    let big: Vec<u8> = (0..10 << 20).map(|i| (i % 251) as u8).collect();
+    assert_eq!(node.request("PUT", "/v0/entity?id=big", &big).status, 201);
+    let r = node.request("GET", "/v0/entity?id=big", b"");
+    assert_eq!(r.status, 200);
+    assert!(r.body == big);
+    let too_big = vec![0u8; 12_000_001];
+    assert_eq!(
+        node.request("PUT", "/v0/entity?id=huge", &too_big).status,
+        413
+    );
+    assert_eq!(node.request("GET", "/v0/entity?id=huge", b"").status, 404);
+}
+
+#[test]
+fn keep_alive_serves_many_requests_on_one_connection() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &[]);
+    let mut s = node.connect();
+    for i in 0..100 {
+        send(&mut s, "PUT", &format!("/v0/entity?id=ka{i}"), b"x");
+        assert_eq!(read_response(&mut s).status, 201);
+        send(&mut s, "GET", &format!("/v0/entity?id=ka{i}"), b"");
+        assert_eq!(read_response(&mut s).body, b"x");
+    }
+}
+
+#[test]
+fn huge_headers_and_stalled_clients_do_not_block_others() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(
+        data.path(),
+        &["--header-timeout-ms", "500", "--body-timeout-ms", "500"],
+    );
+    // Huge header: refused (431) or the connection closed, never served.
+    let mut s = node.connect();
+    let big = "x".repeat(200 << 10);
+    let _ = write!(
+        s,
+        "GET /v0/status HTTP/1.1\r\nHost: t\r\nX-Big: {big}\r\n\r\n"
+    );
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let head = String::from_utf8_lossy(&buf);
+    assert!(buf.is_empty() || head.starts_with("HTTP/1.1 431"), "{head}");
+    // Half a request line, then silence.
+    let mut stalled_head = node.connect();
+    stalled_head
+        .write_all(b"GET /v0/entity?id=a HTTP/1.1\r\nHost:")
+        .unwrap();
+    // A complete head promising a body that never comes.
+    let mut stalled_body = node.connect();
+    stalled_body
+        .write_all(b"PUT /v0/entity?id=a HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
+        .unwrap();
+    // Others are served meanwhile.
+    let t = Instant::now();
+    assert_eq!(node.request("PUT", "/v0/entity?id=b", b"1").status, 201);
+    assert!(t.elapsed() < Duration::from_secs(2));
+    // The stalled ones are cut off by the timeouts.
+    for s in [&mut stalled_head, &mut stalled_body] {
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf);
+        let head = String::from_utf8_lossy(&buf);
+        assert!(
+            buf.is_empty() || head.starts_with("HTTP/1.1 408"),
+            "expected a timeout, got {head:?}"
+        );
+    }
+    assert_eq!(node.request("GET", "/v0/entity?id=a", b"").status, 404);
+}
+
+#[test]
+fn overload_gets_503_with_retry_after_not_a_queue() {
+    let data = tempfile::tempdir().unwrap();
+    // One request in service, none waiting: a slow range scan holds the
+    // only place, so concurrent requests are refused at once.
+    let node = NodeProc::start(
+        data.path(),
+        &[
+            "--max-in-service",
+            "1",
+            "--max-waiting",
+            "0",
+            "--durability",
+            "none",
+        ],
+    );
+    // 40 MB: more than the socket buffers between node and client hold.
+    let mut fill = node.connect();
+    for i in 0..4000 {
+        send(
+            &mut fill,
+            "PUT",
+            &format!("/v0/entity?id=r{i:05}"),
+            &[b'v'; 10_000],
+        );
+        assert_eq!(read_response(&mut fill).status, 201);
+    }
+    // Start a range read and do not read its body: the scan thread blocks on
+    // the full channel and keeps its place in service.
+    let mut hog = node.connect();
+    send(&mut hog, "GET", "/v0/entities?start=r", b"");
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    let r = node.request("GET", "/v0/entity?id=r00001", b"");
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "refusal must be immediate"
+    );
+    // Status is not subject to admission.
+    assert_eq!(node.request("GET", "/v0/status", b"").status, 200);
+    drop(hog);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(node.request("GET", "/v0/entity?id=r00001", b"").status, 200);
+}

@@ -1,0 +1,157 @@
+//! Helpers for tests that run the real `strata` binary: start a node on an
+//! ephemeral port against a temporary directory, talk raw HTTP/1.1 to it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct NodeProc {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+}
+
+impl NodeProc {
+    pub fn start(dir: &Path, extra: &[&str]) -> NodeProc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .args(["--log-level", "warn"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start strata serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .rsplit("http://")
+            .next()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        NodeProc {
+            child,
+            addr,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// SIGTERM, then wait; returns the exit status code.
+    pub fn stop(mut self) -> Option<i32> {
+        // SAFETY: plain kill(2) on our child's pid.
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let st = self.child.wait().unwrap();
+        st.code()
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap();
+        // Head and body go out in two writes: without this, Nagle's
+        // algorithm holds the body for the peer's delayed ACK (40 ms).
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s
+    }
+
+    /// One request on a fresh connection; returns (status, headers, body).
+    pub fn request(&self, method: &str, target: &str, body: &[u8]) -> Response {
+        let mut s = self.connect();
+        let _ = try_send(&mut s, method, target, body);
+        read_response(&mut s)
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+pub fn send(s: &mut TcpStream, method: &str, target: &str, body: &[u8]) {
+    try_send(s, method, target, body).unwrap()
+}
+
+/// Send a request; the server may answer and close before the body is
+/// through (413), so a write error is returned, not raised.
+pub fn try_send(s: &mut TcpStream, method: &str, target: &str, body: &[u8]) -> std::io::Result<()> {
+    let head = format!(
+        "{method} {target} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(body)
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Read one response (content-length or chunked) from a keep-alive stream.
+pub fn read_response(s: &mut TcpStream) -> Response {
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let status: u16 = line
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {line:?}"));
+    let mut headers = vec![];
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (k, v) = h.split_once(':').unwrap();
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let mut resp = Response {
+        status,
+        headers,
+        body: vec![],
+    };
+    if resp.header("transfer-encoding") == Some("chunked") {
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).unwrap();
+            let mut chunk = vec![0u8; n + 2];
+            r.read_exact(&mut chunk).unwrap();
+            if n == 0 {
+                break;
+            }
+            resp.body.extend_from_slice(&chunk[..n]);
+        }
+    } else if let Some(n) = resp.header("content-length") {
+        let mut b = vec![0u8; n.parse().unwrap()];
+        r.read_exact(&mut b).unwrap();
+        resp.body = b;
+    }
+    resp
+}

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# Node benchmark (issue 3): what the Strata node serves over HTTP, next to this
+# machine's HTTP ceiling and Redis, and print a markdown table.
+#
+#   1. http-ceiling (crates/httpceiling: hyper answering a fixed 100-byte body)
+#      under wrk GET: the most any hyper-based server can do here.
+#   2. redis-server (no persistence) under redis-benchmark SET/GET with
+#      100-byte values, with 1 and with 2 client threads.
+#   3. If `strata serve` exists: the node on a fresh data dir, pre-filled with
+#      KEYS keys (curl), then wrk GET of existing keys (scripts/wrk/get.lua) and
+#      wrk PUT of random new keys with 100-byte values (scripts/wrk/put.lua).
+#
+# wrk runs closed-loop (CONNECTIONS connections, each sending its next request
+# when the previous one is answered), so its p99 is that of a saturated server.
+# If wrk2 is installed (as `wrk2`, or a `wrk` that takes --rate) the node is
+# also measured open-loop at fixed rates rising to 90% of its closed-loop rate.
+# Clients and servers share this machine's cores: the figures are for
+# comparing with each other, not absolute capacities.
+#
+# Installs wrk, redis-server and redis-tools with apt-get when missing.
+# Knobs (environment): CONNECTIONS (64), DURATION seconds (10), THREADS (wrk
+# threads, 2), SERVER_THREADS (http-ceiling worker threads, 2), KEYS (node
+# pre-fill, 100000), PUT_KEYSPACE (1000000000), REDIS_REQUESTS (1000000),
+# NODE_ARGS (extra `strata serve` flags, e.g. "--durability none"), STRATA_BIN
+# (a strata binary to use instead of building target/release/strata).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+CONNECTIONS=${CONNECTIONS:-64}
+DURATION=${DURATION:-10}
+THREADS=${THREADS:-2}
+SERVER_THREADS=${SERVER_THREADS:-2}
+KEYS=${KEYS:-100000}
+PUT_KEYSPACE=${PUT_KEYSPACE:-1000000000}
+REDIS_REQUESTS=${REDIS_REQUESTS:-1000000}
+NODE_ARGS=${NODE_ARGS:-}
+CEILING_ADDR=127.0.0.1:8090
+NODE_ADDR=127.0.0.1:8091
+REDIS_PORT=6390
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'bench-node: %s\n' "$*" >&2; exit 1; }
+
+# --- tools -------------------------------------------------------------------
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+if ((${#missing[@]})); then
+    sudo=()
+    ((EUID == 0)) || sudo=(sudo)
+    log "installing ${missing[*]}"
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+command -v curl >/dev/null || die "curl is needed for the node pre-fill"
+
+WRK2=
+if command -v wrk2 >/dev/null; then
+    WRK2=wrk2
+elif wrk --help 2>&1 | grep -q -- '--rate'; then
+    WRK2=wrk
+fi
+
+# --- binaries ------------------------------------------------------------------
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+log "cargo build --release -p strata-httpceiling"
+cargo build --release -q -p strata-httpceiling
+STRATA=${STRATA_BIN:-}
+if [[ -z $STRATA && -f crates/strata/Cargo.toml ]]; then
+    log "cargo build --release -p strata"
+    if cargo build --release -q -p strata; then
+        STRATA=$TARGET_DIR/release/strata
+    else
+        log "building strata failed: skipping the node"
+    fi
+fi
+
+# --- servers and cleanup -------------------------------------------------------
+TMP=$(mktemp -d -t bench-node.XXXXXX)
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_open() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+
+# start NAME ADDR COMMAND...: run COMMAND in the background, wait until ADDR
+# accepts connections.
+start() {
+    local name=$1 addr=$2
+    shift 2
+    port_open "$addr" && die "$addr is already in use (before starting $name)"
+    show "$@"
+    "$@" >"$TMP/$name.log" 2>&1 &
+    PIDS+=($!)
+    local pid=$! i
+    for ((i = 0; i < 200; i++)); do
+        port_open "$addr" && return 0
+        kill -0 "$pid" 2>/dev/null || { cat "$TMP/$name.log" >&2; die "$name exited"; }
+        sleep 0.05
+    done
+    die "$name does not listen on $addr after 10 s"
+}
+
+# stop: end the most recently started server.
+stop() {
+    local pid=${PIDS[-1]}
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    unset 'PIDS[-1]'
+}
+
+# --- measurement helpers -------------------------------------------------------
+ROWS=()   # "target|workload|rps|p99 ms"
+NOTES=()
+COMMANDS=()
+
+# show COMMAND...: log COMMAND, shell-quoted, and keep it for the report.
+show() {
+    local arg line=
+    for arg in "$@"; do
+        [[ $arg =~ ^[][A-Za-z0-9_./:=@,%+-]+$ ]] || arg="'${arg//\'/\'\\\'\'}'"
+        line+="${line:+ }$arg"
+    done
+    log "$line"
+    COMMANDS+=("$line")
+}
+
+# to_ms VALUE: wrk latency (e.g. 812.00us, 1.53ms, 2.01s, 1.2m) in ms.
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0; u = v; sub(/^[0-9.]+/, "", u)
+        if (u == "us") n /= 1000; else if (u == "s") n *= 1000; else if (u == "m") n *= 60000
+        printf "%.2f", n }'
+}
+
+# wrk_run TARGET WORKLOAD WRK-ARGS...: run wrk (or wrk2 when WRK-ARGS has -R),
+# add a table row, note non-2xx responses and socket errors.
+wrk_run() {
+    local target=$1 workload=$2 out rps p99 bad errs
+    shift 2
+    local cmd=(wrk --latency -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "$@")
+    [[ " $* " == *" -R "* ]] && cmd[0]=$WRK2
+    show "${cmd[@]}"
+    out=$("${cmd[@]}")
+    printf '%s\n' "$out" >>"$TMP/wrk.log"
+    rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")
+    p99=$(awk '$1 ~ /^99(\.0+)?%$/ {print $2; exit}' <<<"$out")
+    [[ -n $rps && -n $p99 ]] || { printf '%s\n' "$out" >&2; die "cannot parse wrk output"; }
+    ROWS+=("$target|$workload|$rps|$(to_ms "$p99")")
+    bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
+    [[ -z $bad ]] || NOTES+=("$target $workload: $bad non-2xx responses")
+    errs=$(grep 'Socket errors:' <<<"$out" || true)
+    [[ -z $errs ]] || NOTES+=("$target $workload: ${errs#"${errs%%[![:space:]]*}"}")
+}
+
+# redis_run CLIENT-THREADS: redis-benchmark SET and GET, one row each.
+redis_run() {
+    local cmd=(redis-benchmark -p "$REDIS_PORT" -t "set,get" -d 100 -r 1000000
+        -n "$REDIS_REQUESTS" -c "$CONNECTIONS" -P 1 --csv)
+    (($1 > 1)) && cmd+=(--threads "$1")
+    show "${cmd[@]}"
+    local out test
+    out=$("${cmd[@]}")
+    printf '%s\n' "$out" >>"$TMP/redis.log"
+    # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    for test in SET GET; do
+        local row
+        row=$(awk -F, -v t="\"$test\"" '$1 == t {gsub(/"/, ""); printf "%.0f|%.2f", $2, $7}' <<<"$out")
+        [[ -n $row ]] || { printf '%s\n' "$out" >&2; die "cannot parse redis-benchmark output"; }
+        ROWS+=("redis-server|$test, $1 client thread(s)|$row")
+    done
+}
+
+# --- 1. HTTP ceiling -------------------------------------------------------------
+start http-ceiling "$CEILING_ADDR" \
+    "$TARGET_DIR/release/http-ceiling" --listen "$CEILING_ADDR" --threads "$SERVER_THREADS"
+wrk_run http-ceiling "GET, 100-byte body" "http://$CEILING_ADDR/"
+CEILING_RPS=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
+stop
+
+# --- 2. Redis ----------------------------------------------------------------------
+start redis-server "127.0.0.1:$REDIS_PORT" \
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$TMP" --save '' --appendonly no
+redis_run 1
+redis_run 2
+stop
+
+# --- 3. the node ---------------------------------------------------------------------
+if [[ -n $STRATA ]] && "$STRATA" serve --help >/dev/null 2>&1; then
+    mkdir -p "$TMP/node"
+    # shellcheck disable=SC2086 # NODE_ARGS is a list of flags
+    start node "$NODE_ADDR" "$STRATA" serve --listen "$NODE_ADDR" --data-dir "$TMP/node" $NODE_ARGS
+
+    log "pre-filling keys 0..$((KEYS - 1)) with 100-byte values"
+    head -c 100 /dev/zero | tr '\0' v >"$TMP/value"
+    fill_cmd=(curl -s --no-progress-meter -Z --parallel-max 16 -o /dev/null -w '%{http_code}\n'
+        -X PUT --data-binary @"$TMP/value"
+        "http://$NODE_ADDR/v0/entity?id=[0000000000000000-$(printf '%016d' $((KEYS - 1)))]")
+    show "${fill_cmd[@]}"
+    fill_start=$(date +%s.%N)
+    codes=$("${fill_cmd[@]}" | sort | uniq -c | awk '{printf "%s%s x%s", sep, $2, $1; sep = ", "}')
+    log "pre-fill: $codes in $(awk -v s="$fill_start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}') s"
+    [[ $codes == "201 x$KEYS" ]] || NOTES+=("node pre-fill answered: $codes (expected 201 x$KEYS)")
+
+    wrk_run "strata node" "GET existing key" -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS"
+    node_get_rps=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
+    wrk_run "strata node" "PUT random key, 100 B" -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE"
+    node_put_rps=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
+
+    if [[ -n $WRK2 ]]; then
+        for pct in 25 50 75 90; do
+            wrk_run "strata node" "GET @ ${pct}% (open loop)" -R $((node_get_rps * pct / 100)) \
+                -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS"
+            wrk_run "strata node" "PUT @ ${pct}% (open loop)" -R $((node_put_rps * pct / 100)) \
+                -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE"
+        done
+    else
+        NOTES+=("no wrk2 here: the node was measured closed-loop only ($CONNECTIONS connections), no fixed-rate runs")
+    fi
+    stop
+else
+    NOTES+=("node skipped: \`strata serve\` is not available in ${STRATA:-target/release/strata}")
+fi
+
+# --- report ------------------------------------------------------------------------------
+echo
+echo "| target | workload | requests/s | p99 ms | ratio to http-ceiling GET |"
+echo "| --- | --- | ---: | ---: | ---: |"
+for row in "${ROWS[@]}"; do
+    IFS='|' read -r target workload rps p99 <<<"$row"
+    ratio=$(awk -v a="$rps" -v b="$CEILING_RPS" 'BEGIN {printf "%.2f", a / b}')
+    echo "| $target | $workload | $rps | $p99 | $ratio |"
+done
+echo
+echo "wrk: closed loop, $CONNECTIONS connections, $THREADS threads, ${DURATION} s per run;" \
+    "http-ceiling with $SERVER_THREADS worker threads; $(nproc) cores shared by clients and servers."
+for note in "${NOTES[@]}"; do echo "- $note"; done
+echo
+echo "Commands:"
+for c in "${COMMANDS[@]}"; do echo "    $c"; done
