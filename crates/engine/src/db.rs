@@ -728,12 +728,22 @@ impl Inner {
         }
         wal.append(buf, self.opts.durability == Durability::None)?;
         self.stats.add(&self.stats.wal_bytes, buf.len() as u64);
+        let mut sync = None;
         if self.opts.durability == Durability::Sync {
             let t = Instant::now();
             wal.file.sync_data().ctx(&wal.path)?;
+            let d = t.elapsed();
             self.stats
-                .add(&self.stats.wal_sync_nanos, t.elapsed().as_nanos() as u64);
+                .add(&self.stats.wal_sync_nanos, d.as_nanos() as u64);
             self.stats.inc(&self.stats.wal_syncs);
+            sync = Some(d);
+        }
+        if self.opts.listener.is_some() {
+            self.emit(Event::WalCommit {
+                writes: batches.len(),
+                bytes: buf.len() as u64,
+                sync,
+            });
         }
         self.stats.inc(&self.stats.commit_groups);
         self.stats

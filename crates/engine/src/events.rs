@@ -40,6 +40,14 @@ pub enum Event {
         reason: StallReason,
         duration: Duration,
     },
+    /// One commit group reached the WAL: `writes` batches of `bytes` in one
+    /// `write`, and (under `sync`) one fsync that took `sync`. Emitted on the
+    /// commit path, so a listener must be quick (an atomic add or two).
+    WalCommit {
+        writes: usize,
+        bytes: u64,
+        sync: Option<Duration>,
+    },
     /// Recovery discarded an incomplete final WAL record.
     TornWalRecord {
         file: PathBuf,

@@ -95,6 +95,11 @@ impl Admission {
         }
     }
 
+    /// The current limit of requests in service.
+    pub fn limit(&self) -> usize {
+        self.max_in_service
+    }
+
     pub fn in_service(&self) -> usize {
         self.max_in_service - self.permits.available_permits()
     }

@@ -6,18 +6,20 @@
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{HeaderValue, CONTENT_LENGTH, RETRY_AFTER};
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use strata_cluster::{Cluster, ClusterError, Replication};
 use tokio::sync::mpsc;
 
 use crate::admission::{Admission, Refused, Ticket};
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::query::{BadQuery, Query};
 
 pub type Body = BoxBody<Bytes, std::io::Error>;
@@ -28,18 +30,26 @@ const RANGE_CHANNEL: usize = 64;
 /// Everything a request handler needs.
 pub struct Node {
     pub cluster: Arc<Cluster>,
-    pub admission: Admission,
+    pub admission: Arc<Admission>,
     pub config: Config,
+    pub metrics: Metrics,
     /// False while starting and once draining: `/v0/status` answers 503.
     pub serving: AtomicBool,
 }
 
 impl Node {
-    pub fn new(cluster: Arc<Cluster>, config: Config) -> Self {
+    pub fn new(cluster: Arc<Cluster>, config: Config, mut metrics: Metrics) -> Self {
+        let admission = Arc::new(Admission::new(
+            config.max_in_service,
+            config.max_waiting,
+            config.max_wait,
+        ));
+        metrics.watch(admission.clone(), cluster.local().clone());
         Node {
-            admission: Admission::new(config.max_in_service, config.max_waiting, config.max_wait),
+            admission,
             cluster,
             config,
+            metrics,
             serving: AtomicBool::new(false),
         }
     }
@@ -82,13 +92,30 @@ fn cluster_error(e: ClusterError) -> Response<Body> {
 
 /// Serve one request. Never fails: every problem is an HTTP status.
 pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let start = Instant::now();
+    let method = req.method().clone();
     let r = match req.uri().path() {
         "/v0/entity" => entity(&node, req).await,
         "/v0/entities" => entities(&node, req).await,
         "/v0/status" => status(&node, &req),
+        "/metrics" => metrics(&node, &req),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     };
+    node.metrics
+        .observe(method.as_str(), r.status().as_u16(), start.elapsed());
     Ok(r)
+}
+
+fn metrics(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+    }
+    let mut r = full(StatusCode::OK, node.metrics.render());
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    r
 }
 
 fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {

@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 
 use crate::api::{handle, Node};
 use crate::config::Config;
+use crate::metrics::{EngineEvents, Metrics};
 
 /// Largest request head (request line and headers) accepted.
 const MAX_HEAD_BYTES: usize = 64 << 10;
@@ -36,14 +37,16 @@ pub fn run(config: Config) -> Result<(), String> {
             .await
             .map_err(|e| format!("listen on {}: {e}", config.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let opts = config.engine_options();
+        let events = Arc::new(EngineEvents::default());
+        let mut opts = config.engine_options();
+        opts.listener = Some(events.clone());
         let dir = config.data_dir.clone();
         let db = tokio::task::spawn_blocking(move || Db::open(&dir, opts))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("opening {}: {e}", config.data_dir.display()))?;
         let cluster = Arc::new(Cluster::single(Arc::new(db)));
-        let node = Arc::new(Node::new(cluster.clone(), config));
+        let node = Arc::new(Node::new(cluster.clone(), config, Metrics::new(events)));
         node.serving.store(true, Ordering::Release);
         // Tests and scripts wait for this line to learn the port.
         println!("strata node listening on http://{addr}");

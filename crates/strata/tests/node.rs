@@ -217,3 +217,65 @@ fn overload_gets_503_with_retry_after_not_a_queue() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(node.request("GET", "/v0/entity?id=r00001", b"").status, 200);
 }
+
+#[test]
+fn metrics_count_requests_admission_engine_and_process() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &[]);
+    for i in 0..5 {
+        assert_eq!(
+            node.request("PUT", &format!("/v0/entity?id=m{i}"), b"v")
+                .status,
+            201
+        );
+    }
+    assert_eq!(node.request("GET", "/v0/entity?id=nope", b"").status, 404);
+    let r = node.request("GET", "/metrics", b"");
+    assert_eq!(r.status, 200);
+    let text = String::from_utf8(r.body).unwrap();
+    let value = |line_start: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(line_start))
+            .unwrap_or_else(|| panic!("no {line_start} in\n{text}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(
+        value("strata_http_requests_total{method=\"PUT\",status=\"201\"}"),
+        5.0
+    );
+    assert_eq!(
+        value("strata_http_requests_total{method=\"GET\",status=\"404\"}"),
+        1.0
+    );
+    assert_eq!(
+        value("strata_http_request_duration_seconds_count{method=\"PUT\"}"),
+        5.0
+    );
+    assert_eq!(value("strata_admission_admitted_at_once_total"), 6.0);
+    assert_eq!(value("strata_engine_wal_fsync_duration_seconds_count"), 5.0);
+    assert_eq!(value("strata_engine_commit_group_writes_sum"), 5.0);
+    assert_eq!(value("strata_engine_tables{level=\"0\"}"), 0.0);
+    assert!(value("process_resident_memory_bytes") > 1e6);
+    assert!(value("process_open_fds") > 3.0);
+    assert!(text.trim_end().ends_with("# EOF"));
+    // Every metric name follows the conventions.
+    for l in text.lines().filter(|l| l.starts_with("# TYPE")) {
+        let mut f = l.split(' ').skip(2);
+        let (name, kind) = (f.next().unwrap(), f.next().unwrap());
+        assert!(
+            name.starts_with("strata_") || name.starts_with("process_"),
+            "{l}"
+        );
+        assert!(!name.ends_with("_total"), "{l}: the encoder adds _total");
+        if kind == "histogram" {
+            assert!(
+                name.ends_with("_seconds") || name.ends_with("_writes"),
+                "{l}"
+            );
+        }
+    }
+}

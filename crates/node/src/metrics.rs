@@ -1,0 +1,405 @@
+//! Prometheus metrics of a node (`GET /metrics`, the `prometheus-client`
+//! crate): requests by method and status, latency by method, admission,
+//! the engine's counters and shape, WAL fsync latency and commit-group size,
+//! and the process's CPU, memory and file descriptors. Names follow
+//! Prometheus conventions and are listed in docs/operations.md. Owns the
+//! registry and the engine event listener that feeds it; must not decide
+//! anything from the numbers.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use strata_engine::{Db, Event, EventListener};
+
+use crate::admission::Admission;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub method: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabels {
+    pub method: String,
+}
+
+/// Histograms fed by engine events, on the engine's threads.
+#[derive(Debug)]
+pub struct EngineEvents {
+    pub wal_fsync: Histogram,
+    pub commit_group: Histogram,
+}
+
+impl Default for EngineEvents {
+    fn default() -> Self {
+        EngineEvents {
+            // 16 µs .. ~0.5 s
+            wal_fsync: Histogram::new(exponential_buckets(16e-6, 2.0, 16)),
+            commit_group: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
+        }
+    }
+}
+
+impl EventListener for EngineEvents {
+    fn on_event(&self, e: &Event) {
+        if let Event::WalCommit { writes, sync, .. } = e {
+            self.commit_group.observe(*writes as f64);
+            if let Some(d) = sync {
+                self.wal_fsync.observe(d.as_secs_f64());
+            }
+        }
+    }
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<MethodLabels, Histogram>,
+}
+
+impl Metrics {
+    pub fn new(events: Arc<EngineEvents>) -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<MethodLabels, Histogram>::new_with_constructor(|| {
+            // 25 µs .. ~13 s
+            Histogram::new(exponential_buckets(25e-6, 2.0, 20))
+        });
+        registry.register(
+            "strata_http_requests",
+            "HTTP requests answered, by method and status",
+            requests.clone(),
+        );
+        registry.register_with_unit(
+            "strata_http_request_duration",
+            "Time from a request's arrival to its answer, by method",
+            prometheus_client::registry::Unit::Seconds,
+            latency.clone(),
+        );
+        registry.register_with_unit(
+            "strata_engine_wal_fsync_duration",
+            "Duration of each WAL fsync (one per commit group under sync durability)",
+            prometheus_client::registry::Unit::Seconds,
+            events.wal_fsync.clone(),
+        );
+        registry.register(
+            "strata_engine_commit_group_writes",
+            "Writes per WAL commit group (group commit batch size)",
+            events.commit_group.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+        }
+    }
+
+    /// Register the collector of live state (admission, engine, process).
+    pub fn watch(&mut self, admission: Arc<Admission>, db: Arc<Db>) {
+        self.registry
+            .register_collector(Box::new(StateCollector { admission, db }));
+    }
+
+    pub fn observe(&self, method: &str, status: u16, elapsed: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                method: method.to_string(),
+                status,
+            })
+            .inc();
+        self.latency
+            .get_or_create(&MethodLabels {
+                method: method.to_string(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        prometheus_client::encoding::text::encode(&mut s, &self.registry).expect("encode metrics");
+        s
+    }
+}
+
+struct StateCollector {
+    admission: Arc<Admission>,
+    db: Arc<Db>,
+}
+
+impl std::fmt::Debug for StateCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateCollector")
+    }
+}
+
+/// A counter; `name` is written with its `_total` suffix here for grep's
+/// sake, and the encoder adds the suffix itself.
+fn counter(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> std::fmt::Result {
+    let c = ConstCounter::new(v);
+    let name = name.strip_suffix("_total").unwrap_or(name);
+    c.encode(e.encode_descriptor(name, help, None, c.metric_type())?)
+}
+
+fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> std::fmt::Result {
+    let g = ConstGauge::new(v);
+    g.encode(e.encode_descriptor(name, help, None, g.metric_type())?)
+}
+
+impl Collector for StateCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        let a = &self.admission;
+        gauge(
+            &mut e,
+            "strata_admission_in_service",
+            "Requests in service now",
+            a.in_service() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_admission_waiting",
+            "Requests waiting for admission now",
+            a.waiting() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_admission_limit",
+            "Current limit of requests in service",
+            a.limit() as f64,
+        )?;
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as f64;
+        counter(
+            &mut e,
+            "strata_admission_admitted_at_once_total",
+            "Requests admitted without waiting (request-nonblock)",
+            load(&a.admitted_at_once),
+        )?;
+        counter(
+            &mut e,
+            "strata_admission_admitted_after_wait_total",
+            "Requests admitted after waiting (request-block)",
+            load(&a.admitted_after_wait),
+        )?;
+        counter(
+            &mut e,
+            "strata_admission_refused_queue_full_total",
+            "Requests refused at once: no room to wait",
+            load(&a.refused_full),
+        )?;
+        counter(
+            &mut e,
+            "strata_admission_refused_timeout_total",
+            "Requests refused after waiting too long",
+            load(&a.refused_timeout),
+        )?;
+
+        let s = self.db.stats();
+        gauge(
+            &mut e,
+            "strata_engine_memtable_bytes",
+            "Bytes in the memtable and immutable memtables",
+            s.memtable_bytes as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_engine_immutable_memtables",
+            "Immutable memtables waiting for flush",
+            s.immutable_memtables as f64,
+        )?;
+        {
+            let g = ConstGauge::new(0i64);
+            let mut fam = e.encode_descriptor(
+                "strata_engine_tables",
+                "Tables per level",
+                None,
+                g.metric_type(),
+            )?;
+            for (i, l) in s.levels.iter().enumerate() {
+                let labels = [("level", i.to_string())];
+                ConstGauge::new(l.tables as i64).encode(fam.encode_family(&labels)?)?;
+            }
+        }
+        {
+            let g = ConstGauge::new(0i64);
+            let mut fam = e.encode_descriptor(
+                "strata_engine_level_bytes",
+                "Bytes of tables per level",
+                None,
+                g.metric_type(),
+            )?;
+            for (i, l) in s.levels.iter().enumerate() {
+                let labels = [("level", i.to_string())];
+                ConstGauge::new(l.bytes as i64).encode(fam.encode_family(&labels)?)?;
+            }
+        }
+        counter(
+            &mut e,
+            "strata_engine_flushes_total",
+            "Memtable flushes",
+            s.flushes as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_flush_bytes_total",
+            "Bytes written by flushes",
+            s.flush_bytes as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_flush_seconds_total",
+            "Time spent flushing",
+            s.flush_seconds,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_compactions_total",
+            "Compactions",
+            s.compactions as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_compaction_read_bytes_total",
+            "Bytes read by compactions",
+            s.compaction_bytes_read as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_compaction_written_bytes_total",
+            "Bytes written by compactions",
+            s.compaction_bytes_written as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_compaction_seconds_total",
+            "Time spent compacting",
+            s.compaction_seconds,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_write_stalls_total",
+            "Write stall episodes",
+            s.stalls as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_write_stall_seconds_total",
+            "Time writes spent stalled",
+            s.stall_seconds,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_write_slowdowns_total",
+            "Writes delayed by 1 ms for level-0 pressure",
+            s.slowdowns as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_busy_total",
+            "Writes refused as busy after the stall timeout",
+            s.busy_errors as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_wal_written_bytes_total",
+            "Bytes appended to the WAL",
+            s.wal_bytes as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_user_written_bytes_total",
+            "Key and value bytes written by users",
+            s.user_bytes_written as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_bloom_negatives_total",
+            "Table lookups a bloom filter answered with no",
+            s.bloom_negatives as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_block_cache_hits_total",
+            "Block cache hits",
+            s.cache_hits as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_block_cache_misses_total",
+            "Block cache misses",
+            s.cache_misses as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_engine_block_cache_bytes",
+            "Bytes held by the block cache",
+            s.cache_usage_bytes as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_engine_disk_bytes",
+            "Bytes of live tables and WAL on disk",
+            s.disk_bytes as f64,
+        )?;
+
+        let p = process();
+        counter(
+            &mut e,
+            "process_cpu_seconds_total",
+            "User and system CPU time of the process",
+            p.cpu_seconds,
+        )?;
+        gauge(
+            &mut e,
+            "process_resident_memory_bytes",
+            "Resident set size",
+            p.rss_bytes as f64,
+        )?;
+        gauge(
+            &mut e,
+            "process_open_fds",
+            "Open file descriptors",
+            p.open_fds as f64,
+        )?;
+        Ok(())
+    }
+}
+
+/// What /proc says about this process.
+pub struct ProcessStats {
+    pub cpu_seconds: f64,
+    pub rss_bytes: u64,
+    pub open_fds: usize,
+}
+
+pub fn process() -> ProcessStats {
+    // /proc/self/stat: fields 14 and 15 are utime and stime in clock ticks
+    // (100 per second on Linux); the command name may hold spaces, so split
+    // after its closing parenthesis.
+    let cpu_seconds = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 / 100.0)
+        })
+        .unwrap_or(0.0);
+    let rss_bytes = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096);
+    let open_fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    ProcessStats {
+        cpu_seconds,
+        rss_bytes,
+        open_fds,
+    }
+}
