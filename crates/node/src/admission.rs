@@ -55,7 +55,9 @@ impl Admission {
         }
     }
 
-    pub async fn admit(&self) -> Result<Ticket, Refused> {
+    /// Take a place in service. `on_wait` runs once if the request has to
+    /// wait (the node fires its `request-block` probe there).
+    pub async fn admit(&self, on_wait: impl FnOnce()) -> Result<Ticket, Refused> {
         if let Ok(p) = self.permits.clone().try_acquire_owned() {
             self.admitted_at_once.fetch_add(1, Ordering::Relaxed);
             return Ok(Ticket {
@@ -78,6 +80,7 @@ impl Admission {
                 Err(now) => w = now,
             }
         }
+        on_wait();
         let r = tokio::time::timeout(self.max_wait, self.permits.clone().acquire_owned()).await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         match r {
@@ -116,22 +119,22 @@ mod tests {
     #[tokio::test]
     async fn limits_in_service_waiting_and_wait_time() {
         let a = Arc::new(Admission::new(2, 1, Duration::from_millis(50)));
-        let t1 = a.admit().await.unwrap();
-        let _t2 = a.admit().await.unwrap();
+        let t1 = a.admit(|| ()).await.unwrap();
+        let _t2 = a.admit(|| ()).await.unwrap();
         assert!(!t1.waited);
         assert_eq!(a.in_service(), 2);
         // Third waits (line of 1), fourth finds the line full.
         let a2 = a.clone();
-        let waiter = tokio::spawn(async move { a2.admit().await.map(|t| t.waited) });
+        let waiter = tokio::spawn(async move { a2.admit(|| ()).await.map(|t| t.waited) });
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(a.waiting(), 1);
-        assert_eq!(a.admit().await.err(), Some(Refused::QueueFull));
+        assert_eq!(a.admit(|| ()).await.err(), Some(Refused::QueueFull));
         drop(t1);
         assert_eq!(waiter.await.unwrap(), Ok(true));
         // Nobody leaves now: a waiter times out.
-        let t = a.admit().await; // the freed permit went to the waiter, which dropped it
+        let t = a.admit(|| ()).await; // the freed permit went to the waiter, which dropped it
         assert!(t.is_ok());
-        assert_eq!(a.admit().await.err(), Some(Refused::WaitedTooLong));
+        assert_eq!(a.admit(|| ()).await.err(), Some(Refused::WaitedTooLong));
         assert_eq!(a.admitted_at_once.load(Ordering::Relaxed), 3);
         assert_eq!(a.admitted_after_wait.load(Ordering::Relaxed), 1);
         assert_eq!(a.refused_full.load(Ordering::Relaxed), 1);

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::admission::{Admission, Refused, Ticket};
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::probes;
 use crate::query::{BadQuery, Query};
 
 pub type Body = BoxBody<Bytes, std::io::Error>;
@@ -94,15 +95,19 @@ fn cluster_error(e: ClusterError) -> Response<Body> {
 pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
     let method = req.method().clone();
+    let id = probes::next_id();
+    probes::request__start!(|| (id, method.as_str(), req.uri().path()));
     let r = match req.uri().path() {
-        "/v0/entity" => entity(&node, req).await,
-        "/v0/entities" => entities(&node, req).await,
+        "/v0/entity" => entity(&node, id, req).await,
+        "/v0/entities" => entities(&node, id, req).await,
         "/v0/status" => status(&node, &req),
         "/metrics" => metrics(&node, &req),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     };
+    let status = r.status().as_u16();
+    probes::request__done!(|| (id, status));
     node.metrics
-        .observe(method.as_str(), r.status().as_u16(), start.elapsed());
+        .observe(method.as_str(), status, start.elapsed());
     Ok(r)
 }
 
@@ -129,11 +134,19 @@ fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
     }
 }
 
-async fn admit(node: &Node) -> Result<Ticket, Response<Body>> {
-    node.admission.admit().await.map_err(|r| match r {
-        Refused::QueueFull => unavailable("overloaded: admission queue full"),
-        Refused::WaitedTooLong => unavailable("overloaded: waited too long for admission"),
-    })
+async fn admit(node: &Node, id: u64) -> Result<Ticket, Response<Body>> {
+    let t = node
+        .admission
+        .admit(|| probes::request__block!(|| id))
+        .await
+        .map_err(|r| match r {
+            Refused::QueueFull => unavailable("overloaded: admission queue full"),
+            Refused::WaitedTooLong => unavailable("overloaded: waited too long for admission"),
+        })?;
+    if !t.waited {
+        probes::request__nonblock!(|| id);
+    }
+    Ok(t)
 }
 
 /// Run blocking store work off the async workers.
@@ -143,7 +156,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
         .expect("store task panicked")
 }
 
-async fn entity(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
+async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<Body> {
     let method = req.method().clone();
     if !matches!(method, Method::GET | Method::PUT | Method::DELETE) {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET, PUT or DELETE");
@@ -178,7 +191,7 @@ async fn entity(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
             return text(StatusCode::PAYLOAD_TOO_LARGE, "value too large");
         }
     }
-    let ticket = match admit(node).await {
+    let ticket = match admit(node, id).await {
         Ok(t) => t,
         Err(r) => return r,
     };
@@ -202,12 +215,25 @@ async fn entity(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
                 Ok(Err(e)) => return text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")),
                 Ok(Ok(b)) => b.to_bytes(),
             };
-            match blocking(move || cluster.put(&key, &value, rep)).await {
+            let put = move || {
+                probes::persist__start!(|| id);
+                let r = cluster.put(&key, &value, rep);
+                probes::persist__done!(|| id);
+                r
+            };
+            match blocking(put).await {
                 Ok(()) => full(StatusCode::CREATED, Bytes::new()),
                 Err(e) => cluster_error(e),
             }
         }
-        _ => match blocking(move || cluster.delete(&key, rep)).await {
+        _ => match blocking(move || {
+            probes::persist__start!(|| id);
+            let r = cluster.delete(&key, rep);
+            probes::persist__done!(|| id);
+            r
+        })
+        .await
+        {
             Ok(()) => full(StatusCode::ACCEPTED, Bytes::new()),
             Err(e) => cluster_error(e),
         },
@@ -216,7 +242,7 @@ async fn entity(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
     result
 }
 
-async fn entities(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
+async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
     }
@@ -235,7 +261,7 @@ async fn entities(node: &Arc<Node>, req: Request<Incoming>) -> Response<Body> {
             Err(e) => return bad(e),
         },
     };
-    let ticket = match admit(node).await {
+    let ticket = match admit(node, id).await {
         Ok(t) => t,
         Err(r) => return r,
     };

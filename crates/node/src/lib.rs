@@ -2,13 +2,14 @@
 //! layer, with explicit admission control between the network and the store.
 //! `config` reads options, `query` parses query strings, `admission` bounds
 //! the work in service and waiting, `api` maps HTTP to cluster calls, `metrics` serves
-//! Prometheus metrics,
+//! Prometheus metrics, `probes` fires USDT probes,
 //! `server` runs the process. Must not touch engine files directly.
 
 pub mod admission;
 pub mod api;
 pub mod config;
 pub mod metrics;
+pub mod probes;
 pub mod query;
 pub mod server;
 

@@ -51,6 +51,7 @@ impl Default for EngineEvents {
 
 impl EventListener for EngineEvents {
     fn on_event(&self, e: &Event) {
+        crate::probes::engine_event(e);
         if let Event::WalCommit { writes, sync, .. } = e {
             self.commit_group.observe(*writes as f64);
             if let Some(d) = sync {

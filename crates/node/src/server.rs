@@ -25,6 +25,7 @@ const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Open the store and serve until a signal arrives. Blocks.
 pub fn run(config: Config) -> Result<(), String> {
     init_logging(&config.log_level);
+    crate::probes::register();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.worker_threads)
         .max_blocking_threads(config.max_in_service + 16)
