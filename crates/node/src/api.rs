@@ -21,6 +21,7 @@ use crate::admission::{Admission, Refused, Ticket};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::probes;
+use crate::profile;
 use crate::query::{BadQuery, Query};
 
 pub type Body = BoxBody<Bytes, std::io::Error>;
@@ -102,6 +103,7 @@ pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<
         "/v0/entities" => entities(&node, id, req).await,
         "/v0/status" => status(&node, &req),
         "/metrics" => metrics(&node, &req),
+        "/debug/pprof/profile" => profile(&req).await,
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     };
     let status = r.status().as_u16();
@@ -109,6 +111,40 @@ pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<
     node.metrics
         .observe(method.as_str(), status, start.elapsed());
     Ok(r)
+}
+
+async fn profile(req: &Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+    }
+    let q = match Query::parse(req.uri().query()) {
+        Ok(q) => q,
+        Err(e) => return bad(e),
+    };
+    let seconds = match q.number("seconds") {
+        Ok(s) => s.unwrap_or(30) as u64,
+        Err(e) => return bad(e),
+    };
+    if !(1..=300).contains(&seconds) {
+        return text(StatusCode::BAD_REQUEST, "seconds must be between 1 and 300");
+    }
+    let (format, ctype) = match q.get("format") {
+        None | Some(b"proto") => (profile::Format::Protobuf, "application/octet-stream"),
+        Some(b"svg") => (profile::Format::Svg, "image/svg+xml"),
+        Some(_) => return text(StatusCode::BAD_REQUEST, "format must be proto or svg"),
+    };
+    match profile::cpu(seconds, format).await {
+        Ok(body) => {
+            let mut r = full(StatusCode::OK, body);
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+            r
+        }
+        Err(profile::ProfileError::Busy) => {
+            text(StatusCode::CONFLICT, "a profile is already running")
+        }
+        Err(profile::ProfileError::Failed(m)) => text(StatusCode::INTERNAL_SERVER_ERROR, &m),
+    }
 }
 
 fn metrics(node: &Node, req: &Request<Incoming>) -> Response<Body> {

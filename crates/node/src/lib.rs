@@ -2,7 +2,8 @@
 //! layer, with explicit admission control between the network and the store.
 //! `config` reads options, `query` parses query strings, `admission` bounds
 //! the work in service and waiting, `api` maps HTTP to cluster calls, `metrics` serves
-//! Prometheus metrics, `probes` fires USDT probes,
+//! Prometheus metrics, `probes` fires USDT probes, `profile`
+//! serves CPU profiles,
 //! `server` runs the process. Must not touch engine files directly.
 
 pub mod admission;
@@ -10,6 +11,7 @@ pub mod api;
 pub mod config;
 pub mod metrics;
 pub mod probes;
+pub mod profile;
 pub mod query;
 pub mod server;
 

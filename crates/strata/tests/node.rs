@@ -279,3 +279,47 @@ fn metrics_count_requests_admission_engine_and_process() {
         }
     }
 }
+
+#[test]
+fn cpu_profile_as_pprof_protobuf_and_flamegraph_svg() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let addr = node.addr;
+    // Keep the node busy while it profiles.
+    let load = std::thread::spawn(move || {
+        let t = Instant::now();
+        let mut n = 0;
+        while t.elapsed() < Duration::from_millis(4500) {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.set_nodelay(true).unwrap();
+            send(&mut s, "PUT", &format!("/v0/entity?id=x{n}"), b"v");
+            read_response(&mut s);
+            n += 1;
+        }
+    });
+    let r = node.request("GET", "/debug/pprof/profile?seconds=1", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/octet-stream"));
+    // A pprof Profile message starts with field 1 (sample_type), wire type 2.
+    assert!(
+        r.body.len() > 100 && r.body[0] == 0x0a,
+        "{} bytes",
+        r.body.len()
+    );
+    let r = node.request("GET", "/debug/pprof/profile?seconds=2&format=svg", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("image/svg+xml"));
+    let svg = String::from_utf8_lossy(&r.body);
+    assert!(svg.contains("<svg"), "{}", &svg[..svg.len().min(300)]);
+    load.join().unwrap();
+    assert_eq!(
+        node.request("GET", "/debug/pprof/profile?seconds=0", b"")
+            .status,
+        400
+    );
+    assert_eq!(
+        node.request("GET", "/debug/pprof/profile?format=png", b"")
+            .status,
+        400
+    );
+}
