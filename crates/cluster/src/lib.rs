@@ -36,6 +36,33 @@ pub enum ClusterError {
     Closed,
     #[error("storage error: {0}")]
     Storage(strata_engine::Error),
+    /// A failure shared by every write of a failed group (already logged).
+    #[error("storage error: {0}")]
+    Failed(String),
+}
+
+impl ClusterError {
+    /// The same error for another member of a failed group.
+    pub fn share(&self) -> ClusterError {
+        match self {
+            ClusterError::BadReplication(m) => ClusterError::BadReplication(m.clone()),
+            ClusterError::NotEnoughReplicas { got, need } => ClusterError::NotEnoughReplicas {
+                got: *got,
+                need: *need,
+            },
+            ClusterError::Busy(m) => ClusterError::Busy(m.clone()),
+            ClusterError::Closed => ClusterError::Closed,
+            e @ (ClusterError::Storage(_) | ClusterError::Failed(_)) => {
+                ClusterError::Failed(e.to_string())
+            }
+        }
+    }
+}
+
+/// One write of a group.
+pub enum Write {
+    Put(Vec<u8>, bytes::Bytes),
+    Delete(Vec<u8>),
 }
 
 impl From<strata_engine::Error> for ClusterError {
@@ -114,6 +141,23 @@ impl Cluster {
         Ok(self.db.delete(key)?)
     }
 
+    /// Apply several writes as one commit group (one WAL write and fsync).
+    /// Each write is atomic on its own; on error none was acknowledged.
+    pub fn write_group(&self, writes: &[Write], _r: Replication) -> Result<()> {
+        let batches = writes
+            .iter()
+            .map(|w| {
+                let mut b = strata_engine::WriteBatch::new();
+                match w {
+                    Write::Put(k, v) => b.put(k, v),
+                    Write::Delete(k) => b.delete(k),
+                };
+                b
+            })
+            .collect();
+        Ok(self.db.write_batches(batches)?)
+    }
+
     /// Live entries with `start <= key < end` on this node, streaming.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<DbIterator> {
         let end = end.map_or(Bound::Unbounded, Bound::Excluded);
@@ -155,6 +199,17 @@ mod tests {
         assert_eq!(c.get(b"k", r).unwrap().unwrap(), "v".as_bytes());
         c.delete(b"k", r).unwrap();
         assert!(c.get(b"k", r).unwrap().is_none());
+        c.write_group(
+            &[
+                Write::Put(b"g1".to_vec(), Bytes::from_static(b"1")),
+                Write::Delete(b"g1".to_vec()),
+                Write::Put(b"g2".to_vec(), Bytes::new()),
+            ],
+            r,
+        )
+        .unwrap();
+        assert!(c.get(b"g1", r).unwrap().is_none());
+        assert_eq!(c.get(b"g2", r).unwrap().unwrap().len(), 0);
         c.put(b"a", b"1", r).unwrap();
         c.put(b"b", b"2", r).unwrap();
         let keys: Vec<_> = c

@@ -408,7 +408,16 @@ impl Db {
     /// Apply a batch atomically: after a crash either all of it or none of it
     /// is present, and no reader sees part of it.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.inner.write(batch)
+        self.inner.write(vec![batch])
+    }
+
+    /// Apply several batches in one commit group (one WAL write, one fsync
+    /// under `sync`), in order. Each batch is atomic on its own; if the
+    /// group fails, none of it was acknowledged. For callers that gather
+    /// writes themselves (the node's committer), so that a group costs one
+    /// thread handoff instead of one per write.
+    pub fn write_batches(&self, batches: Vec<WriteBatch>) -> Result<()> {
+        self.inner.write(batches)
     }
 
     pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
@@ -661,30 +670,35 @@ impl Inner {
         self.bg_cv.notify_all();
     }
 
-    fn write(&self, batch: WriteBatch) -> Result<()> {
+    fn write(&self, batches: Vec<WriteBatch>) -> Result<()> {
         self.check_open()?;
         self.check_bg_error()?;
-        if batch.is_empty() {
+        let batches: Vec<WriteBatch> = batches.into_iter().filter(|b| !b.is_empty()).collect();
+        if batches.is_empty() {
             return Ok(());
         }
         self.make_room()?;
-        let count = batch.count as u64;
-        let user_bytes = batch.user_bytes;
+        let writes = batches.len() as u64;
+        let user_bytes: u64 = batches.iter().map(|b| b.user_bytes).sum();
         let mut q = self.commit.lock();
-        let seq = q.next_seq;
-        q.next_seq += count;
-        let my_last = seq + count - 1;
-        let at = record::begin(&mut q.buf);
-        q.buf.extend_from_slice(&seq.to_le_bytes());
-        q.buf.extend_from_slice(&batch.body);
-        record::finish(&mut q.buf, at);
-        q.batches.push((seq, batch));
+        let mut my_last = 0;
+        for batch in batches {
+            let count = batch.count as u64;
+            let seq = q.next_seq;
+            q.next_seq += count;
+            my_last = seq + count - 1;
+            let at = record::begin(&mut q.buf);
+            q.buf.extend_from_slice(&seq.to_le_bytes());
+            q.buf.extend_from_slice(&batch.body);
+            record::finish(&mut q.buf, at);
+            q.batches.push((seq, batch));
+        }
         q.last_seq = my_last;
         loop {
             if q.done_seq >= my_last {
                 drop(q);
                 self.stats.add(&self.stats.user_bytes_written, user_bytes);
-                self.stats.inc(&self.stats.writes);
+                self.stats.add(&self.stats.writes, writes);
                 return Ok(());
             }
             if let Some(e) = &*self.bg_error.lock() {

@@ -14,10 +14,11 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
-use strata_cluster::{Cluster, ClusterError, Replication};
+use strata_cluster::{Cluster, ClusterError, Replication, Write};
 use tokio::sync::mpsc;
 
 use crate::admission::{Admission, Refused, Ticket};
+use crate::committer::Committer;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::probes;
@@ -35,6 +36,7 @@ pub struct Node {
     pub admission: Arc<Admission>,
     pub config: Config,
     pub metrics: Metrics,
+    pub committer: Committer,
     /// False while starting and once draining: `/v0/status` answers 503.
     pub serving: AtomicBool,
 }
@@ -47,7 +49,9 @@ impl Node {
             config.max_wait,
         ));
         metrics.watch(admission.clone(), cluster.local().clone());
+        let committer = Committer::start(cluster.clone(), config.max_in_service);
         Node {
+            committer,
             admission,
             cluster,
             config,
@@ -85,7 +89,7 @@ fn cluster_error(e: ClusterError) -> Response<Body> {
             text(StatusCode::GATEWAY_TIMEOUT, &e.to_string())
         }
         e @ (ClusterError::Busy(_) | ClusterError::Closed) => unavailable(&e.to_string()),
-        e @ ClusterError::Storage(_) => {
+        e @ (ClusterError::Storage(_) | ClusterError::Failed(_)) => {
             tracing::error!(error = %e, "storage error");
             text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
         }
@@ -185,13 +189,6 @@ async fn admit(node: &Node, id: u64) -> Result<Ticket, Response<Body>> {
     Ok(t)
 }
 
-/// Run blocking store work off the async workers.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f)
-        .await
-        .expect("store task panicked")
-}
-
 async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<Body> {
     let method = req.method().clone();
     if !matches!(method, Method::GET | Method::PUT | Method::DELETE) {
@@ -231,9 +228,8 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<B
         Ok(t) => t,
         Err(r) => return r,
     };
-    let cluster = node.cluster.clone();
     let result = match method {
-        Method::GET => match cluster.get(&key, rep) {
+        Method::GET => match node.cluster.get(&key, rep) {
             Ok(Some(v)) => full(StatusCode::OK, v),
             Ok(None) => text(StatusCode::NOT_FOUND, "not found"),
             Err(e) => cluster_error(e),
@@ -251,25 +247,12 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<B
                 Ok(Err(e)) => return text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")),
                 Ok(Ok(b)) => b.to_bytes(),
             };
-            let put = move || {
-                probes::persist__start!(|| id);
-                let r = cluster.put(&key, &value, rep);
-                probes::persist__done!(|| id);
-                r
-            };
-            match blocking(put).await {
+            match node.committer.submit(id, Write::Put(key, value), rep).await {
                 Ok(()) => full(StatusCode::CREATED, Bytes::new()),
                 Err(e) => cluster_error(e),
             }
         }
-        _ => match blocking(move || {
-            probes::persist__start!(|| id);
-            let r = cluster.delete(&key, rep);
-            probes::persist__done!(|| id);
-            r
-        })
-        .await
-        {
+        _ => match node.committer.submit(id, Write::Delete(key), rep).await {
             Ok(()) => full(StatusCode::ACCEPTED, Bytes::new()),
             Err(e) => cluster_error(e),
         },
