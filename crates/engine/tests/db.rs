@@ -460,3 +460,27 @@ fn huge_table_over_4gib() {
     }
     assert_eq!(db.scan(..).unwrap().count(), n as usize);
 }
+
+#[test]
+fn write_batches_commits_a_group_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        durability: Durability::Sync,
+        ..common::tiny()
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let mut a = WriteBatch::new();
+    a.put(b"x", b"1").put(b"y", b"1");
+    let mut b = WriteBatch::new();
+    b.delete(b"x");
+    let mut c = WriteBatch::new();
+    c.put(b"z", b"3");
+    db.write_batches(vec![a, WriteBatch::new(), b, c]).unwrap();
+    let s = db.stats();
+    assert_eq!((s.writes, s.wal_syncs), (3, 1), "one group, one fsync: {s:?}");
+    drop(db);
+    let db = Db::open(dir.path(), opts).unwrap();
+    assert_eq!(db.get(b"x").unwrap(), None);
+    assert_eq!(db.get(b"y").unwrap().unwrap(), "1".as_bytes());
+    assert_eq!(db.get(b"z").unwrap().unwrap(), "3".as_bytes());
+}
