@@ -477,7 +477,11 @@ fn write_batches_commits_a_group_in_order() {
     c.put(b"z", b"3");
     db.write_batches(vec![a, WriteBatch::new(), b, c]).unwrap();
     let s = db.stats();
-    assert_eq!((s.writes, s.wal_syncs), (3, 1), "one group, one fsync: {s:?}");
+    assert_eq!(
+        (s.writes, s.wal_syncs),
+        (3, 1),
+        "one group, one fsync: {s:?}"
+    );
     drop(db);
     let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(db.get(b"x").unwrap(), None);
