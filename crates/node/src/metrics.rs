@@ -155,6 +155,20 @@ fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> std::fmt:
     g.encode(e.encode_descriptor(name, help, None, g.metric_type())?)
 }
 
+/// A gauge with one value per level, labelled `level="N"`.
+fn per_level(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    values: impl Iterator<Item = i64>,
+) -> std::fmt::Result {
+    let mut fam = e.encode_descriptor(name, help, None, ConstGauge::new(0i64).metric_type())?;
+    for (i, v) in values.enumerate() {
+        ConstGauge::new(v).encode(fam.encode_family(&[("level", i.to_string())])?)?;
+    }
+    Ok(())
+}
+
 impl Collector for StateCollector {
     fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
         let a = &self.admission;
@@ -215,32 +229,18 @@ impl Collector for StateCollector {
             "Immutable memtables waiting for flush",
             s.immutable_memtables as f64,
         )?;
-        {
-            let g = ConstGauge::new(0i64);
-            let mut fam = e.encode_descriptor(
-                "strata_engine_tables",
-                "Tables per level",
-                None,
-                g.metric_type(),
-            )?;
-            for (i, l) in s.levels.iter().enumerate() {
-                let labels = [("level", i.to_string())];
-                ConstGauge::new(l.tables as i64).encode(fam.encode_family(&labels)?)?;
-            }
-        }
-        {
-            let g = ConstGauge::new(0i64);
-            let mut fam = e.encode_descriptor(
-                "strata_engine_level_bytes",
-                "Bytes of tables per level",
-                None,
-                g.metric_type(),
-            )?;
-            for (i, l) in s.levels.iter().enumerate() {
-                let labels = [("level", i.to_string())];
-                ConstGauge::new(l.bytes as i64).encode(fam.encode_family(&labels)?)?;
-            }
-        }
+        per_level(
+            &mut e,
+            "strata_engine_tables",
+            "Tables per level",
+            s.levels.iter().map(|l| l.tables as i64),
+        )?;
+        per_level(
+            &mut e,
+            "strata_engine_level_bytes",
+            "Bytes of tables per level",
+            s.levels.iter().map(|l| l.bytes as i64),
+        )?;
         counter(
             &mut e,
             "strata_engine_flushes_total",
