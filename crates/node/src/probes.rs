@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[usdt::provider(provider = "strata")]
-mod strata {
+mod strata_provider {
     /// A request arrived: id, method, path.
     fn request__start(id: u64, method: &str, path: &str) {}
     /// The request had to wait for admission.
@@ -28,7 +28,7 @@ mod strata {
     fn compaction__done(job: u64, bytes_read: u64, bytes_written: u64) {}
 }
 
-pub(crate) use strata::*;
+pub(crate) use strata_provider::*;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
