@@ -37,6 +37,12 @@ pub fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
+/// Fire `request-start` (for measuring a probe's cost from outside the crate).
+#[inline(never)]
+pub fn fire_request_start(id: u64, method: &str, path: &str) {
+    request__start!(|| (id, method, path));
+}
+
 /// Register the probes (needed by DTrace; harmless on Linux).
 pub fn register() {
     if let Err(e) = usdt::register_probes() {
