@@ -66,7 +66,7 @@ fn million_key_range_streams_in_bounded_memory() {
         entries += tail.windows(4).filter(|w| w == b"\nkey").count() as u64;
         tail.drain(..tail.len() - 3);
         reads += 1;
-        if reads % 512 == 0 {
+        if reads.is_multiple_of(512) {
             peak = peak.max(rss_anon_kib(pid));
             // A slow reader: the node must wait, not buffer.
             std::thread::sleep(Duration::from_millis(2));
