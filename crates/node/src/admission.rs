@@ -3,17 +3,65 @@
 //! for at most `max_wait`. A request that finds no room, or waits too long,
 //! is refused at once (the API answers 503 with `Retry-After`). Owns the
 //! limits and the counts of admitted-at-once, admitted-after-waiting and
-//! refused (the node's `request-nonblock` / `request-block` figures); must
-//! not know about HTTP.
+//! refused (the node's `request-nonblock` / `request-block` figures), and
+//! the adaptive mode that moves the in-service limit to hold service time
+//! near a target; must not know about HTTP.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub struct Admission {
+/// How the limit of requests in service moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The limit stays at `max_in_service`.
+    Fixed,
+    /// AIMD on service time: every `ADJUST_EVERY`, if the mean time from
+    /// admission to answer exceeded `target`, the limit shrinks by 10%
+    /// (not below `min`); if it stayed under and the limit was nearly all
+    /// in use, the limit grows by 5% (at least 1, at most `max_in_service`).
+    /// The node then refuses early instead of letting latency grow.
+    Adaptive { target: Duration, min: usize },
+}
+
+/// How often the adaptive limit is adjusted.
+pub const ADJUST_EVERY: Duration = Duration::from_millis(100);
+
+/// The adaptive rule, as a function: the next limit from the current one,
+/// the window's mean service time and the most requests in service seen.
+pub fn next_limit(
+    limit: usize,
+    mean: Duration,
+    peak: usize,
+    target: Duration,
+    min: usize,
+    max: usize,
+) -> usize {
+    if mean > target {
+        ((limit as f64 * 0.9).floor() as usize).max(min)
+    } else if peak * 10 >= limit * 8 {
+        (limit + (limit / 20).max(1)).min(max)
+    } else {
+        limit
+    }
+}
+
+struct Shared {
     permits: Arc<Semaphore>,
+    /// Permits that will be forgotten when returned (the limit shrank while
+    /// they were in use).
+    debt: AtomicUsize,
+    window_nanos: AtomicU64,
+    window_count: AtomicU64,
+    window_peak: AtomicUsize,
+}
+
+pub struct Admission {
+    shared: Arc<Shared>,
+    mode: Mode,
+    limit: AtomicUsize,
     max_in_service: usize,
     max_waiting: usize,
     max_wait: Duration,
@@ -33,17 +81,48 @@ pub enum Refused {
     WaitedTooLong,
 }
 
-/// A place in service; dropping it frees the place.
+/// A place in service; dropping it frees the place and records how long it
+/// was held.
 pub struct Ticket {
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
+    shared: Arc<Shared>,
+    since: Instant,
     /// True if the request had to wait.
     pub waited: bool,
 }
 
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let s = &self.shared;
+        s.window_nanos
+            .fetch_add(self.since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        s.window_count.fetch_add(1, Ordering::Relaxed);
+        let permit = self.permit.take().expect("ticket holds a permit");
+        let paid = s
+            .debt
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |d| d.checked_sub(1))
+            .is_ok();
+        if paid {
+            permit.forget();
+        }
+    }
+}
+
 impl Admission {
-    pub fn new(max_in_service: usize, max_waiting: usize, max_wait: Duration) -> Self {
+    pub fn new(mode: Mode, max_in_service: usize, max_waiting: usize, max_wait: Duration) -> Self {
+        // Adaptive starts at the ceiling and comes down if service time says
+        // so: starting low would refuse good traffic while it climbs.
+        let initial = max_in_service;
         Admission {
-            permits: Arc::new(Semaphore::new(max_in_service)),
+            shared: Arc::new(Shared {
+                permits: Arc::new(Semaphore::new(initial)),
+                debt: AtomicUsize::new(0),
+                window_nanos: AtomicU64::new(0),
+                window_count: AtomicU64::new(0),
+                window_peak: AtomicUsize::new(0),
+            }),
+            mode,
+            limit: AtomicUsize::new(initial),
             max_in_service,
             max_waiting,
             max_wait,
@@ -55,15 +134,29 @@ impl Admission {
         }
     }
 
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn ticket(&self, p: OwnedSemaphorePermit, waited: bool) -> Ticket {
+        let in_service = self.in_service();
+        self.shared
+            .window_peak
+            .fetch_max(in_service, Ordering::Relaxed);
+        Ticket {
+            permit: Some(p),
+            shared: self.shared.clone(),
+            since: Instant::now(),
+            waited,
+        }
+    }
+
     /// Take a place in service. `on_wait` runs once if the request has to
     /// wait (the node fires its `request-block` probe there).
     pub async fn admit(&self, on_wait: impl FnOnce()) -> Result<Ticket, Refused> {
-        if let Ok(p) = self.permits.clone().try_acquire_owned() {
+        if let Ok(p) = self.shared.permits.clone().try_acquire_owned() {
             self.admitted_at_once.fetch_add(1, Ordering::Relaxed);
-            return Ok(Ticket {
-                _permit: p,
-                waited: false,
-            });
+            return Ok(self.ticket(p, false));
         }
         // Take a place in the waiting line, if there is one.
         let mut w = self.waiting.load(Ordering::Relaxed);
@@ -81,15 +174,13 @@ impl Admission {
             }
         }
         on_wait();
-        let r = tokio::time::timeout(self.max_wait, self.permits.clone().acquire_owned()).await;
+        let r =
+            tokio::time::timeout(self.max_wait, self.shared.permits.clone().acquire_owned()).await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         match r {
             Ok(Ok(p)) => {
                 self.admitted_after_wait.fetch_add(1, Ordering::Relaxed);
-                Ok(Ticket {
-                    _permit: p,
-                    waited: true,
-                })
+                Ok(self.ticket(p, true))
             }
             _ => {
                 self.refused_timeout.fetch_add(1, Ordering::Relaxed);
@@ -98,13 +189,61 @@ impl Admission {
         }
     }
 
+    /// Move the limit to `new` (taking permits back as they return).
+    pub fn set_limit(&self, new: usize) {
+        let old = self.limit.swap(new, Ordering::AcqRel);
+        let s = &self.shared;
+        if new > old {
+            let mut add = new - old;
+            // Cancel debt first: those permits stay in circulation.
+            while add > 0 {
+                match s
+                    .debt
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |d| d.checked_sub(1))
+                {
+                    Ok(_) => add -= 1,
+                    Err(_) => break,
+                }
+            }
+            s.permits.add_permits(add);
+        } else if new < old {
+            let take = old - new;
+            let forgotten = s.permits.forget_permits(take);
+            s.debt.fetch_add(take - forgotten, Ordering::AcqRel);
+        }
+    }
+
+    /// One step of the adaptive rule; returns the new limit. A no-op in
+    /// fixed mode.
+    pub fn adjust(&self) -> usize {
+        let limit = self.limit();
+        let Mode::Adaptive { target, min } = self.mode else {
+            return limit;
+        };
+        let s = &self.shared;
+        let n = s.window_count.swap(0, Ordering::AcqRel);
+        let nanos = s.window_nanos.swap(0, Ordering::AcqRel);
+        let peak = s.window_peak.swap(self.in_service(), Ordering::AcqRel);
+        if n == 0 {
+            return limit;
+        }
+        let mean = Duration::from_nanos(nanos / n);
+        let next = next_limit(limit, mean, peak, target, min.max(1), self.max_in_service);
+        if next != limit {
+            self.set_limit(next);
+        }
+        next
+    }
+
     /// The current limit of requests in service.
     pub fn limit(&self) -> usize {
-        self.max_in_service
+        self.limit.load(Ordering::Acquire)
     }
 
     pub fn in_service(&self) -> usize {
-        self.max_in_service - self.permits.available_permits()
+        let s = &self.shared;
+        (self.limit() + s.debt.load(Ordering::Acquire))
+            .saturating_sub(s.permits.available_permits())
     }
 
     pub fn waiting(&self) -> usize {
@@ -118,7 +257,7 @@ mod tests {
 
     #[tokio::test]
     async fn limits_in_service_waiting_and_wait_time() {
-        let a = Arc::new(Admission::new(2, 1, Duration::from_millis(50)));
+        let a = Arc::new(Admission::new(Mode::Fixed, 2, 1, Duration::from_millis(50)));
         let t1 = a.admit(|| ()).await.unwrap();
         let _t2 = a.admit(|| ()).await.unwrap();
         assert!(!t1.waited);
@@ -139,5 +278,60 @@ mod tests {
         assert_eq!(a.admitted_after_wait.load(Ordering::Relaxed), 1);
         assert_eq!(a.refused_full.load(Ordering::Relaxed), 1);
         assert_eq!(a.refused_timeout.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn aimd_rule() {
+        let t = Duration::from_millis(10);
+        let ms = Duration::from_millis;
+        // Too slow: shrink 10%, never below min.
+        assert_eq!(next_limit(100, ms(20), 100, t, 4, 256), 90);
+        assert_eq!(next_limit(4, ms(20), 4, t, 4, 256), 4);
+        // Fast and the limit is what holds us back: grow 5%, at least 1.
+        assert_eq!(next_limit(100, ms(2), 90, t, 4, 256), 105);
+        assert_eq!(next_limit(4, ms(2), 4, t, 4, 256), 5);
+        assert_eq!(next_limit(256, ms(2), 256, t, 4, 256), 256);
+        // Fast but mostly idle: stay.
+        assert_eq!(next_limit(100, ms(2), 10, t, 4, 256), 100);
+    }
+
+    #[tokio::test]
+    async fn limit_shrinks_while_permits_are_out_and_grows_back() {
+        let a = Admission::new(
+            Mode::Adaptive {
+                target: Duration::from_micros(100),
+                min: 1,
+            },
+            8,
+            0,
+            Duration::from_millis(10),
+        );
+        assert_eq!(a.limit(), 8);
+        a.set_limit(4);
+        let held: Vec<_> = futures_take(&a, 4).await;
+        assert_eq!(a.in_service(), 4);
+        assert!(a.admit(|| ()).await.is_err(), "limit 4 reached");
+        // Shrink to 2 while all 4 are out: two returns are forgotten.
+        a.set_limit(2);
+        assert_eq!(a.limit(), 2);
+        assert_eq!(a.in_service(), 4);
+        drop(held);
+        assert_eq!(a.in_service(), 0);
+        let two = futures_take(&a, 2).await;
+        assert!(a.admit(|| ()).await.is_err(), "limit 2 holds");
+        drop(two);
+        // Slow requests shrink it; the window's mean is what counts.
+        let t = a.admit(|| ()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        drop(t);
+        assert_eq!(a.adjust(), 1);
+    }
+
+    async fn futures_take(a: &Admission, n: usize) -> Vec<Ticket> {
+        let mut v = vec![];
+        for _ in 0..n {
+            v.push(a.admit(|| ()).await.unwrap());
+        }
+        v
     }
 }

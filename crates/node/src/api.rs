@@ -44,6 +44,7 @@ pub struct Node {
 impl Node {
     pub fn new(cluster: Arc<Cluster>, config: Config, mut metrics: Metrics) -> Self {
         let admission = Arc::new(Admission::new(
+            config.admission,
             config.max_in_service,
             config.max_waiting,
             config.max_wait,

@@ -32,6 +32,17 @@ pub struct ServeArgs {
     /// Requests in service at once [default: 256].
     #[arg(long, env = "STRATA_MAX_IN_SERVICE")]
     pub max_in_service: Option<usize>,
+    /// Admission mode: `fixed` (the limit is max-in-service) or `adaptive`
+    /// (AIMD on service time, between min-in-service and max-in-service)
+    /// [default: fixed].
+    #[arg(long, env = "STRATA_ADMISSION")]
+    pub admission: Option<String>,
+    /// Adaptive mode: the service time to hold, in ms [default: 10].
+    #[arg(long, env = "STRATA_TARGET_LATENCY_MS")]
+    pub target_latency_ms: Option<u64>,
+    /// Adaptive mode: the lowest limit [default: 4].
+    #[arg(long, env = "STRATA_MIN_IN_SERVICE")]
+    pub min_in_service: Option<usize>,
     /// Requests allowed to wait for a place in service [default: 1024].
     #[arg(long, env = "STRATA_MAX_WAITING")]
     pub max_waiting: Option<usize>,
@@ -83,6 +94,7 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub durability: Durability,
     pub max_in_service: usize,
+    pub admission: crate::admission::Mode,
     pub max_waiting: usize,
     pub max_wait: Duration,
     pub max_value_bytes: usize,
@@ -120,6 +132,18 @@ impl Config {
             data_dir: pick!(data_dir, PathBuf::from("strata-data")),
             durability: pick!(durability, Durability::Sync),
             max_in_service: pick!(max_in_service, 256),
+            admission: match pick!(admission, "fixed".to_string()).as_str() {
+                "fixed" => crate::admission::Mode::Fixed,
+                "adaptive" => crate::admission::Mode::Adaptive {
+                    target: Duration::from_millis(pick!(target_latency_ms, 10)),
+                    min: pick!(min_in_service, 4),
+                },
+                other => {
+                    return Err(format!(
+                        "admission must be fixed or adaptive, not {other:?}"
+                    ))
+                }
+            },
             max_waiting: pick!(max_waiting, 1024),
             max_wait: Duration::from_millis(pick!(max_wait_ms, 100)),
             max_value_bytes: pick!(max_value_bytes, 32 << 20),

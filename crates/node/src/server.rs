@@ -15,6 +15,7 @@ use strata_engine::Db;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::admission::{Mode, ADJUST_EVERY};
 use crate::api::{handle, Node};
 use crate::config::Config;
 use crate::metrics::{EngineEvents, Metrics};
@@ -48,6 +49,16 @@ pub fn run(config: Config) -> Result<(), String> {
             .map_err(|e| format!("opening {}: {e}", config.data_dir.display()))?;
         let cluster = Arc::new(Cluster::single(Arc::new(db)));
         let node = Arc::new(Node::new(cluster.clone(), config, Metrics::new(events)));
+        if matches!(node.admission.mode(), Mode::Adaptive { .. }) {
+            let n = node.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(ADJUST_EVERY);
+                loop {
+                    tick.tick().await;
+                    n.admission.adjust();
+                }
+            });
+        }
         node.serving.store(true, Ordering::Release);
         // Tests and scripts wait for this line to learn the port.
         println!("strata node listening on http://{addr}");

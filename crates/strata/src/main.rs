@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a node: the v0 HTTP API on a local store.
-    Serve(strata_node::ServeArgs),
+    Serve(Box<strata_node::ServeArgs>),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
