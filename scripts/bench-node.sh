@@ -185,6 +185,13 @@ start http-ceiling "$CEILING_ADDR" \
     "$TARGET_DIR/release/http-ceiling" --listen "$CEILING_ADDR" --threads "$SERVER_THREADS"
 wrk_run http-ceiling "GET, 100-byte body" "http://$CEILING_ADDR/"
 CEILING_RPS=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
+# The same server driven by the node runs' wrk scripts: generating a random
+# key in Lua for every request costs the client CPU it shares with the
+# server, so the node is compared with the ceiling under the same client.
+wrk_run http-ceiling "get.lua requests" -s scripts/wrk/get.lua "http://$CEILING_ADDR" -- "$KEYS"
+CEIL_GET=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
+wrk_run http-ceiling "put.lua requests" -s scripts/wrk/put.lua "http://$CEILING_ADDR" -- "$PUT_KEYSPACE"
+CEIL_PUT=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
 stop
 
 # --- 2. Redis ----------------------------------------------------------------------
@@ -233,12 +240,18 @@ fi
 
 # --- report ------------------------------------------------------------------------------
 echo
-echo "| target | workload | requests/s | p99 ms | ratio to http-ceiling GET |"
-echo "| --- | --- | ---: | ---: | ---: |"
+echo "| target | workload | requests/s | p99 ms | ratio to http-ceiling GET | ratio to http-ceiling, same wrk script |"
+echo "| --- | --- | ---: | ---: | ---: | ---: |"
 for row in "${ROWS[@]}"; do
     IFS='|' read -r target workload rps p99 <<<"$row"
     ratio=$(awk -v a="$rps" -v b="$CEILING_RPS" 'BEGIN {printf "%.2f", a / b}')
-    echo "| $target | $workload | $rps | $p99 | $ratio |"
+    same=""
+    if [[ $target == "strata node" && $workload == GET* ]]; then
+        same=$(awk -v a="$rps" -v b="$CEIL_GET" 'BEGIN {printf "%.2f", a / b}')
+    elif [[ $target == "strata node" && $workload == PUT* ]]; then
+        same=$(awk -v a="$rps" -v b="$CEIL_PUT" 'BEGIN {printf "%.2f", a / b}')
+    fi
+    echo "| $target | $workload | $rps | $p99 | $ratio | $same |"
 done
 echo
 echo "wrk: closed loop, $CONNECTIONS connections, $THREADS threads, ${DURATION} s per run;" \

@@ -49,7 +49,8 @@ pub fn finish(buf: &mut [u8], at: usize) {
 pub enum Next {
     /// A valid record starting at `offset`.
     Record { offset: u64, payload: Vec<u8> },
-    /// Clean end of file.
+    /// Clean end of file, or the start of zero-filled space after the
+    /// last record.
     End,
     /// An incomplete or damaged final record: a crash while appending. The
     /// file's valid prefix ends at `offset`.
@@ -110,6 +111,11 @@ impl RecordReader {
         let mut h = [0u8; HEADER_LEN];
         let path = self.path.clone();
         self.r.read_exact(&mut h).ctx(&path)?;
+        if h == [0u8; HEADER_LEN] && self.rest_is_zero(offset + HEADER_LEN as u64)? {
+            // Zero-filled space ahead of the records (the WAL is
+            // preallocated): the clean end of the log.
+            return Ok(Next::End);
+        }
         let len = get_u64(&h[0..8]);
         let pcrc = get_u32(&h[8..12]);
         let hcrc = get_u32(&h[12..16]);
@@ -221,9 +227,21 @@ mod tests {
     }
 
     #[test]
-    fn zero_filled_tail_is_torn() {
+    fn zero_filled_tail_is_the_end_and_a_half_record_before_it_is_torn() {
         let d = tempfile::tempdir().unwrap();
         let mut buf = records(2);
+        buf.extend_from_slice(&[0u8; 100]);
+        let p = write_file(d.path(), &buf);
+        let mut r = RecordReader::open(&p).unwrap();
+        r.next().unwrap();
+        r.next().unwrap();
+        assert!(matches!(r.next().unwrap(), Next::End));
+        // A record whose payload was only partly written before zeros.
+        let mut buf = records(3);
+        let n = buf.len();
+        for b in &mut buf[n - 4..] {
+            *b = 0;
+        }
         buf.extend_from_slice(&[0u8; 100]);
         let p = write_file(d.path(), &buf);
         let mut r = RecordReader::open(&p).unwrap();

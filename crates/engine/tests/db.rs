@@ -95,13 +95,17 @@ fn torn_final_wal_record_is_discarded_and_reported() {
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     fill(&db, 10, "v");
     drop(db);
-    // Append half of a record, as a crash in the middle of a write would.
+    // Half of a record where the next one would go, over the zero-filled
+    // space ahead of the records, as a crash in the middle of a write
+    // would leave it.
     let wal = files_with(dir.path(), "wal").pop().unwrap();
     let mut bytes = std::fs::read(&wal).unwrap();
-    let n = bytes.len();
-    let head = bytes[..n / 10 * 3].to_vec();
-    bytes.extend_from_slice(&head);
-    bytes.truncate(n + 20);
+    let end = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    let head = bytes[..20].to_vec();
+    if bytes.len() < end + 20 {
+        bytes.resize(end + 20, 0);
+    }
+    bytes[end..end + 20].copy_from_slice(&head);
     std::fs::write(&wal, &bytes).unwrap();
     let log = Arc::new(EventLog::default());
     let db = Db::open(
@@ -131,7 +135,10 @@ fn wal_damage_in_the_middle_names_file_and_offset() {
     fill(&db, 100, "v");
     drop(db);
     let wal = files_with(dir.path(), "wal").pop().unwrap();
-    let len = std::fs::metadata(&wal).unwrap().len() as usize;
+    // Flip a byte in the middle of the records (the file is zero-filled
+    // beyond them).
+    let bytes = std::fs::read(&wal).unwrap();
+    let len = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
     flip(&wal, len / 2);
     match Db::open(dir.path(), opts) {
         Err(Error::Corruption { file, offset, .. }) => {
