@@ -13,7 +13,6 @@
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::ops::{Bound, RangeBounds};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
