@@ -27,6 +27,10 @@ use crate::query::{BadQuery, Query};
 
 pub type Body = BoxBody<Bytes, std::io::Error>;
 
+/// A handler's answer; `Err` is an early answer (an error status), so that
+/// validation can use `?`.
+type Answer = Result<Response<Body>, Response<Body>>;
+
 /// Entries buffered between the scan thread and the connection.
 const RANGE_CHANNEL: usize = 64;
 
@@ -79,8 +83,10 @@ fn unavailable(msg: &str) -> Response<Body> {
     r
 }
 
-fn bad(e: BadQuery) -> Response<Body> {
-    text(StatusCode::BAD_REQUEST, &e.0)
+impl From<BadQuery> for Response<Body> {
+    fn from(e: BadQuery) -> Self {
+        text(StatusCode::BAD_REQUEST, &e.0)
+    }
 }
 
 fn cluster_error(e: ClusterError) -> Response<Body> {
@@ -104,11 +110,11 @@ pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<
     let id = probes::next_id();
     probes::request__start!(|| (id, method.as_str(), req.uri().path()));
     let r = match req.uri().path() {
-        "/v0/entity" => entity(&node, id, req).await,
-        "/v0/entities" => entities(&node, id, req).await,
+        "/v0/entity" => entity(&node, id, req).await.unwrap_or_else(|r| r),
+        "/v0/entities" => entities(&node, id, req).await.unwrap_or_else(|r| r),
         "/v0/status" => status(&node, &req),
         "/metrics" => metrics(&node, &req),
-        "/debug/pprof/profile" => profile(&req).await,
+        "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     };
     let status = r.status().as_u16();
@@ -118,38 +124,31 @@ pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<
     Ok(r)
 }
 
-async fn profile(req: &Request<Incoming>) -> Response<Body> {
+async fn profile(req: &Request<Incoming>) -> Answer {
     if req.method() != Method::GET {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+        return Err(text(StatusCode::METHOD_NOT_ALLOWED, "use GET"));
     }
-    let q = match Query::parse(req.uri().query()) {
-        Ok(q) => q,
-        Err(e) => return bad(e),
-    };
-    let seconds = match q.number("seconds") {
-        Ok(s) => s.unwrap_or(30) as u64,
-        Err(e) => return bad(e),
-    };
+    let q = Query::parse(req.uri().query())?;
+    let seconds = q.number("seconds")?.unwrap_or(30) as u64;
     if !(1..=300).contains(&seconds) {
-        return text(StatusCode::BAD_REQUEST, "seconds must be between 1 and 300");
+        return Err(text(
+            StatusCode::BAD_REQUEST,
+            "seconds must be between 1 and 300",
+        ));
     }
     let (format, ctype) = match q.get("format") {
         None | Some(b"proto") => (profile::Format::Protobuf, "application/octet-stream"),
         Some(b"svg") => (profile::Format::Svg, "image/svg+xml"),
-        Some(_) => return text(StatusCode::BAD_REQUEST, "format must be proto or svg"),
+        Some(_) => return Err(text(StatusCode::BAD_REQUEST, "format must be proto or svg")),
     };
-    match profile::cpu(seconds, format).await {
-        Ok(body) => {
-            let mut r = full(StatusCode::OK, body);
-            r.headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
-            r
-        }
-        Err(profile::ProfileError::Busy) => {
-            text(StatusCode::CONFLICT, "a profile is already running")
-        }
-        Err(profile::ProfileError::Failed(m)) => text(StatusCode::INTERNAL_SERVER_ERROR, &m),
-    }
+    let body = profile::cpu(seconds, format).await.map_err(|e| match e {
+        profile::ProfileError::Busy => text(StatusCode::CONFLICT, "a profile is already running"),
+        profile::ProfileError::Failed(m) => text(StatusCode::INTERNAL_SERVER_ERROR, &m),
+    })?;
+    let mut r = full(StatusCode::OK, body);
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    Ok(r)
 }
 
 fn metrics(node: &Node, req: &Request<Incoming>) -> Response<Body> {
@@ -190,30 +189,21 @@ async fn admit(node: &Node, id: u64) -> Result<Ticket, Response<Body>> {
     Ok(t)
 }
 
-async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<Body> {
+async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
     let method = req.method().clone();
     if !matches!(method, Method::GET | Method::PUT | Method::DELETE) {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET, PUT or DELETE");
+        return Err(text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "use GET, PUT or DELETE",
+        ));
     }
-    let q = match Query::parse(req.uri().query()) {
-        Ok(q) => q,
-        Err(e) => return bad(e),
-    };
-    let key = match q.required("id") {
-        Ok(k) => k.to_vec(),
-        Err(e) => return bad(e),
-    };
+    let q = Query::parse(req.uri().query())?;
+    let key = q.required("id")?.to_vec();
     if key.len() > node.config.max_key_bytes {
-        return text(StatusCode::URI_TOO_LONG, "key too long");
+        return Err(text(StatusCode::URI_TOO_LONG, "key too long"));
     }
-    let (ack, from) = match (q.number("ack"), q.number("from")) {
-        (Ok(a), Ok(f)) => (a, f),
-        (Err(e), _) | (_, Err(e)) => return bad(e),
-    };
-    let rep: Replication = match node.cluster.replication(ack, from) {
-        Ok(r) => r,
-        Err(e) => return cluster_error(e),
-    };
+    let (ack, from) = (q.number("ack")?, q.number("from")?);
+    let rep: Replication = node.cluster.replication(ack, from).map_err(cluster_error)?;
     let max = node.config.max_value_bytes;
     if method == Method::PUT {
         let declared = req
@@ -222,73 +212,67 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<B
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > max as u64) {
-            return text(StatusCode::PAYLOAD_TOO_LARGE, "value too large");
+            return Err(text(StatusCode::PAYLOAD_TOO_LARGE, "value too large"));
         }
     }
-    let ticket = match admit(node, id).await {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
-    let result = match method {
-        Method::GET => match node.cluster.get(&key, rep) {
-            Ok(Some(v)) => full(StatusCode::OK, v),
-            Ok(None) => text(StatusCode::NOT_FOUND, "not found"),
-            Err(e) => cluster_error(e),
+    // Held until the answer is ready.
+    let _ticket = admit(node, id).await?;
+    match method {
+        Method::GET => match node.cluster.get(&key, rep).map_err(cluster_error)? {
+            Some(v) => Ok(full(StatusCode::OK, v)),
+            None => Ok(text(StatusCode::NOT_FOUND, "not found")),
         },
         Method::PUT => {
             let body = Limited::new(req.into_body(), max).collect();
             let value = match tokio::time::timeout(node.config.body_timeout, body).await {
-                Err(_) => return text(StatusCode::REQUEST_TIMEOUT, "body did not arrive in time"),
+                Err(_) => {
+                    return Err(text(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "body did not arrive in time",
+                    ))
+                }
                 Ok(Err(e))
                     if e.downcast_ref::<http_body_util::LengthLimitError>()
                         .is_some() =>
                 {
-                    return text(StatusCode::PAYLOAD_TOO_LARGE, "value too large")
+                    return Err(text(StatusCode::PAYLOAD_TOO_LARGE, "value too large"))
                 }
-                Ok(Err(e)) => return text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")),
+                Ok(Err(e)) => {
+                    return Err(text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")))
+                }
                 Ok(Ok(b)) => b.to_bytes(),
             };
-            match node.committer.submit(id, Write::Put(key, value), rep).await {
-                Ok(()) => full(StatusCode::CREATED, Bytes::new()),
-                Err(e) => cluster_error(e),
-            }
+            node.committer
+                .submit(id, Write::Put(key, value), rep)
+                .await
+                .map_err(cluster_error)?;
+            Ok(full(StatusCode::CREATED, Bytes::new()))
         }
-        _ => match node.committer.submit(id, Write::Delete(key), rep).await {
-            Ok(()) => full(StatusCode::ACCEPTED, Bytes::new()),
-            Err(e) => cluster_error(e),
-        },
-    };
-    drop(ticket);
-    result
+        _ => {
+            node.committer
+                .submit(id, Write::Delete(key), rep)
+                .await
+                .map_err(cluster_error)?;
+            Ok(full(StatusCode::ACCEPTED, Bytes::new()))
+        }
+    }
 }
 
-async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response<Body> {
+async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
     if req.method() != Method::GET {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+        return Err(text(StatusCode::METHOD_NOT_ALLOWED, "use GET"));
     }
-    let q = match Query::parse(req.uri().query()) {
-        Ok(q) => q,
-        Err(e) => return bad(e),
-    };
-    let start = match q.required("start") {
-        Ok(s) => s.to_vec(),
-        Err(e) => return bad(e),
-    };
+    let q = Query::parse(req.uri().query())?;
+    let start = q.required("start")?.to_vec();
     let end = match q.get("end") {
         None => None,
-        Some(_) => match q.required("end") {
-            Ok(e) => Some(e.to_vec()),
-            Err(e) => return bad(e),
-        },
+        Some(_) => Some(q.required("end")?.to_vec()),
     };
-    let ticket = match admit(node, id).await {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
-    let iter = match node.cluster.scan(&start, end.as_deref()) {
-        Ok(it) => it,
-        Err(e) => return cluster_error(e),
-    };
+    let ticket = admit(node, id).await?;
+    let iter = node
+        .cluster
+        .scan(&start, end.as_deref())
+        .map_err(cluster_error)?;
     // A thread walks the scan and feeds a bounded channel; the response body
     // drains it. Memory stays at RANGE_CHANNEL entries whatever the range.
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(RANGE_CHANNEL);
@@ -316,7 +300,7 @@ async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Response
     });
     let mut r = Response::new(RangeBody { rx }.boxed());
     *r.status_mut() = StatusCode::OK;
-    r
+    Ok(r)
 }
 
 /// The range response body: one frame (one chunk) per entry, from the scan
