@@ -28,6 +28,8 @@ struct Cli {
 enum Cmd {
     /// Run a node: the v0 HTTP API on a local store.
     Serve(Box<strata_node::ServeArgs>),
+    /// Open-loop load against a node, latency from intended send times.
+    Load(strata_lab::load::LoadArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -89,6 +91,16 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("strata serve: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Load(a) => match strata_lab::load::run(&a) {
+            Ok(r) => {
+                print!("{}", r.summary());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("strata load: {e}");
                 ExitCode::FAILURE
             }
         },

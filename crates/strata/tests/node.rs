@@ -323,3 +323,41 @@ fn cpu_profile_as_pprof_protobuf_and_flamegraph_svg() {
         400
     );
 }
+
+#[test]
+fn open_loop_load_against_the_node() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["load", &format!("http://{}", node.addr)])
+        .args([
+            "--rate",
+            "500",
+            "--duration",
+            "2",
+            "--connections",
+            "4",
+            "--keys",
+            "1000",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1000 requests in"), "{text}");
+    assert!(
+        text.contains("Status codes: 201: 1000; connection errors: 0"),
+        "{text}"
+    );
+    // The writes are really there.
+    let r = node.request("GET", "/metrics", b"");
+    let m = String::from_utf8(r.body).unwrap();
+    assert!(
+        m.contains("strata_http_requests_total{method=\"PUT\",status=\"201\"} 1000"),
+        "{m}"
+    );
+}
