@@ -1,0 +1,106 @@
+//! The coordinated-omission test wrk2's README describes: a server that
+//! stalls once for 1 s during a constant-rate run. Latency measured from
+//! the intended send time must show the stall in the high percentiles and
+//! the maximum; the requests scheduled during the stall are not lost from
+//! the count.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use strata_lab::load::{run, LoadArgs, Workload};
+
+/// A server answering 201 at once, except that the request numbered
+/// `stall_at` makes every connection wait until 1 s has passed.
+fn stalling_server(stall_at: u64) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let count = Arc::new(AtomicU64::new(0));
+            let stalled = Arc::new(AtomicBool::new(false));
+            let until = Arc::new(std::sync::Mutex::new(None::<tokio::time::Instant>));
+            loop {
+                let (s, _) = listener.accept().await.unwrap();
+                let (count, stalled, until) = (count.clone(), stalled.clone(), until.clone());
+                tokio::spawn(async move {
+                    let svc = service_fn(move |_req| {
+                        let (count, stalled, until) =
+                            (count.clone(), stalled.clone(), until.clone());
+                        async move {
+                            let n = count.fetch_add(1, Ordering::Relaxed);
+                            if n == stall_at && !stalled.swap(true, Ordering::Relaxed) {
+                                *until.lock().unwrap() =
+                                    Some(tokio::time::Instant::now() + Duration::from_secs(1));
+                            }
+                            let wait = *until.lock().unwrap();
+                            if let Some(t) = wait {
+                                tokio::time::sleep_until(t).await;
+                            }
+                            let mut r = hyper::Response::new(Full::new(Bytes::new()));
+                            *r.status_mut() = hyper::StatusCode::CREATED;
+                            Ok::<_, Infallible>(r)
+                        }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(s), svc)
+                        .await;
+                });
+            }
+        });
+    });
+    addr
+}
+
+#[test]
+fn a_one_second_stall_shows_in_the_tail_and_the_max() {
+    let addr = stalling_server(1500);
+    let args = LoadArgs {
+        url: format!("http://{addr}"),
+        rate: 1000.0,
+        duration: 4.0,
+        warmup: 0.0,
+        connections: 8,
+        arrivals: "constant".into(),
+        workload: Workload::Put,
+        keys: 1000,
+        value_size: 10,
+        seed: 1,
+    };
+    let r = run(&args).unwrap();
+    let h = &r.latency_us;
+    eprintln!("{}", r.summary());
+    assert_eq!(r.counted, 4000, "every scheduled request is counted");
+    assert_eq!(r.statuses.get(&201), Some(&4000));
+    // About a thousand requests were due during the stall: each waited for
+    // the rest of it, measured from when it should have been sent.
+    assert!(h.max() >= 900_000, "max {} us", h.max());
+    assert!(
+        h.value_at_quantile(0.999) >= 800_000,
+        "p99.9 {} us",
+        h.value_at_quantile(0.999)
+    );
+    assert!(
+        h.value_at_quantile(0.9) >= 100_000,
+        "p90 {} us",
+        h.value_at_quantile(0.9)
+    );
+    // Outside the stall the server is fast.
+    assert!(
+        h.value_at_quantile(0.5) < 50_000,
+        "p50 {} us",
+        h.value_at_quantile(0.5)
+    );
+}
