@@ -221,6 +221,21 @@ pub fn run(a: &LoadArgs) -> Result<LoadResult, String> {
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
+/// Wait for `t` more precisely than tokio's timer (1 ms granularity, which
+/// alone would make most sends "late"): sleep to within 2 ms, then yield
+/// until the moment comes.
+async fn wait_until(t: Instant) {
+    let coarse = t.checked_sub(Duration::from_millis(2));
+    if let Some(c) = coarse {
+        if c > Instant::now() {
+            tokio::time::sleep_until(c.into()).await;
+        }
+    }
+    while Instant::now() < t {
+        tokio::task::yield_now().await;
+    }
+}
+
 async fn connect(addr: SocketAddr) -> Option<Sender> {
     let stream = TcpStream::connect(addr).await.ok()?;
     let _ = stream.set_nodelay(true);
@@ -261,7 +276,7 @@ async fn connection(
             (g.1 - 1, g.0.next_offset())
         };
         let intended = shared.start + offset;
-        tokio::time::sleep_until(intended.into()).await;
+        wait_until(intended).await;
         let lag = Instant::now().saturating_duration_since(intended);
         let counted = i >= shared.warm;
         if counted && lag > Duration::from_millis(1) {
