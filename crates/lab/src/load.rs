@@ -56,6 +56,14 @@ pub struct LoadArgs {
     pub keys: u64,
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
+    /// Closed loop instead: this many clients, each sending a request,
+    /// waiting for its answer, then thinking. Latency is then measured from
+    /// the actual send, as such clients do (and a stall hides in it).
+    #[arg(long, default_value_t = 0)]
+    pub clients: usize,
+    /// Closed loop: seconds each client thinks between requests.
+    #[arg(long, default_value_t = 0.0)]
+    pub think: f64,
     /// Seed of the key streams; each connection derives its own from it.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -63,7 +71,10 @@ pub struct LoadArgs {
 
 /// What a run measured.
 pub struct LoadResult {
+    /// 0 for a closed-loop run.
     pub offered_rate: f64,
+    /// Closed loop: the number of clients.
+    pub clients: usize,
     pub counted: u64,
     pub elapsed: Duration,
     /// Latency from intended send time to the full answer, in microseconds.
@@ -85,14 +96,25 @@ impl LoadResult {
         let h = &self.latency_us;
         let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
         let mut s = String::new();
-        s += &format!(
-            "  {} requests in {:.2}s: offered {:.0} req/s, achieved {:.0} req/s\n",
-            self.counted,
-            self.elapsed.as_secs_f64(),
-            self.offered_rate,
-            self.achieved_rate()
-        );
-        s += "  Latency from intended send time (ms):\n";
+        if self.clients > 0 {
+            s += &format!(
+                "  {} requests in {:.2}s: closed loop, {} clients, achieved {:.0} req/s\n",
+                self.counted,
+                self.elapsed.as_secs_f64(),
+                self.clients,
+                self.achieved_rate()
+            );
+            s += "  Latency from each actual send (closed loop: stalls hide here) (ms):\n";
+        } else {
+            s += &format!(
+                "  {} requests in {:.2}s: offered {:.0} req/s, achieved {:.0} req/s\n",
+                self.counted,
+                self.elapsed.as_secs_f64(),
+                self.offered_rate,
+                self.achieved_rate()
+            );
+            s += "  Latency from intended send time (ms):\n";
+        }
         for q in [0.5, 0.75, 0.9, 0.99, 0.999, 0.9999] {
             s += &format!("    {:>7.3}%  {:>10.3}\n", q * 100.0, ms(q));
         }
@@ -151,8 +173,8 @@ struct PerConn {
 
 /// Run the load. Blocks on its own runtime.
 pub fn run(a: &LoadArgs) -> Result<LoadResult, String> {
-    if a.rate <= 0.0 || a.duration <= 0.0 || a.connections == 0 {
-        return Err("rate, duration and connections must be positive".into());
+    if a.duration <= 0.0 || (a.clients == 0 && (a.rate <= 0.0 || a.connections == 0)) {
+        return Err("duration, and rate and connections (or clients), must be positive".into());
     }
     let (addr, host) = parse_addr(&a.url)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -175,22 +197,20 @@ pub fn run(a: &LoadArgs) -> Result<LoadResult, String> {
             start: Instant::now() + Duration::from_millis(50),
         });
         let mut tasks = Vec::new();
-        for c in 0..a.connections {
+        let closed = a.clients > 0;
+        for c in 0..if closed { a.clients } else { a.connections } {
             let shared = shared.clone();
             let a = a.clone();
             let host = host.clone();
             tasks.push(tokio::spawn(async move {
-                connection(addr, host, c, a, shared).await
+                if closed {
+                    client(addr, host, c, a, shared).await
+                } else {
+                    connection(addr, host, c, a, shared).await
+                }
             }));
         }
-        let mut out = PerConn {
-            hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap(),
-            statuses: BTreeMap::new(),
-            errors: 0,
-            late: 0,
-            max_lag: Duration::ZERO,
-            counted: 0,
-        };
+        let mut out = new_per_conn();
         for t in tasks {
             let p = t.await.map_err(|e| e.to_string())?;
             out.hist.add(&p.hist).map_err(|e| e.to_string())?;
@@ -207,7 +227,8 @@ pub fn run(a: &LoadArgs) -> Result<LoadResult, String> {
             .elapsed()
             .saturating_sub(Duration::from_secs_f64(a.warmup));
         Ok(LoadResult {
-            offered_rate: a.rate,
+            offered_rate: if a.clients > 0 { 0.0 } else { a.rate },
+            clients: a.clients,
             counted: out.counted,
             elapsed,
             latency_us: out.hist,
@@ -246,6 +267,111 @@ async fn connect(addr: SocketAddr) -> Option<Sender> {
     Some(sender)
 }
 
+fn request(
+    a: &LoadArgs,
+    host: &str,
+    rng: &mut rand::rngs::StdRng,
+    value: &Bytes,
+) -> Request<Full<Bytes>> {
+    let key = format!("{:016}", rng.random_range(0..a.keys.max(1)));
+    let (method, body) = match a.workload {
+        Workload::Put => (Method::PUT, value.clone()),
+        Workload::Get => (Method::GET, Bytes::new()),
+    };
+    Request::builder()
+        .method(method)
+        .uri(format!("/v0/entity?id={key}"))
+        .header("host", host)
+        .body(Full::new(body))
+        .expect("request")
+}
+
+/// Send one request on the connection (reconnecting once if it broke) and
+/// read the whole answer; the status, or `None` on a connection error.
+async fn send_one(
+    sender: &mut Option<Sender>,
+    addr: SocketAddr,
+    req: Request<Full<Bytes>>,
+) -> Option<u16> {
+    for _attempt in 0..2 {
+        if sender.is_none() {
+            *sender = connect(addr).await;
+        }
+        let s = sender.as_mut()?;
+        if s.ready().await.is_err() {
+            *sender = None;
+            continue;
+        }
+        match s.send_request(req.clone()).await {
+            Ok(resp) => {
+                let code = resp.status().as_u16();
+                if resp.into_body().collect().await.is_ok() {
+                    return Some(code);
+                }
+                *sender = None;
+                return None;
+            }
+            Err(_) => *sender = None,
+        }
+    }
+    None
+}
+
+fn new_per_conn() -> PerConn {
+    PerConn {
+        hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap(),
+        statuses: BTreeMap::new(),
+        errors: 0,
+        late: 0,
+        max_lag: Duration::ZERO,
+        counted: 0,
+    }
+}
+
+fn conn_rng(a: &LoadArgs, index: usize) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(
+        a.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    )
+}
+
+/// A closed-loop client: send, wait for the answer, think, again, until the
+/// run's time is up. Latency is from the actual send.
+async fn client(
+    addr: SocketAddr,
+    host: String,
+    index: usize,
+    a: LoadArgs,
+    shared: Arc<Shared>,
+) -> PerConn {
+    let mut me = new_per_conn();
+    let mut rng = conn_rng(&a, index);
+    let value = Bytes::from(vec![b'v'; a.value_size]);
+    let mut sender = connect(addr).await;
+    wait_until(shared.start).await;
+    let warm_until = shared.start + Duration::from_secs_f64(a.warmup);
+    let end = warm_until + Duration::from_secs_f64(a.duration);
+    while Instant::now() < end {
+        let sent = Instant::now();
+        let status = send_one(&mut sender, addr, request(&a, &host, &mut rng, &value)).await;
+        if sent >= warm_until {
+            me.counted += 1;
+            match status {
+                Some(code) => {
+                    *me.statuses.entry(code).or_default() += 1;
+                    let _ = me
+                        .hist
+                        .record((sent.elapsed().as_micros().max(1) as u64).min(3_600_000_000));
+                }
+                None => me.errors += 1,
+            }
+        }
+        if a.think > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(a.think)).await;
+        }
+    }
+    me
+}
+
 async fn connection(
     addr: SocketAddr,
     host: String,
@@ -253,17 +379,8 @@ async fn connection(
     a: LoadArgs,
     shared: Arc<Shared>,
 ) -> PerConn {
-    let mut me = PerConn {
-        hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap(),
-        statuses: BTreeMap::new(),
-        errors: 0,
-        late: 0,
-        max_lag: Duration::ZERO,
-        counted: 0,
-    };
-    let mut rng = rand::rngs::StdRng::seed_from_u64(
-        a.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-    );
+    let mut me = new_per_conn();
+    let mut rng = conn_rng(&a, index);
     let value = Bytes::from(vec![b'v'; a.value_size]);
     let mut sender = connect(addr).await;
     loop {
@@ -283,40 +400,7 @@ async fn connection(
             me.late += 1;
             me.max_lag = me.max_lag.max(lag);
         }
-        let key = format!("{:016}", rng.random_range(0..a.keys.max(1)));
-        let (method, body) = match a.workload {
-            Workload::Put => (Method::PUT, value.clone()),
-            Workload::Get => (Method::GET, Bytes::new()),
-        };
-        let req = Request::builder()
-            .method(method)
-            .uri(format!("/v0/entity?id={key}"))
-            .header("host", &host)
-            .body(Full::new(body))
-            .expect("request");
-        let mut status = None;
-        for _attempt in 0..2 {
-            if sender.is_none() {
-                sender = connect(addr).await;
-            }
-            let Some(s) = sender.as_mut() else { break };
-            if s.ready().await.is_err() {
-                sender = None;
-                continue;
-            }
-            match s.send_request(req.clone()).await {
-                Ok(resp) => {
-                    let code = resp.status().as_u16();
-                    if resp.into_body().collect().await.is_ok() {
-                        status = Some(code);
-                    } else {
-                        sender = None;
-                    }
-                    break;
-                }
-                Err(_) => sender = None,
-            }
-        }
+        let status = send_one(&mut sender, addr, request(&a, &host, &mut rng, &value)).await;
         if counted {
             me.counted += 1;
             match status {
