@@ -317,9 +317,29 @@ async fn send_one(
     None
 }
 
+/// Latencies are recorded in microseconds, up to an hour.
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+impl PerConn {
+    /// Count one answered (or failed) request whose latency runs from
+    /// `since`: the intended send time in open loop, the actual send in
+    /// closed loop.
+    fn record(&mut self, status: Option<u16>, since: Instant) {
+        self.counted += 1;
+        match status {
+            Some(code) => {
+                *self.statuses.entry(code).or_default() += 1;
+                let us = (since.elapsed().as_micros() as u64).clamp(1, MAX_LATENCY_US);
+                let _ = self.hist.record(us);
+            }
+            None => self.errors += 1,
+        }
+    }
+}
+
 fn new_per_conn() -> PerConn {
     PerConn {
-        hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap(),
+        hist: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).unwrap(),
         statuses: BTreeMap::new(),
         errors: 0,
         late: 0,
@@ -354,16 +374,7 @@ async fn client(
         let sent = Instant::now();
         let status = send_one(&mut sender, addr, request(&a, &host, &mut rng, &value)).await;
         if sent >= warm_until {
-            me.counted += 1;
-            match status {
-                Some(code) => {
-                    *me.statuses.entry(code).or_default() += 1;
-                    let _ = me
-                        .hist
-                        .record((sent.elapsed().as_micros().max(1) as u64).min(3_600_000_000));
-                }
-                None => me.errors += 1,
-            }
+            me.record(status, sent);
         }
         if a.think > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(a.think)).await;
@@ -402,15 +413,7 @@ async fn connection(
         }
         let status = send_one(&mut sender, addr, request(&a, &host, &mut rng, &value)).await;
         if counted {
-            me.counted += 1;
-            match status {
-                Some(code) => {
-                    *me.statuses.entry(code).or_default() += 1;
-                    let us = intended.elapsed().as_micros().max(1) as u64;
-                    let _ = me.hist.record(us.min(3_600_000_000));
-                }
-                None => me.errors += 1,
-            }
+            me.record(status, intended);
         }
     }
     me

@@ -64,15 +64,14 @@ fn stalling_server(stall_at: u64) -> std::net::SocketAddr {
     addr
 }
 
-#[test]
-fn a_one_second_stall_shows_in_the_tail_and_the_max() {
-    let addr = stalling_server(1500);
-    let args = LoadArgs {
+/// A 4-second PUT run against `addr`; each test sets open or closed loop.
+fn args(addr: std::net::SocketAddr) -> LoadArgs {
+    LoadArgs {
         url: format!("http://{addr}"),
-        rate: 1000.0,
+        rate: 0.0,
         duration: 4.0,
         warmup: 0.0,
-        connections: 8,
+        connections: 0,
         arrivals: "constant".into(),
         workload: Workload::Put,
         keys: 1000,
@@ -80,6 +79,16 @@ fn a_one_second_stall_shows_in_the_tail_and_the_max() {
         clients: 0,
         think: 0.0,
         seed: 1,
+    }
+}
+
+#[test]
+fn a_one_second_stall_shows_in_the_tail_and_the_max() {
+    let addr = stalling_server(1500);
+    let args = LoadArgs {
+        rate: 1000.0,
+        connections: 8,
+        ..args(addr)
     };
     let r = run(&args).unwrap();
     let h = &r.latency_us;
@@ -111,18 +120,9 @@ fn a_one_second_stall_shows_in_the_tail_and_the_max() {
 fn a_closed_loop_client_cannot_see_the_same_stall() {
     let addr = stalling_server(1500);
     let args = LoadArgs {
-        url: format!("http://{addr}"),
-        rate: 0.0,
-        duration: 4.0,
-        warmup: 0.0,
-        connections: 0,
-        arrivals: "constant".into(),
-        workload: Workload::Put,
-        keys: 1000,
-        value_size: 10,
         clients: 8,
         think: 0.002,
-        seed: 1,
+        ..args(addr)
     };
     let r = run(&args).unwrap();
     let h = &r.latency_us;
