@@ -348,10 +348,36 @@ fn new_per_conn() -> PerConn {
     }
 }
 
-fn conn_rng(a: &LoadArgs, index: usize) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(
-        a.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-    )
+/// What one connection or client owns: its key stream (seeded from the
+/// run's seed and its index, lesson 5), its value, its connection.
+struct Worker {
+    addr: SocketAddr,
+    host: String,
+    rng: rand::rngs::StdRng,
+    value: Bytes,
+    sender: Option<Sender>,
+    out: PerConn,
+}
+
+impl Worker {
+    async fn new(addr: SocketAddr, host: String, index: usize, a: &LoadArgs) -> Worker {
+        Worker {
+            addr,
+            host,
+            rng: rand::rngs::StdRng::seed_from_u64(
+                a.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
+            value: Bytes::from(vec![b'v'; a.value_size]),
+            sender: connect(addr).await,
+            out: new_per_conn(),
+        }
+    }
+
+    /// Send the workload's next request and read its answer.
+    async fn send(&mut self, a: &LoadArgs) -> Option<u16> {
+        let req = request(a, &self.host, &mut self.rng, &self.value);
+        send_one(&mut self.sender, self.addr, req).await
+    }
 }
 
 /// A closed-loop client: send, wait for the answer, think, again, until the
@@ -363,24 +389,21 @@ async fn client(
     a: LoadArgs,
     shared: Arc<Shared>,
 ) -> PerConn {
-    let mut me = new_per_conn();
-    let mut rng = conn_rng(&a, index);
-    let value = Bytes::from(vec![b'v'; a.value_size]);
-    let mut sender = connect(addr).await;
+    let mut w = Worker::new(addr, host, index, &a).await;
     wait_until(shared.start).await;
     let warm_until = shared.start + Duration::from_secs_f64(a.warmup);
     let end = warm_until + Duration::from_secs_f64(a.duration);
     while Instant::now() < end {
         let sent = Instant::now();
-        let status = send_one(&mut sender, addr, request(&a, &host, &mut rng, &value)).await;
+        let status = w.send(&a).await;
         if sent >= warm_until {
-            me.record(status, sent);
+            w.out.record(status, sent);
         }
         if a.think > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(a.think)).await;
         }
     }
-    me
+    w.out
 }
 
 async fn connection(
@@ -390,10 +413,7 @@ async fn connection(
     a: LoadArgs,
     shared: Arc<Shared>,
 ) -> PerConn {
-    let mut me = new_per_conn();
-    let mut rng = conn_rng(&a, index);
-    let value = Bytes::from(vec![b'v'; a.value_size]);
-    let mut sender = connect(addr).await;
+    let mut w = Worker::new(addr, host, index, &a).await;
     loop {
         let (i, offset) = {
             let mut g = shared.schedule.lock().unwrap();
@@ -408,13 +428,13 @@ async fn connection(
         let lag = Instant::now().saturating_duration_since(intended);
         let counted = i >= shared.warm;
         if counted && lag > Duration::from_millis(1) {
-            me.late += 1;
-            me.max_lag = me.max_lag.max(lag);
+            w.out.late += 1;
+            w.out.max_lag = w.out.max_lag.max(lag);
         }
-        let status = send_one(&mut sender, addr, request(&a, &host, &mut rng, &value)).await;
+        let status = w.send(&a).await;
         if counted {
-            me.record(status, intended);
+            w.out.record(status, intended);
         }
     }
-    me
+    w.out
 }
