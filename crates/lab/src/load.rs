@@ -96,25 +96,24 @@ impl LoadResult {
         let h = &self.latency_us;
         let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
         let mut s = String::new();
-        if self.clients > 0 {
-            s += &format!(
-                "  {} requests in {:.2}s: closed loop, {} clients, achieved {:.0} req/s\n",
-                self.counted,
-                self.elapsed.as_secs_f64(),
-                self.clients,
-                self.achieved_rate()
-            );
-            s += "  Latency from each actual send (closed loop: stalls hide here) (ms):\n";
+        let (how, basis) = if self.clients > 0 {
+            (
+                format!("closed loop, {} clients", self.clients),
+                "each actual send (closed loop: stalls hide here)",
+            )
         } else {
-            s += &format!(
-                "  {} requests in {:.2}s: offered {:.0} req/s, achieved {:.0} req/s\n",
-                self.counted,
-                self.elapsed.as_secs_f64(),
-                self.offered_rate,
-                self.achieved_rate()
-            );
-            s += "  Latency from intended send time (ms):\n";
-        }
+            (
+                format!("offered {:.0} req/s", self.offered_rate),
+                "intended send time",
+            )
+        };
+        s += &format!(
+            "  {} requests in {:.2}s: {how}, achieved {:.0} req/s\n",
+            self.counted,
+            self.elapsed.as_secs_f64(),
+            self.achieved_rate()
+        );
+        s += &format!("  Latency from {basis} (ms):\n");
         for q in [0.5, 0.75, 0.9, 0.99, 0.999, 0.9999] {
             s += &format!("    {:>7.3}%  {:>10.3}\n", q * 100.0, ms(q));
         }
