@@ -164,6 +164,8 @@ struct Inner {
     bg: Mutex<BgState>,
     bg_cv: Condvar,
     bg_error: Mutex<Option<String>>,
+    /// Set with `bg_error`, so the write path checks an atomic, not a lock.
+    bg_failed: AtomicBool,
     stall: Mutex<Option<(Instant, StallReason)>>,
     closed: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -403,6 +405,7 @@ impl Db {
             bg: Mutex::new(BgState::default()),
             bg_cv: Condvar::new(),
             bg_error: Mutex::new(None),
+            bg_failed: AtomicBool::new(false),
             stall: Mutex::new(None),
             closed: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
@@ -678,6 +681,9 @@ impl Inner {
     }
 
     fn check_bg_error(&self) -> Result<()> {
+        if !self.bg_failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         if let Some(e) = &*self.bg_error.lock() {
             return Err(Error::Background(e.clone()));
         }
@@ -689,6 +695,7 @@ impl Inner {
         if g.is_none() {
             *g = Some(e.summary());
         }
+        self.bg_failed.store(true, Ordering::Release);
         drop(g);
         self.commit_cv.notify_all();
         self.bg_cv.notify_all();
@@ -735,9 +742,7 @@ impl Inner {
                 self.stats.add(&self.stats.writes, writes);
                 return Ok(());
             }
-            if let Some(e) = &*self.bg_error.lock() {
-                return Err(Error::Background(e.clone()));
-            }
+            self.check_bg_error()?;
             if !q.leader {
                 q.leader = true;
                 let buf = std::mem::take(&mut q.buf);
@@ -990,7 +995,7 @@ impl Inner {
             let imm = {
                 let mut g = self.bg.lock();
                 loop {
-                    if g.shutdown || self.bg_error.lock().is_some() {
+                    if g.shutdown || self.bg_failed.load(Ordering::Acquire) {
                         return;
                     }
                     if let Some(m) = self.sv.load().imms.last() {
@@ -1086,7 +1091,7 @@ impl Inner {
                 }
                 seen = g.work;
             }
-            if self.bg_error.lock().is_some() {
+            if self.bg_failed.load(Ordering::Acquire) {
                 return;
             }
             loop {
