@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How the limit of requests in service moves.
@@ -56,6 +57,11 @@ struct Shared {
     window_nanos: AtomicU64,
     window_count: AtomicU64,
     window_peak: AtomicUsize,
+    /// Time each ticket was held (admission to answer), and time each
+    /// admitted or refused request waited: the service and wait
+    /// distributions a model of this node is calibrated from.
+    service: Histogram,
+    wait: Histogram,
 }
 
 pub struct Admission {
@@ -97,6 +103,7 @@ impl Drop for Ticket {
         s.window_nanos
             .fetch_add(self.since.elapsed().as_nanos() as u64, Ordering::Relaxed);
         s.window_count.fetch_add(1, Ordering::Relaxed);
+        s.service.observe(self.since.elapsed().as_secs_f64());
         let permit = self.permit.take().expect("ticket holds a permit");
         let paid = s
             .debt
@@ -120,6 +127,8 @@ impl Admission {
                 window_nanos: AtomicU64::new(0),
                 window_count: AtomicU64::new(0),
                 window_peak: AtomicUsize::new(0),
+                service: Histogram::new(exponential_buckets(10e-6, 2.0, 22)),
+                wait: Histogram::new(exponential_buckets(10e-6, 2.0, 22)),
             }),
             mode,
             limit: AtomicUsize::new(initial),
@@ -174,9 +183,13 @@ impl Admission {
             }
         }
         on_wait();
+        let waited_from = Instant::now();
         let r =
             tokio::time::timeout(self.max_wait, self.shared.permits.clone().acquire_owned()).await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
+        self.shared
+            .wait
+            .observe(waited_from.elapsed().as_secs_f64());
         match r {
             Ok(Ok(p)) => {
                 self.admitted_after_wait.fetch_add(1, Ordering::Relaxed);
@@ -233,6 +246,17 @@ impl Admission {
             self.set_limit(next);
         }
         next
+    }
+
+    /// Histograms of time in service and time waiting (for /metrics).
+    pub fn histograms(&self) -> (Histogram, Histogram) {
+        (self.shared.service.clone(), self.shared.wait.clone())
+    }
+
+    /// The configured bounds: ceiling of requests in service, waiting
+    /// places, longest wait.
+    pub fn bounds(&self) -> (usize, usize, Duration) {
+        (self.max_in_service, self.max_waiting, self.max_wait)
     }
 
     /// The current limit of requests in service.

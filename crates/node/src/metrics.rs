@@ -106,6 +106,19 @@ impl Metrics {
 
     /// Register the collector of live state (admission, engine, process).
     pub fn watch(&mut self, admission: Arc<Admission>, db: Arc<Db>) {
+        let (service, wait) = admission.histograms();
+        self.registry.register_with_unit(
+            "strata_admission_service_duration",
+            "Time each admitted request held its place in service (admission to answer)",
+            prometheus_client::registry::Unit::Seconds,
+            service,
+        );
+        self.registry.register_with_unit(
+            "strata_admission_wait_duration",
+            "Time each request that had to wait spent waiting (admitted or refused)",
+            prometheus_client::registry::Unit::Seconds,
+            wait,
+        );
         self.registry
             .register_collector(Box::new(StateCollector { admission, db }));
     }
@@ -189,6 +202,25 @@ impl Collector for StateCollector {
             "strata_admission_limit",
             "Current limit of requests in service",
             a.limit() as f64,
+        )?;
+        let (max_in_service, max_waiting, max_wait) = a.bounds();
+        gauge(
+            &mut e,
+            "strata_admission_max_in_service",
+            "Configured ceiling of requests in service",
+            max_in_service as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_admission_max_waiting",
+            "Configured number of waiting places",
+            max_waiting as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_admission_max_wait_seconds",
+            "Configured longest wait for admission",
+            max_wait.as_secs_f64(),
         )?;
         let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as f64;
         counter(
