@@ -1,9 +1,19 @@
 //! Strata's lab: load generation that measures what a user would see.
-//! Today: `load`, the open-loop constant-rate (or Poisson) driver with
-//! latency measured from each request's intended send time (coordinated
-//! omission corrected, as wrk2 does). Workloads, closed-loop clients,
-//! sweeps and reports arrive with issue 4. Must not know the node's
-//! internals: it speaks HTTP only.
+//! `load` runs the driver once (open loop at a constant or Poisson rate,
+//! latency from each request's intended send time, or closed-loop
+//! clients); `sweep` finds the breaking point; `report` writes what they
+//! found. Must not know the node's internals: it speaks HTTP and reads
+//! `/metrics` only.
 
+pub mod client;
+pub mod demo;
+pub mod driver;
 pub mod load;
+pub mod report;
 pub mod schedule;
+pub mod scrape;
+pub mod slo;
+pub mod sweep;
+pub mod timer;
+pub mod verdict;
+pub mod workload;

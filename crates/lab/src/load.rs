@@ -1,61 +1,107 @@
-//! `strata load URL`: open-loop load at a fixed schedule. Every request has
-//! an intended send time from the schedule; its latency is measured from
-//! that time, not from when a connection was free to send it, so a stalled
-//! server cannot hide its stall (coordinated omission). When the generator
-//! itself falls behind its schedule it says so: how many sends were late by
-//! more than 1 ms and the worst lag. Owns the driver and its summary; must
-//! not know the node's internals.
+//! `strata load URL`: one run of the driver (open loop at a constant or
+//! Poisson rate, or closed-loop clients) with a live progress line, a
+//! wrk2-style summary, the server's metrics sampled on the same time axis,
+//! and a report directory. Also the pieces a sweep shares: the target and
+//! workload arguments and turning a driver outcome into a report trial.
+//! Owns the command's behaviour; must not pace or time requests itself.
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
-use bytes::Bytes;
-use hdrhistogram::Histogram;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request};
-use hyper_util::rt::TokioIo;
-use rand::{Rng, SeedableRng};
-use tokio::net::TcpStream;
+use crate::client::Target;
+use crate::driver::{self, Outcome, Pace, Plan};
+use crate::report::model::{self, Percentiles, Report, RunKind, ServerSample, Trial};
+use crate::schedule::Arrivals;
+use crate::scrape::Sampler;
+use crate::workload::Workload;
 
-use crate::schedule::{Arrivals, Schedule};
+/// Arguments shared by `load` and `sweep`: where, what, how.
+#[derive(clap::Args, Clone, Debug)]
+pub struct TargetArgs {
+    /// Base URL of the node, e.g. http://127.0.0.1:8080
+    pub url: String,
+    /// A built-in workload (put, get, ...; see docs/workloads.md) or a
+    /// workload TOML file.
+    #[arg(long, default_value = "put")]
+    pub workload: String,
+    /// Size of the key space of built-in workloads.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub keys: u64,
+    /// Value size of built-in workloads, in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Open loop: keep-alive connections the requests are spread over.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Generator threads (each at most one core).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Open loop: constant or poisson arrivals.
+    #[arg(long, default_value = "constant", value_parser = ["constant", "poisson"])]
+    pub arrivals: String,
+    /// Seed of the key streams; each connection derives its own from it.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seconds of warm-up: requests sent on schedule but not counted.
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup: f64,
+    /// Report directory (default: strata-reports/KIND-TIMESTAMP).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the report as JSON on stdout instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress line.
+    #[arg(long)]
+    pub quiet: bool,
+}
 
-/// What each request does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Workload {
-    /// PUT a random key of the key space with a value of `--value-size` bytes.
-    Put,
-    /// GET a random key of the key space.
-    Get,
+impl TargetArgs {
+    pub fn target(&self) -> Result<Target, String> {
+        Target::parse(&self.url)
+    }
+
+    pub fn workload(&self) -> Result<Arc<Workload>, String> {
+        let w = if self.workload.ends_with(".toml") || Path::new(&self.workload).is_file() {
+            Workload::from_toml_file(Path::new(&self.workload))?
+        } else {
+            Workload::builtin(&self.workload, self.keys, self.value_size)?
+        };
+        Ok(Arc::new(w))
+    }
+
+    pub fn arrivals(&self) -> Arrivals {
+        if self.arrivals == "poisson" {
+            Arrivals::Poisson
+        } else {
+            Arrivals::Constant
+        }
+    }
+
+    /// The report directory: `--out`, or a new one named after the time.
+    pub fn out_dir(&self, kind: &str) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| {
+            let stamp = rfc3339(SystemTime::now())
+                .replace([':', '-'], "")
+                .replace('T', "-")
+                .trim_end_matches('Z')
+                .to_string();
+            PathBuf::from("strata-reports").join(format!("{kind}-{stamp}"))
+        })
+    }
 }
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct LoadArgs {
-    /// Base URL of the node, e.g. http://127.0.0.1:8080
-    pub url: String,
-    /// Requests per second to offer.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Requests per second to offer (open loop).
     #[arg(long, default_value_t = 1000.0)]
     pub rate: f64,
     /// Seconds to run (after the warm-up).
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
-    /// Seconds of warm-up: requests sent on schedule but not counted.
-    #[arg(long, default_value_t = 0.0)]
-    pub warmup: f64,
-    /// Connections (keep-alive) to spread the requests over.
-    #[arg(long, default_value_t = 64)]
-    pub connections: usize,
-    /// constant or poisson.
-    #[arg(long, default_value = "constant", value_parser = ["constant", "poisson"])]
-    pub arrivals: String,
-    #[arg(long, value_enum, default_value_t = Workload::Put)]
-    pub workload: Workload,
-    /// Keys are 16-digit numbers below this.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub keys: u64,
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
     /// Closed loop instead: this many clients, each sending a request,
     /// waiting for its answer, then thinking. Latency is then measured from
     /// the actual send, as such clients do (and a stall hides in it).
@@ -64,376 +110,357 @@ pub struct LoadArgs {
     /// Closed loop: seconds each client thinks between requests.
     #[arg(long, default_value_t = 0.0)]
     pub think: f64,
-    /// Seed of the key streams; each connection derives its own from it.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Also write the latency histograms, one per operation per second, in
+    /// HdrHistogram's interval log format (merge several with
+    /// `strata report merge`).
+    #[arg(long)]
+    pub hdr: Option<PathBuf>,
 }
 
-/// What a run measured.
-pub struct LoadResult {
-    /// 0 for a closed-loop run.
-    pub offered_rate: f64,
-    /// Closed loop: the number of clients.
-    pub clients: usize,
-    pub counted: u64,
-    pub elapsed: Duration,
-    /// Latency from intended send time to the full answer, in microseconds.
-    pub latency_us: Histogram<u64>,
-    pub statuses: BTreeMap<u16, u64>,
-    pub errors: u64,
-    /// Sends more than 1 ms after their intended time, and the worst lag.
-    pub late_sends: u64,
-    pub max_lag: Duration,
+/// A load run: the driver's outcome, the report trial, the whole report.
+pub struct LoadRun {
+    pub outcome: Outcome,
+    pub report: Report,
 }
 
-impl LoadResult {
-    pub fn achieved_rate(&self) -> f64 {
-        self.counted as f64 / self.elapsed.as_secs_f64()
+impl LoadRun {
+    pub fn trial(&self) -> &Trial {
+        &self.report.trials[0]
+    }
+}
+
+/// The progress line: elapsed, sent, achieved rate, p50 and p99, errors.
+pub struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    pub fn new(quiet: bool) -> Progress {
+        if quiet {
+            return Progress(None);
+        }
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("template"));
+        Progress(Some(pb))
     }
 
-    /// A wrk2-style summary.
-    pub fn summary(&self) -> String {
-        let h = &self.latency_us;
-        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        let mut s = String::new();
-        let (how, basis) = if self.clients > 0 {
-            (
-                format!("closed loop, {} clients", self.clients),
-                "each actual send (closed loop: stalls hide here)",
-            )
+    pub fn show(&self, prefix: &str, s: &driver::Snapshot) {
+        let Some(pb) = &self.0 else { return };
+        let secs = s.elapsed.as_secs_f64();
+        let msg = if s.warming {
+            format!("{prefix}warming up: sent {}", s.sent)
         } else {
-            (
-                format!("offered {:.0} req/s", self.offered_rate),
-                "intended send time",
+            format!(
+                "{prefix}{secs:>5.1}s  sent {}  {:.0} req/s  p50 {:.2} ms  p99 {:.2} ms  errors {}",
+                s.sent,
+                s.done as f64 / secs.max(1e-3),
+                s.p50_us as f64 / 1000.0,
+                s.p99_us as f64 / 1000.0,
+                s.errors
             )
         };
-        s += &format!(
-            "  {} requests in {:.2}s: {how}, achieved {:.0} req/s\n",
-            self.counted,
-            self.elapsed.as_secs_f64(),
-            self.achieved_rate()
-        );
-        s += &format!("  Latency from {basis} (ms):\n");
-        for q in [0.5, 0.75, 0.9, 0.99, 0.999, 0.9999] {
-            s += &format!("    {:>7.3}%  {:>10.3}\n", q * 100.0, ms(q));
+        pb.set_message(msg);
+        pb.tick();
+    }
+
+    pub fn finish(&self) {
+        if let Some(pb) = &self.0 {
+            pb.finish_and_clear();
         }
-        s += &format!("    {:>8}  {:>10.3}\n", "max", h.max() as f64 / 1000.0);
-        let codes: Vec<String> = self
-            .statuses
+    }
+}
+
+/// Run one trial of `plan`, sampling `/metrics` meanwhile unless a sampler
+/// runs already (`origin` is the run's time zero for the report's axes).
+pub fn run_trial(
+    plan: &Plan,
+    origin: Instant,
+    progress: &Progress,
+    prefix: &str,
+    on_second: &mut dyn FnMut(&driver::Second),
+    sampler: &Sampler,
+) -> Result<(Outcome, Trial), String> {
+    let started = Instant::now();
+    let outcome = driver::run(plan, on_second, &mut |s| progress.show(prefix, s))?;
+    progress.finish();
+    let started_s = started.duration_since(origin).as_secs_f64() + plan.warmup.as_secs_f64();
+    let end_s = started_s + outcome.elapsed.as_secs_f64();
+    let server: Vec<ServerSample> = sampler
+        .snapshot()
+        .into_iter()
+        .filter(|s| s.t_s > started_s && s.t_s <= end_s + 0.5)
+        .collect();
+    let trial = to_trial(plan, &outcome, started_s, server);
+    Ok((outcome, trial))
+}
+
+/// The report's view of one outcome.
+pub fn to_trial(plan: &Plan, o: &Outcome, started_s: f64, server: Vec<ServerSample>) -> Trial {
+    let (offered_rate, clients) = match plan.pace {
+        Pace::Open { rate, .. } => (Some(rate), None),
+        Pace::Closed { clients, .. } => (None, Some(clients)),
+    };
+    let cpu: Vec<f64> = server.iter().filter_map(|s| s.cpu_cores).collect();
+    let rss = server
+        .iter()
+        .filter_map(|s| s.rss_bytes)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    Trial {
+        offered_rate,
+        clients,
+        started_s,
+        duration_s: o.elapsed.as_secs_f64(),
+        requests: o.counted,
+        achieved_rate: o.achieved_rate(),
+        errors: o.errors,
+        error_pct: 100.0 * o.errors as f64 / o.counted.max(1) as f64,
+        latency: Percentiles::from_hist(&o.all),
+        per_op: o
+            .per_op
             .iter()
-            .map(|(c, n)| format!("{c}: {n}"))
-            .collect();
-        s += &format!(
-            "  Status codes: {}; connection errors: {}\n",
-            codes.join(", "),
-            self.errors
-        );
-        s += &format!(
-            "  Schedule: {} sends more than 1 ms late, worst lag {:.3} ms{}\n",
-            self.late_sends,
-            self.max_lag.as_secs_f64() * 1000.0,
-            if self.late_sends * 100 > self.counted.max(1) {
-                " (the generator or its connections could not keep the schedule: more connections, or a lower rate)"
-            } else {
-                ""
+            .map(|p| model::OpSummary {
+                op: p.op.to_string(),
+                requests: p.requests,
+                errors: p.errors,
+                latency: Percentiles::from_hist(&p.hist),
+            })
+            .collect(),
+        spectrum: model::spectrum_from_hist(&o.all),
+        timeline: o
+            .timeline
+            .iter()
+            .map(|s| model::Second {
+                t_s: started_s + s.index as f64,
+                requests: s.requests,
+                errors: s.errors,
+                p50_ms: s.p50_us as f64 / 1000.0,
+                p99_ms: s.p99_us as f64 / 1000.0,
+                max_ms: s.max_us as f64 / 1000.0,
+            })
+            .collect(),
+        meets_slo: None,
+        late_sends: o.late,
+        max_lag_ms: o.max_lag.as_secs_f64() * 1000.0,
+        distinct_keys: Some(o.distinct_keys),
+        server_cpu_cores: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        server_rss_bytes: rss,
+        server,
+    }
+}
+
+impl LoadArgs {
+    pub fn plan(&self) -> Result<Plan, String> {
+        let t = &self.target;
+        if !crate::slo::positive(self.duration) || t.warmup < 0.0 {
+            return Err("--duration must be positive and --warmup not negative".into());
+        }
+        let pace = if self.clients > 0 {
+            Pace::Closed {
+                clients: self.clients,
+                think: Duration::from_secs_f64(self.think.max(0.0)),
             }
-        );
-        s
-    }
-}
-
-fn parse_addr(url: &str) -> Result<(SocketAddr, String), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{url}: only http:// URLs are supported"))?;
-    let hostport = rest.split('/').next().unwrap_or(rest);
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(hostport)
-        .map_err(|e| format!("{hostport}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{hostport}: no address"))?;
-    Ok((addr, hostport.to_string()))
-}
-
-struct Shared {
-    schedule: Mutex<(Schedule, u64)>,
-    total: u64,
-    warm: u64,
-    start: Instant,
-}
-
-struct PerConn {
-    hist: Histogram<u64>,
-    statuses: BTreeMap<u16, u64>,
-    errors: u64,
-    late: u64,
-    max_lag: Duration,
-    counted: u64,
-}
-
-/// Run the load. Blocks on its own runtime.
-pub fn run(a: &LoadArgs) -> Result<LoadResult, String> {
-    if a.duration <= 0.0 || (a.clients == 0 && (a.rate <= 0.0 || a.connections == 0)) {
-        return Err("duration, and rate and connections (or clients), must be positive".into());
-    }
-    let (addr, host) = parse_addr(&a.url)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let arrivals = if a.arrivals == "poisson" {
-        Arrivals::Poisson
-    } else {
-        Arrivals::Constant
-    };
-    let warm = (a.warmup * a.rate) as u64;
-    let total = warm + (a.duration * a.rate) as u64;
-    rt.block_on(async move {
-        let shared = Arc::new(Shared {
-            schedule: Mutex::new((Schedule::new(a.rate, arrivals, a.seed), 0)),
-            total,
-            warm,
-            start: Instant::now() + Duration::from_millis(50),
-        });
-        let mut tasks = Vec::new();
-        let closed = a.clients > 0;
-        for c in 0..if closed { a.clients } else { a.connections } {
-            let shared = shared.clone();
-            let a = a.clone();
-            let host = host.clone();
-            tasks.push(tokio::spawn(async move {
-                if closed {
-                    client(addr, host, c, a, shared).await
-                } else {
-                    connection(addr, host, c, a, shared).await
-                }
-            }));
-        }
-        let mut out = new_per_conn();
-        for t in tasks {
-            let p = t.await.map_err(|e| e.to_string())?;
-            out.hist.add(&p.hist).map_err(|e| e.to_string())?;
-            for (k, v) in p.statuses {
-                *out.statuses.entry(k).or_default() += v;
+        } else {
+            Pace::Open {
+                rate: self.rate,
+                arrivals: t.arrivals(),
+                connections: t.connections,
             }
-            out.errors += p.errors;
-            out.late += p.late;
-            out.max_lag = out.max_lag.max(p.max_lag);
-            out.counted += p.counted;
-        }
-        let elapsed = shared
-            .start
-            .elapsed()
-            .saturating_sub(Duration::from_secs_f64(a.warmup));
-        Ok(LoadResult {
-            offered_rate: if a.clients > 0 { 0.0 } else { a.rate },
-            clients: a.clients,
-            counted: out.counted,
-            elapsed,
-            latency_us: out.hist,
-            statuses: out.statuses,
-            errors: out.errors,
-            late_sends: out.late,
-            max_lag: out.max_lag,
-        })
-    })
-}
-
-type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
-
-/// Wait for `t` more precisely than tokio's timer (1 ms granularity, which
-/// alone would make most sends "late"): sleep to within 2 ms, then yield
-/// until the moment comes.
-async fn wait_until(t: Instant) {
-    let coarse = t.checked_sub(Duration::from_millis(2));
-    if let Some(c) = coarse {
-        if c > Instant::now() {
-            tokio::time::sleep_until(c.into()).await;
-        }
-    }
-    while Instant::now() < t {
-        tokio::task::yield_now().await;
-    }
-}
-
-async fn connect(addr: SocketAddr) -> Option<Sender> {
-    let stream = TcpStream::connect(addr).await.ok()?;
-    let _ = stream.set_nodelay(true);
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .ok()?;
-    tokio::spawn(conn);
-    Some(sender)
-}
-
-fn request(
-    a: &LoadArgs,
-    host: &str,
-    rng: &mut rand::rngs::StdRng,
-    value: &Bytes,
-) -> Request<Full<Bytes>> {
-    let key = format!("{:016}", rng.random_range(0..a.keys.max(1)));
-    let (method, body) = match a.workload {
-        Workload::Put => (Method::PUT, value.clone()),
-        Workload::Get => (Method::GET, Bytes::new()),
-    };
-    Request::builder()
-        .method(method)
-        .uri(format!("/v0/entity?id={key}"))
-        .header("host", host)
-        .body(Full::new(body))
-        .expect("request")
-}
-
-/// Send one request on the connection (reconnecting once if it broke) and
-/// read the whole answer; the status, or `None` on a connection error.
-async fn send_one(
-    sender: &mut Option<Sender>,
-    addr: SocketAddr,
-    req: Request<Full<Bytes>>,
-) -> Option<u16> {
-    for _attempt in 0..2 {
-        if sender.is_none() {
-            *sender = connect(addr).await;
-        }
-        let s = sender.as_mut()?;
-        if s.ready().await.is_err() {
-            *sender = None;
-            continue;
-        }
-        match s.send_request(req.clone()).await {
-            Ok(resp) => {
-                let code = resp.status().as_u16();
-                if resp.into_body().collect().await.is_ok() {
-                    return Some(code);
-                }
-                *sender = None;
-                return None;
-            }
-            Err(_) => *sender = None,
-        }
-    }
-    None
-}
-
-/// Latencies are recorded in microseconds, up to an hour.
-const MAX_LATENCY_US: u64 = 3_600_000_000;
-
-impl PerConn {
-    /// Count one answered (or failed) request whose latency runs from
-    /// `since`: the intended send time in open loop, the actual send in
-    /// closed loop.
-    fn record(&mut self, status: Option<u16>, since: Instant) {
-        self.counted += 1;
-        match status {
-            Some(code) => {
-                *self.statuses.entry(code).or_default() += 1;
-                let us = (since.elapsed().as_micros() as u64).clamp(1, MAX_LATENCY_US);
-                let _ = self.hist.record(us);
-            }
-            None => self.errors += 1,
-        }
-    }
-}
-
-fn new_per_conn() -> PerConn {
-    PerConn {
-        hist: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).unwrap(),
-        statuses: BTreeMap::new(),
-        errors: 0,
-        late: 0,
-        max_lag: Duration::ZERO,
-        counted: 0,
-    }
-}
-
-/// What one connection or client owns: its key stream (seeded from the
-/// run's seed and its index, lesson 5), its value, its connection.
-struct Worker {
-    addr: SocketAddr,
-    host: String,
-    rng: rand::rngs::StdRng,
-    value: Bytes,
-    sender: Option<Sender>,
-    out: PerConn,
-}
-
-impl Worker {
-    async fn new(addr: SocketAddr, host: String, index: usize, a: &LoadArgs) -> Worker {
-        Worker {
-            addr,
-            host,
-            rng: rand::rngs::StdRng::seed_from_u64(
-                a.seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            ),
-            value: Bytes::from(vec![b'v'; a.value_size]),
-            sender: connect(addr).await,
-            out: new_per_conn(),
-        }
-    }
-
-    /// Send the workload's next request and read its answer.
-    async fn send(&mut self, a: &LoadArgs) -> Option<u16> {
-        let req = request(a, &self.host, &mut self.rng, &self.value);
-        send_one(&mut self.sender, self.addr, req).await
-    }
-}
-
-/// A closed-loop client: send, wait for the answer, think, again, until the
-/// run's time is up. Latency is from the actual send.
-async fn client(
-    addr: SocketAddr,
-    host: String,
-    index: usize,
-    a: LoadArgs,
-    shared: Arc<Shared>,
-) -> PerConn {
-    let mut w = Worker::new(addr, host, index, &a).await;
-    wait_until(shared.start).await;
-    let warm_until = shared.start + Duration::from_secs_f64(a.warmup);
-    let end = warm_until + Duration::from_secs_f64(a.duration);
-    while Instant::now() < end {
-        let sent = Instant::now();
-        let status = w.send(&a).await;
-        if sent >= warm_until {
-            w.out.record(status, sent);
-        }
-        if a.think > 0.0 {
-            tokio::time::sleep(Duration::from_secs_f64(a.think)).await;
-        }
-    }
-    w.out
-}
-
-async fn connection(
-    addr: SocketAddr,
-    host: String,
-    index: usize,
-    a: LoadArgs,
-    shared: Arc<Shared>,
-) -> PerConn {
-    let mut w = Worker::new(addr, host, index, &a).await;
-    loop {
-        let (i, offset) = {
-            let mut g = shared.schedule.lock().unwrap();
-            if g.1 >= shared.total {
-                break;
-            }
-            g.1 += 1;
-            (g.1 - 1, g.0.next_offset())
         };
-        let intended = shared.start + offset;
-        wait_until(intended).await;
-        let lag = Instant::now().saturating_duration_since(intended);
-        let counted = i >= shared.warm;
-        if counted && lag > Duration::from_millis(1) {
-            w.out.late += 1;
-            w.out.max_lag = w.out.max_lag.max(lag);
+        Ok(Plan {
+            target: t.target()?,
+            pace,
+            threads: t.threads.max(1),
+            warmup: Duration::from_secs_f64(t.warmup),
+            duration: Duration::from_secs_f64(self.duration),
+            workload: t.workload()?,
+            seed: t.seed,
+        })
+    }
+}
+
+/// Run the load and build its report (nothing is written or printed).
+pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
+    let plan = a.plan()?;
+    let origin = Instant::now();
+    let started_at = rfc3339(SystemTime::now());
+    let sampler = Sampler::start(
+        plan.target.addr,
+        plan.target.host.clone(),
+        origin,
+        Duration::from_secs(1),
+    );
+    let progress = Progress::new(a.target.quiet || a.target.json);
+    let mut hdr = match &a.hdr {
+        Some(p) => Some(
+            crate::report::hdrlog::HdrLogWriter::create(p, SystemTime::now())
+                .map_err(|e| format!("{}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut hdr_err = None;
+    let warm = plan.warmup.as_secs_f64();
+    let mut on_second = |s: &driver::Second| {
+        if let Some(w) = hdr.as_mut() {
+            for (op, h) in &s.per_op {
+                if let Err(e) = w.interval(warm + s.index as f64, 1.0, op, h) {
+                    hdr_err.get_or_insert(e.to_string());
+                }
+            }
         }
-        let status = w.send(&a).await;
-        if counted {
-            w.out.record(status, intended);
+    };
+    let r = run_trial(&plan, origin, &progress, "", &mut on_second, &sampler);
+    let _ = sampler.stop();
+    let (outcome, trial) = r?;
+    if let Some(w) = hdr {
+        w.finish().map_err(|e| e.to_string())?;
+    }
+    if let Some(e) = hdr_err {
+        return Err(format!("writing the HDR log: {e}"));
+    }
+    let how = match plan.pace {
+        Pace::Open { rate, .. } => format!("{rate} req/s offered"),
+        Pace::Closed { clients, .. } => format!("{clients} closed-loop clients"),
+    };
+    let report = Report {
+        kind: RunKind::Load,
+        title: format!("load of {}: {how}", a.target.url),
+        started_at,
+        command: command_line(),
+        target: a.target.url.clone(),
+        workload: plan.workload.describe(),
+        slo: None,
+        trials: vec![trial],
+        breaking_point: None,
+        verdict: None,
+    };
+    Ok(LoadRun { outcome, report })
+}
+
+/// `strata load`: run, print, write the report directory.
+pub fn main(a: &LoadArgs) -> Result<(), String> {
+    let r = run(a)?;
+    let dir = a.target.out_dir("load");
+    crate::report::write_dir(&dir, &r.report).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if a.target.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r.report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", summary(&r.report.trials[0], &r.outcome));
+        println!("  Report: {}", dir.join("report.html").display());
+    }
+    Ok(())
+}
+
+/// A wrk2-style summary of one trial.
+pub fn summary(t: &Trial, o: &Outcome) -> String {
+    let h = &o.all;
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    let mut s = String::new();
+    let (how, basis) = match (t.offered_rate, t.clients) {
+        (Some(r), _) => (format!("offered {r:.0} req/s"), "intended send time"),
+        (_, c) => (
+            format!("closed loop, {} clients", c.unwrap_or(0)),
+            "each actual send (closed loop: stalls hide here)",
+        ),
+    };
+    s += &format!(
+        "  {} requests in {:.2}s: {how}, achieved {:.0} req/s\n",
+        o.counted,
+        o.elapsed.as_secs_f64(),
+        o.achieved_rate()
+    );
+    s += &format!("  Latency from {basis} (ms):\n");
+    for q in [0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 0.99999] {
+        s += &format!("    {:>8.3}%  {:>10.3}\n", q * 100.0, ms(q));
+    }
+    s += &format!("    {:>9}  {:>10.3}\n", "max", h.max() as f64 / 1000.0);
+    if o.per_op.len() > 1 {
+        s += "  Per operation (ms):     count     p50      p99    p99.9      max  errors\n";
+        for p in &t.per_op {
+            s += &format!(
+                "    {:<18} {:>9} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7}\n",
+                p.op,
+                p.requests,
+                p.latency.p50_ms,
+                p.latency.p99_ms,
+                p.latency.p999_ms,
+                p.latency.max_ms,
+                p.errors
+            );
         }
     }
-    w.out
+    let codes: Vec<String> = o
+        .statuses
+        .iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    s += &format!(
+        "  Status codes: {}; connection errors: {}; errors (5xx or none): {} ({:.3}%)\n",
+        codes.join(", "),
+        o.conn_errors,
+        o.errors,
+        t.error_pct
+    );
+    s += &format!(
+        "  Schedule: {} sends more than 1 ms late, worst lag {:.3} ms{}\n",
+        o.late,
+        o.max_lag.as_secs_f64() * 1000.0,
+        if o.late * 100 > o.counted.max(1) {
+            " (the generator or its connections could not keep the schedule: more connections or threads, or a lower rate)"
+        } else {
+            ""
+        }
+    );
+    s += &format!("  Distinct keys touched: {}\n", o.distinct_keys);
+    if let (Some(cpu), Some(rss)) = (t.server_cpu_cores, t.server_rss_bytes) {
+        s += &format!(
+            "  Server: {cpu:.2} cores of CPU on average, {:.0} MiB resident at most\n",
+            rss / (1024.0 * 1024.0)
+        );
+    }
+    s
+}
+
+/// The command line, for the report.
+pub fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` in UTC.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_350_896);
+        assert_eq!(rfc3339(t), "2026-11-22T12:34:56Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
 }

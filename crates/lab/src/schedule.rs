@@ -29,6 +29,14 @@ impl Schedule {
         }
     }
 
+    /// A schedule whose first send is at `first` (a thread's share of a
+    /// constant schedule starts at its place in the round).
+    pub fn starting_at(rate: f64, arrivals: Arrivals, seed: u64, first: Duration) -> Schedule {
+        let mut s = Schedule::new(rate, arrivals, seed);
+        s.next = first.as_secs_f64();
+        s
+    }
+
     /// The intended send time of the next request, as an offset.
     pub fn next_offset(&mut self) -> Duration {
         let t = self.next;

@@ -14,7 +14,7 @@ use http_body_util::Full;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use strata_lab::load::{run, LoadArgs, Workload};
+use strata_lab::load::{run, summary, LoadArgs, TargetArgs};
 
 /// A server answering 201 at once, except that the request numbered
 /// `stall_at` makes every connection wait until 1 s has passed.
@@ -67,18 +67,25 @@ fn stalling_server(stall_at: u64) -> std::net::SocketAddr {
 /// A 4-second PUT run against `addr`; each test sets open or closed loop.
 fn args(addr: std::net::SocketAddr) -> LoadArgs {
     LoadArgs {
-        url: format!("http://{addr}"),
+        target: TargetArgs {
+            url: format!("http://{addr}"),
+            workload: "put".into(),
+            keys: 1000,
+            value_size: 10,
+            connections: 8,
+            threads: 1,
+            arrivals: "constant".into(),
+            seed: 1,
+            warmup: 0.0,
+            out: None,
+            json: false,
+            quiet: true,
+        },
         rate: 0.0,
         duration: 4.0,
-        warmup: 0.0,
-        connections: 0,
-        arrivals: "constant".into(),
-        workload: Workload::Put,
-        keys: 1000,
-        value_size: 10,
         clients: 0,
         think: 0.0,
-        seed: 1,
+        hdr: None,
     }
 }
 
@@ -87,12 +94,11 @@ fn a_one_second_stall_shows_in_the_tail_and_the_max() {
     let addr = stalling_server(1500);
     let args = LoadArgs {
         rate: 1000.0,
-        connections: 8,
         ..args(addr)
     };
     let r = run(&args).unwrap();
-    let h = &r.latency_us;
-    eprintln!("{}", r.summary());
+    eprintln!("{}", summary(r.trial(), &r.outcome));
+    let (r, h) = (&r.outcome, &r.outcome.all);
     assert_eq!(r.counted, 4000, "every scheduled request is counted");
     assert_eq!(r.statuses.get(&201), Some(&4000));
     // About a thousand requests were due during the stall: each waited for
@@ -125,8 +131,8 @@ fn a_closed_loop_client_cannot_see_the_same_stall() {
         ..args(addr)
     };
     let r = run(&args).unwrap();
-    let h = &r.latency_us;
-    eprintln!("{}", r.summary());
+    eprintln!("{}", summary(r.trial(), &r.outcome));
+    let (r, h) = (&r.outcome, &r.outcome.all);
     // The eight clients each waited once, for the stall, and sent nothing
     // meanwhile: the stall is 8 samples among thousands, so the percentiles
     // a closed-loop tool reports look healthy. Only the maximum betrays it.

@@ -26,10 +26,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Strata's main job on embedded defaults: start a local node, sweep it
+    /// for its breaking point (under two minutes), write the report, print
+    /// the verdict, stop the node.
+    Demo(strata_lab::demo::DemoArgs),
     /// Run a node: the v0 HTTP API on a local store.
     Serve(Box<strata_node::ServeArgs>),
-    /// Open-loop load against a node, latency from intended send times.
-    Load(strata_lab::load::LoadArgs),
+    /// Load against a node: open loop at a constant or Poisson rate
+    /// (latency from intended send times) or closed-loop clients; writes a
+    /// report directory.
+    Load(Box<strata_lab::load::LoadArgs>),
+    /// Find the breaking point: step the offered rate (doubling, then
+    /// bisection) until a trial fails the SLO; print each trial, a verdict
+    /// naming what saturated, and write a report directory.
+    Sweep(Box<strata_lab::sweep::SweepArgs>),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -94,13 +104,37 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Cmd::Load(a) => match strata_lab::load::run(&a) {
-            Ok(r) => {
-                print!("{}", r.summary());
-                ExitCode::SUCCESS
-            }
+        Cmd::Load(a) => match strata_lab::load::main(&a) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("strata load: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Demo(a) => {
+            let serve = match std::env::current_exe() {
+                Ok(exe) => {
+                    let mut c = Command::new(exe);
+                    c.args(["serve", "--log-level", "warn"]);
+                    c
+                }
+                Err(e) => {
+                    eprintln!("strata demo: cannot find own executable: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match strata_lab::demo::run(&a, serve) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("strata demo: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Sweep(a) => match strata_lab::sweep::main(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("strata sweep: {e}");
                 ExitCode::FAILURE
             }
         },

@@ -1,0 +1,395 @@
+//! A lean HTTP/1.1 client connection for load generation: one keep-alive
+//! TCP connection, requests written by hand into a reused buffer, answers
+//! parsed with `httparse` and their bodies (sized or chunked) read and
+//! dropped. The generator's cost per request is what limits the rate one
+//! core can offer, so this does no more than a load generator needs, as
+//! wrk does. Owns URL parsing and the wire; must not decide what to send or
+//! when.
+
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Where requests go: the address to connect to and the `Host` header.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub host: String,
+}
+
+impl Target {
+    /// Parse `http://host:port[/...]`.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("{url}: only http:// URLs are supported"))?;
+        let hostport = rest.split('/').next().unwrap_or(rest);
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(hostport)
+            .map_err(|e| format!("{hostport}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{hostport}: no address"))?;
+        Ok(Target {
+            addr,
+            host: hostport.to_string(),
+        })
+    }
+}
+
+/// What came back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub body_bytes: u64,
+}
+
+/// One keep-alive connection, opened on first use and again after an error
+/// or a `Connection: close`.
+pub struct Conn {
+    target: Target,
+    stream: Option<TcpStream>,
+    wbuf: Vec<u8>,
+    rbuf: Box<[u8]>,
+    /// Bytes of `rbuf` holding data not yet consumed: `rbuf[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+const READ_BUF: usize = 64 * 1024;
+const MAX_HEADERS: usize = 32;
+
+impl Conn {
+    pub fn new(target: Target) -> Conn {
+        Conn {
+            target,
+            stream: None,
+            wbuf: Vec::with_capacity(512),
+            rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    async fn open(&mut self) -> io::Result<()> {
+        let s = TcpStream::connect(self.target.addr).await?;
+        s.set_nodelay(true)?;
+        self.stream = Some(s);
+        self.start = 0;
+        self.end = 0;
+        Ok(())
+    }
+
+    /// Send `method path` with `body` and read the whole answer. A reused
+    /// connection the server had closed is reopened and the request sent
+    /// once more; any other failure is an error (and the connection is
+    /// dropped).
+    pub async fn request(&mut self, method: &str, path: &str, body: &[u8]) -> io::Result<Answer> {
+        self.wbuf.clear();
+        self.wbuf.extend_from_slice(method.as_bytes());
+        self.wbuf.push(b' ');
+        self.wbuf.extend_from_slice(path.as_bytes());
+        self.wbuf.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        self.wbuf.extend_from_slice(self.target.host.as_bytes());
+        if !body.is_empty() || method == "PUT" || method == "POST" {
+            self.wbuf.extend_from_slice(b"\r\nContent-Length: ");
+            self.wbuf
+                .extend_from_slice(itoa(body.len() as u64, &mut [0u8; 20]));
+        }
+        self.wbuf.extend_from_slice(b"\r\n\r\n");
+        let reused = self.stream.is_some();
+        match self.exchange(body).await {
+            Ok(a) => Ok(a),
+            Err(e) if reused && e.kind() == io::ErrorKind::ConnectionAborted => {
+                self.stream = None;
+                self.exchange(body)
+                    .await
+                    .inspect_err(|_| self.stream = None)
+            }
+            Err(e) => {
+                self.stream = None;
+                Err(e)
+            }
+        }
+    }
+
+    async fn exchange(&mut self, body: &[u8]) -> io::Result<Answer> {
+        if self.stream.is_none() {
+            self.open().await?;
+        }
+        let s = self.stream.as_mut().expect("open");
+        // A write or a first read that fails on a reused connection means
+        // the server closed it in between: ConnectionAborted, retried.
+        let closed = |e: io::Error| match e.kind() {
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
+                io::Error::new(io::ErrorKind::ConnectionAborted, e)
+            }
+            _ => e,
+        };
+        if body.is_empty() {
+            s.write_all(&self.wbuf).await.map_err(closed)?;
+        } else if body.len() <= 4096 {
+            self.wbuf.extend_from_slice(body);
+            s.write_all(&self.wbuf).await.map_err(closed)?;
+        } else {
+            s.write_all(&self.wbuf).await.map_err(closed)?;
+            s.write_all(body).await.map_err(closed)?;
+        }
+        self.read_answer().await
+    }
+
+    /// Read more bytes into the buffer; `first` marks the first read of an
+    /// answer, where EOF means the server closed an idle connection.
+    async fn fill(&mut self, first: bool) -> io::Result<()> {
+        if self.start > 0 && self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.end == self.rbuf.len() {
+            if self.start == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "answer head larger than 64 KiB",
+                ));
+            }
+            self.rbuf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let s = self.stream.as_mut().expect("open");
+        let n = match s.read(&mut self.rbuf[self.end..]).await {
+            Ok(n) => n,
+            Err(e) if first && e.kind() == io::ErrorKind::ConnectionReset => {
+                return Err(io::Error::new(io::ErrorKind::ConnectionAborted, e))
+            }
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            let kind = if first {
+                io::ErrorKind::ConnectionAborted
+            } else {
+                io::ErrorKind::UnexpectedEof
+            };
+            return Err(io::Error::new(kind, "connection closed by the server"));
+        }
+        self.end += n;
+        Ok(())
+    }
+
+    async fn read_answer(&mut self) -> io::Result<Answer> {
+        let mut first = true;
+        let (status, head_len, body) = loop {
+            if self.end > self.start {
+                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut resp = httparse::Response::new(&mut headers);
+                match resp.parse(&self.rbuf[self.start..self.end]) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        let status = resp.code.unwrap_or(0);
+                        let body = BodyKind::of(status, resp.headers);
+                        break (status, n, body);
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(e) => {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+                    }
+                }
+            }
+            self.fill(first).await?;
+            first = false;
+        };
+        self.start += head_len;
+        let body_bytes = match body.len {
+            Some(n) => self.skip(n).await?,
+            None => self.skip_chunked().await?,
+        };
+        if body.close {
+            self.stream = None;
+        }
+        Ok(Answer { status, body_bytes })
+    }
+
+    /// Consume `n` body bytes.
+    async fn skip(&mut self, n: u64) -> io::Result<u64> {
+        let mut left = n;
+        loop {
+            let have = ((self.end - self.start) as u64).min(left);
+            self.start += have as usize;
+            left -= have;
+            if left == 0 {
+                return Ok(n);
+            }
+            self.fill(false).await?;
+        }
+    }
+
+    /// Consume a chunked body (and its trailers); returns the data bytes.
+    async fn skip_chunked(&mut self) -> io::Result<u64> {
+        let mut total = 0;
+        loop {
+            let size = loop {
+                match httparse::parse_chunk_size(&self.rbuf[self.start..self.end]) {
+                    Ok(httparse::Status::Complete((used, size))) => {
+                        self.start += used;
+                        break size;
+                    }
+                    Ok(httparse::Status::Partial) => self.fill(false).await?,
+                    Err(_) => {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))
+                    }
+                }
+            };
+            if size == 0 {
+                // Trailers: lines until an empty one.
+                loop {
+                    let buf = &self.rbuf[self.start..self.end];
+                    if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
+                        self.start += i + 2;
+                        if i == 0 {
+                            return Ok(total);
+                        }
+                    } else {
+                        self.fill(false).await?;
+                    }
+                }
+            }
+            self.skip(size + 2).await?;
+            total += size;
+        }
+    }
+}
+
+struct BodyKind {
+    /// `None`: chunked.
+    len: Option<u64>,
+    close: bool,
+}
+
+impl BodyKind {
+    fn of(status: u16, headers: &[httparse::Header]) -> BodyKind {
+        let mut len = Some(0);
+        let mut close = false;
+        let no_body = status == 204 || status == 304 || (100..200).contains(&status);
+        for h in headers {
+            if h.name.eq_ignore_ascii_case("content-length") && !no_body {
+                len = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok());
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+                && h.value.eq_ignore_ascii_case(b"chunked")
+                && !no_body
+            {
+                len = None;
+            } else if h.name.eq_ignore_ascii_case("connection")
+                && h.value.eq_ignore_ascii_case(b"close")
+            {
+                close = true;
+            }
+        }
+        BodyKind { len, close }
+    }
+}
+
+/// Decimal digits of `v` without allocating.
+fn itoa(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A server that answers each request on a connection with the next
+    /// canned answer, then closes.
+    async fn canned(answers: Vec<&'static [u8]>) -> Target {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = vec![0u8; 65536];
+            for a in answers {
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = s.read(&mut buf).await.unwrap();
+                    got.extend_from_slice(&buf[..n]);
+                }
+                s.write_all(a).await.unwrap();
+            }
+        });
+        Target::parse(&format!("http://{addr}")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn sized_chunked_and_split_answers() {
+        let t = canned(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+        ])
+        .await;
+        let mut c = Conn::new(t);
+        let a = c.request("GET", "/x", b"").await.unwrap();
+        assert_eq!(
+            a,
+            Answer {
+                status: 200,
+                body_bytes: 5
+            }
+        );
+        let a = c.request("GET", "/y", b"").await.unwrap();
+        assert_eq!(
+            a,
+            Answer {
+                status: 200,
+                body_bytes: 7
+            }
+        );
+        let a = c.request("PUT", "/z", b"v").await.unwrap();
+        assert_eq!(
+            a,
+            Answer {
+                status: 404,
+                body_bytes: 0
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_idle_connection_is_reopened_once() {
+        // The server answers once per connection and closes it; the
+        // client's next request finds it closed and goes out again on a
+        // new connection.
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            for _ in 0..2 {
+                let (mut s, _) = l.accept().await.unwrap();
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf).await.unwrap();
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await
+                    .unwrap();
+            }
+        });
+        let mut c = Conn::new(Target::parse(&format!("http://{addr}")).unwrap());
+        assert_eq!(c.request("GET", "/", b"").await.unwrap().status, 200);
+        // The server dropped the first connection after answering.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert_eq!(c.request("GET", "/", b"").await.unwrap().status, 200);
+    }
+
+    #[test]
+    fn itoa_writes_digits() {
+        assert_eq!(itoa(0, &mut [0; 20]), b"0");
+        assert_eq!(itoa(1234567, &mut [0; 20]), b"1234567");
+        assert_eq!(itoa(u64::MAX, &mut [0; 20]), b"18446744073709551615");
+    }
+}

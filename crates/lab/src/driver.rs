@@ -1,0 +1,754 @@
+//! The load driver: generator threads, each a single-threaded runtime with
+//! its own connections (as wrk's threads are), sending a workload's
+//! operations open loop (every request has an intended send time from a
+//! schedule, and its latency runs from that time, so a stalled server
+//! cannot hide its stall) or closed loop (clients that send, wait, think).
+//! Every second each thread hands its interval histograms to the caller's
+//! thread, which merges them into the run's timeline. Owns pacing, timing
+//! and recording; must not format reports or know the node's internals.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use crate::client::{Conn, Target};
+use crate::schedule::{Arrivals, Schedule};
+use crate::workload::{Generator, KeyCounter, Op, Workload};
+
+/// Operation names, in the order histograms are kept.
+pub const OPS: [&str; 5] = ["get", "put", "delete", "range", "rmw"];
+
+fn op_index(op: &Op) -> usize {
+    match op {
+        Op::Get { .. } => 0,
+        Op::Put { .. } => 1,
+        Op::Delete { .. } => 2,
+        Op::Range { .. } => 3,
+        Op::ReadModifyWrite { .. } => 4,
+    }
+}
+
+/// Latencies are recorded in microseconds, from 1 µs to an hour.
+pub const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("histogram bounds")
+}
+
+/// A send more than this late counts as late.
+pub const LATE: Duration = Duration::from_millis(1);
+
+/// How requests are paced.
+#[derive(Clone, Debug)]
+pub enum Pace {
+    /// Open loop: `rate` requests per second spread over `connections`.
+    Open {
+        rate: f64,
+        arrivals: Arrivals,
+        connections: usize,
+    },
+    /// Closed loop: `clients`, each sending, waiting, then thinking.
+    Closed { clients: usize, think: Duration },
+}
+
+/// One run of the driver.
+#[derive(Clone)]
+pub struct Plan {
+    pub target: Target,
+    pub pace: Pace,
+    /// Generator threads (each one core at most).
+    pub threads: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub workload: Arc<Workload>,
+    pub seed: u64,
+}
+
+/// Live figures for a progress line.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Since the counted part began (zero during warm-up).
+    pub elapsed: Duration,
+    pub warming: bool,
+    pub sent: u64,
+    pub done: u64,
+    pub errors: u64,
+    /// Over the seconds finished so far, in microseconds.
+    pub p50_us: u64,
+    pub p99_us: u64,
+}
+
+/// One second of the counted run, all threads merged.
+pub struct Second {
+    /// 0 for the first counted second.
+    pub index: u64,
+    /// Histograms of the operations that ran in this second.
+    pub per_op: Vec<(&'static str, Histogram<u64>)>,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+/// Per operation type over the run.
+pub struct OpTotals {
+    pub op: &'static str,
+    pub requests: u64,
+    pub errors: u64,
+    pub hist: Histogram<u64>,
+}
+
+/// A second's summary for the timeline.
+#[derive(Clone, Debug)]
+pub struct SecondStats {
+    pub index: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+/// What a run measured.
+pub struct Outcome {
+    /// Requests counted (after the warm-up).
+    pub counted: u64,
+    /// Connection errors and 5xx answers.
+    pub errors: u64,
+    pub statuses: BTreeMap<u16, u64>,
+    /// Connection errors (no answer at all).
+    pub conn_errors: u64,
+    /// Sends more than 1 ms behind their intended time, and the worst lag.
+    pub late: u64,
+    pub max_lag: Duration,
+    /// From the start of the counted part to the last counted answer (at
+    /// least the planned duration).
+    pub elapsed: Duration,
+    pub all: Histogram<u64>,
+    pub per_op: Vec<OpTotals>,
+    pub timeline: Vec<SecondStats>,
+    pub distinct_keys: u64,
+}
+
+impl Outcome {
+    pub fn achieved_rate(&self) -> f64 {
+        self.counted as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// What a thread records between two ticks.
+struct Interval {
+    per_op: [Option<Histogram<u64>>; 5],
+    requests: u64,
+    errors: u64,
+}
+
+impl Interval {
+    fn new() -> Interval {
+        Interval {
+            per_op: Default::default(),
+            requests: 0,
+            errors: 0,
+        }
+    }
+}
+
+/// A thread's totals, sent when it finishes.
+#[derive(Default)]
+struct ThreadTotals {
+    statuses: BTreeMap<u16, u64>,
+    conn_errors: u64,
+    op_requests: [u64; 5],
+    op_errors: [u64; 5],
+    late: u64,
+    max_lag: Duration,
+    last_answer: Option<Instant>,
+}
+
+enum Msg {
+    Interval {
+        thread: usize,
+        index: u64,
+        data: Box<Interval>,
+    },
+    Done {
+        thread: usize,
+        totals: ThreadTotals,
+    },
+}
+
+/// A thread's recorder, shared by its tasks (single-threaded: RefCell).
+struct Recorder {
+    index: u64,
+    interval: Interval,
+    totals: ThreadTotals,
+}
+
+impl Recorder {
+    fn record(&mut self, op: usize, status: Option<u16>, since: Instant) {
+        let now = Instant::now();
+        self.totals.last_answer = Some(now);
+        self.totals.op_requests[op] += 1;
+        self.interval.requests += 1;
+        let failed = match status {
+            Some(code) => {
+                *self.totals.statuses.entry(code).or_default() += 1;
+                code >= 500
+            }
+            None => {
+                self.totals.conn_errors += 1;
+                true
+            }
+        };
+        if failed {
+            self.totals.op_errors[op] += 1;
+            self.interval.errors += 1;
+        }
+        // Failed requests have latencies too (a 503 at once is fast); only
+        // requests with no answer at all have none.
+        if status.is_some() {
+            let us =
+                (now.saturating_duration_since(since).as_micros() as u64).clamp(1, MAX_LATENCY_US);
+            let h = self.interval.per_op[op].get_or_insert_with(new_histogram);
+            h.saturating_record(us);
+        }
+    }
+
+    fn late(&mut self, lag: Duration) {
+        if lag > LATE {
+            self.totals.late += 1;
+            self.totals.max_lag = self.totals.max_lag.max(lag);
+        }
+    }
+
+    fn rotate(&mut self) -> (u64, Interval) {
+        let i = self.index;
+        self.index += 1;
+        (i, std::mem::replace(&mut self.interval, Interval::new()))
+    }
+}
+
+/// Timing shared by every thread of a run.
+struct Clock {
+    start: Instant,
+    counted_start: Instant,
+    end: Instant,
+    /// Index of the last counted second; later answers are folded into it.
+    last_index: u64,
+}
+
+/// Values to send: one buffer per thread, grown to the largest size asked.
+struct Values(RefCell<Rc<[u8]>>);
+
+impl Values {
+    fn get(&self, len: usize) -> Rc<[u8]> {
+        let mut b = self.0.borrow_mut();
+        if b.len() < len {
+            *b = vec![b'v'; len.max(b.len() * 2)].into();
+        }
+        b.clone()
+    }
+}
+
+/// What one connection (open loop) or client (closed loop) owns.
+struct Worker {
+    conn: Conn,
+    gen: Box<dyn Generator>,
+    path: String,
+    values: Rc<Values>,
+}
+
+impl Worker {
+    /// Send one operation and read its answer(s); `None` if no answer came.
+    async fn send(&mut self, op: &Op) -> Option<u16> {
+        self.path.clear();
+        match op {
+            Op::Get { key } | Op::Delete { key } => {
+                self.path.push_str("/v0/entity?id=");
+                encode_into(&mut self.path, key);
+                let m = if matches!(op, Op::Get { .. }) {
+                    "GET"
+                } else {
+                    "DELETE"
+                };
+                self.conn
+                    .request(m, &self.path, b"")
+                    .await
+                    .ok()
+                    .map(|a| a.status)
+            }
+            Op::Put { key, value_len } => {
+                self.path.push_str("/v0/entity?id=");
+                encode_into(&mut self.path, key);
+                let v = self.values.get(*value_len);
+                let r = self.conn.request("PUT", &self.path, &v[..*value_len]).await;
+                r.ok().map(|a| a.status)
+            }
+            Op::Range { start, end, .. } => {
+                self.path.push_str("/v0/entities?start=");
+                encode_into(&mut self.path, start);
+                self.path.push_str("&end=");
+                encode_into(&mut self.path, end);
+                self.conn
+                    .request("GET", &self.path, b"")
+                    .await
+                    .ok()
+                    .map(|a| a.status)
+            }
+            Op::ReadModifyWrite { key, value_len } => {
+                self.path.push_str("/v0/entity?id=");
+                encode_into(&mut self.path, key);
+                let read = self.conn.request("GET", &self.path, b"").await.ok()?;
+                if read.status >= 500 {
+                    return Some(read.status);
+                }
+                let v = self.values.get(*value_len);
+                let r = self.conn.request("PUT", &self.path, &v[..*value_len]).await;
+                r.ok().map(|a| a.status)
+            }
+        }
+    }
+}
+
+/// Percent-encode a key for a query string (unreserved bytes as they are).
+fn encode_into(out: &mut String, key: &str) {
+    for &b in key.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.push('%');
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
+        }
+    }
+}
+
+/// Wait for `t` more precisely than tokio's timer (1 ms granularity, which
+/// alone would make most sends late): tokio's timer for the bulk of a long
+/// wait, then the fine timer thread. Only the connection holding the pacer
+/// waits here.
+async fn wait_until(t: Instant) {
+    if let Some(c) = t.checked_sub(Duration::from_millis(2)) {
+        if c > Instant::now() {
+            tokio::time::sleep_until(c.into()).await;
+        }
+    }
+    crate::timer::sleep_until(t).await;
+}
+
+/// A thread's share of the open-loop schedule.
+struct Pacer {
+    schedule: Schedule,
+    /// Offset of the end of the run.
+    end: Duration,
+}
+
+struct ThreadCtx {
+    clock: Arc<Clock>,
+    rec: Rc<RefCell<Recorder>>,
+    keys: Arc<KeyCounter>,
+    sent: Arc<AtomicU64>,
+}
+
+async fn open_loop(mut w: Worker, pacer: Rc<tokio::sync::Mutex<Pacer>>, ctx: Rc<ThreadCtx>) {
+    loop {
+        // The connection holding the pacer waits for the next slot; the
+        // others queue on the lock in order, without spinning.
+        let intended = {
+            let mut p = pacer.lock().await;
+            let off = p.schedule.next_offset();
+            if off >= p.end {
+                break;
+            }
+            let t = ctx.clock.start + off;
+            wait_until(t).await;
+            t
+        };
+        let now = Instant::now();
+        let counted = intended >= ctx.clock.counted_start;
+        let next = w.gen.next(now - ctx.clock.start);
+        ctx.sent.fetch_add(1, Ordering::Relaxed);
+        let status = w.send(&next.op).await;
+        if counted {
+            let mut r = ctx.rec.borrow_mut();
+            r.late(now.saturating_duration_since(intended));
+            r.record(op_index(&next.op), status, intended);
+            if let Some(k) = next.key_index {
+                ctx.keys.touch(k);
+            }
+        }
+    }
+}
+
+async fn closed_loop(mut w: Worker, think: Duration, ctx: Rc<ThreadCtx>) {
+    wait_until(ctx.clock.start).await;
+    loop {
+        let sent = Instant::now();
+        if sent >= ctx.clock.end {
+            break;
+        }
+        let next = w.gen.next(sent - ctx.clock.start);
+        ctx.sent.fetch_add(1, Ordering::Relaxed);
+        let status = w.send(&next.op).await;
+        if sent >= ctx.clock.counted_start {
+            ctx.rec
+                .borrow_mut()
+                .record(op_index(&next.op), status, sent);
+            if let Some(k) = next.key_index {
+                ctx.keys.touch(k);
+            }
+        }
+        if !think.is_zero() {
+            tokio::time::sleep(think).await;
+        }
+    }
+}
+
+/// Hand the recorder's interval to the collector at every counted second.
+async fn ticker(ctx: Rc<ThreadCtx>, thread: usize, tx: mpsc::Sender<Msg>) {
+    let mut k = 1u32;
+    loop {
+        tokio::time::sleep_until((ctx.clock.counted_start + Duration::from_secs(k as u64)).into())
+            .await;
+        let (index, data) = ctx.rec.borrow_mut().rotate();
+        let index = index.min(ctx.clock.last_index);
+        if tx
+            .send(Msg::Interval {
+                thread,
+                index,
+                data: Box::new(data),
+            })
+            .is_err()
+        {
+            return;
+        }
+        k += 1;
+    }
+}
+
+fn thread_main(
+    thread: usize,
+    plan: Plan,
+    clock: Arc<Clock>,
+    keys: Arc<KeyCounter>,
+    sent: Arc<AtomicU64>,
+    tx: mpsc::Sender<Msg>,
+) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let ctx = Rc::new(ThreadCtx {
+            clock: clock.clone(),
+            rec: Rc::new(RefCell::new(Recorder {
+                index: 0,
+                interval: Interval::new(),
+                totals: ThreadTotals::default(),
+            })),
+            keys,
+            sent,
+        });
+        let values = Rc::new(Values(RefCell::new(Rc::from(vec![b'v'; 4096]))));
+        let worker = |index: usize| Worker {
+            conn: Conn::new(plan.target.clone()),
+            gen: plan.workload.generator(index, plan.seed),
+            path: String::with_capacity(128),
+            values: values.clone(),
+        };
+        let tick = tokio::task::spawn_local(ticker(ctx.clone(), thread, tx.clone()));
+        let mut tasks = Vec::new();
+        let threads = plan.threads;
+        match plan.pace {
+            Pace::Open {
+                rate,
+                arrivals,
+                connections,
+            } => {
+                // Thread t takes every threads-th slot of the constant
+                // schedule, or a Poisson stream at its share of the rate.
+                let share = rate / threads as f64;
+                let first = Duration::from_secs_f64(thread as f64 / rate);
+                let seed = plan.seed ^ (thread as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                let pacer = Rc::new(tokio::sync::Mutex::new(Pacer {
+                    schedule: Schedule::starting_at(share, arrivals, seed, first),
+                    end: clock.end - clock.start,
+                }));
+                for c in (thread..connections).step_by(threads) {
+                    let w = worker(c);
+                    tasks.push(tokio::task::spawn_local(open_loop(
+                        w,
+                        pacer.clone(),
+                        ctx.clone(),
+                    )));
+                }
+            }
+            Pace::Closed { clients, think } => {
+                for c in (thread..clients).step_by(threads) {
+                    let w = worker(c);
+                    tasks.push(tokio::task::spawn_local(closed_loop(w, think, ctx.clone())));
+                }
+            }
+        }
+        for t in tasks {
+            t.await.map_err(|e| e.to_string())?;
+        }
+        tick.abort();
+        let mut rec = ctx.rec.borrow_mut();
+        let (index, data) = rec.rotate();
+        let index = index.min(clock.last_index);
+        let _ = tx.send(Msg::Interval {
+            thread,
+            index,
+            data: Box::new(data),
+        });
+        let totals = std::mem::take(&mut rec.totals);
+        let _ = tx.send(Msg::Done { thread, totals });
+        Ok(())
+    })
+}
+
+/// Seconds reported by some threads, waiting for the others.
+struct Collector {
+    threads: usize,
+    /// Highest index each thread has reported, and whether it is done.
+    reported: Vec<Option<u64>>,
+    done: Vec<bool>,
+    pending: BTreeMap<u64, Second>,
+    next_final: u64,
+    last_index: u64,
+    cumulative: Histogram<u64>,
+    per_op: [Option<Histogram<u64>>; 5],
+    finished: Vec<SecondStats>,
+    done_requests: u64,
+    errors: u64,
+}
+
+impl Collector {
+    fn add(&mut self, thread: usize, index: u64, data: Interval) {
+        self.reported[thread] = Some(self.reported[thread].map_or(index, |r| r.max(index)));
+        let s = self.pending.entry(index).or_insert_with(|| Second {
+            index,
+            per_op: Vec::new(),
+            requests: 0,
+            errors: 0,
+        });
+        s.requests += data.requests;
+        s.errors += data.errors;
+        self.done_requests += data.requests;
+        self.errors += data.errors;
+        for (i, h) in data.per_op.into_iter().enumerate() {
+            let Some(h) = h else { continue };
+            match s.per_op.iter_mut().find(|(n, _)| *n == OPS[i]) {
+                Some((_, acc)) => acc.add(&h).expect("same bounds"),
+                None => s.per_op.push((OPS[i], h)),
+            }
+        }
+    }
+
+    /// Seconds every thread has moved past (all of them once all are done).
+    fn ready(&mut self) -> Vec<Second> {
+        let all_done = self.done.iter().all(|d| *d);
+        let mut out = Vec::new();
+        loop {
+            let k = self.next_final;
+            let complete = all_done
+                || (k < self.last_index
+                    && (0..self.threads)
+                        .all(|t| self.done[t] || self.reported[t].is_some_and(|r| r > k)));
+            if !complete || (all_done && self.pending.is_empty()) {
+                break;
+            }
+            let s = self.pending.remove(&k).unwrap_or(Second {
+                index: k,
+                per_op: Vec::new(),
+                requests: 0,
+                errors: 0,
+            });
+            let mut all = new_histogram();
+            for (name, h) in &s.per_op {
+                all.add(h).expect("same bounds");
+                let i = OPS.iter().position(|n| n == name).expect("known op");
+                self.per_op[i]
+                    .get_or_insert_with(new_histogram)
+                    .add(h)
+                    .expect("same bounds");
+            }
+            self.cumulative.add(&all).expect("same bounds");
+            self.finished.push(SecondStats {
+                index: k,
+                requests: s.requests,
+                errors: s.errors,
+                p50_us: all.value_at_quantile(0.5),
+                p99_us: all.value_at_quantile(0.99),
+                max_us: all.max(),
+            });
+            self.next_final += 1;
+            out.push(s);
+            if all_done && k >= self.last_index && self.pending.is_empty() {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// Run the plan. `on_second` sees each counted second (all threads merged),
+/// in order; `on_tick` gets live figures about four times a second.
+pub fn run(
+    plan: &Plan,
+    on_second: &mut dyn FnMut(&Second),
+    on_tick: &mut dyn FnMut(&Snapshot),
+) -> Result<Outcome, String> {
+    let threads = plan.threads.max(1);
+    let workers = match plan.pace {
+        Pace::Open {
+            rate, connections, ..
+        } => {
+            if !crate::slo::positive(rate) || connections == 0 {
+                return Err("open loop needs a positive rate and at least one connection".into());
+            }
+            connections
+        }
+        Pace::Closed { clients, .. } => {
+            if clients == 0 {
+                return Err("closed loop needs at least one client".into());
+            }
+            clients
+        }
+    };
+    if plan.duration.is_zero() {
+        return Err("the duration must be positive".into());
+    }
+    let threads = threads.min(workers);
+    let plan = Plan {
+        threads,
+        ..plan.clone()
+    };
+    let start = Instant::now() + Duration::from_millis(50);
+    let counted_start = start + plan.warmup;
+    let clock = Arc::new(Clock {
+        start,
+        counted_start,
+        end: counted_start + plan.duration,
+        last_index: plan.duration.as_secs_f64().ceil() as u64 - 1,
+    });
+    let keys = Arc::new(KeyCounter::new(plan.workload.key_space()));
+    let sent = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = mpsc::channel();
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let (plan, clock, keys, sent, tx) = (
+            plan.clone(),
+            clock.clone(),
+            keys.clone(),
+            sent.clone(),
+            tx.clone(),
+        );
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("strata-load-{t}"))
+                .spawn(move || thread_main(t, plan, clock, keys, sent, tx))
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    drop(tx);
+    let mut col = Collector {
+        threads,
+        reported: vec![None; threads],
+        done: vec![false; threads],
+        pending: BTreeMap::new(),
+        next_final: 0,
+        last_index: clock.last_index,
+        cumulative: new_histogram(),
+        per_op: Default::default(),
+        finished: Vec::new(),
+        done_requests: 0,
+        errors: 0,
+    };
+    let mut totals = ThreadTotals::default();
+    let mut last_tick = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(250)) {
+            Ok(Msg::Interval {
+                thread,
+                index,
+                data,
+            }) => col.add(thread, index, *data),
+            Ok(Msg::Done { thread, totals: t }) => {
+                col.done[thread] = true;
+                for (k, v) in t.statuses {
+                    *totals.statuses.entry(k).or_default() += v;
+                }
+                totals.conn_errors += t.conn_errors;
+                for i in 0..OPS.len() {
+                    totals.op_requests[i] += t.op_requests[i];
+                    totals.op_errors[i] += t.op_errors[i];
+                }
+                totals.late += t.late;
+                totals.max_lag = totals.max_lag.max(t.max_lag);
+                totals.last_answer = totals.last_answer.max(t.last_answer);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        for s in col.ready() {
+            on_second(&s);
+        }
+        if last_tick.elapsed() >= Duration::from_millis(250) {
+            last_tick = Instant::now();
+            let now = Instant::now();
+            on_tick(&Snapshot {
+                elapsed: now.saturating_duration_since(counted_start),
+                warming: now < counted_start,
+                sent: sent.load(Ordering::Relaxed),
+                done: col.done_requests,
+                errors: col.errors,
+                p50_us: col.cumulative.value_at_quantile(0.5),
+                p99_us: col.cumulative.value_at_quantile(0.99),
+            });
+        }
+    }
+    for h in handles {
+        h.join().map_err(|_| "a generator thread panicked")??;
+    }
+    for s in col.ready() {
+        on_second(&s);
+    }
+    let mut per_op: Vec<OpTotals> = Vec::new();
+    for (i, name) in OPS.iter().enumerate() {
+        if totals.op_requests[i] > 0 {
+            per_op.push(OpTotals {
+                op: name,
+                requests: totals.op_requests[i],
+                errors: totals.op_errors[i],
+                hist: col.per_op[i].take().unwrap_or_else(new_histogram),
+            });
+        }
+    }
+    let counted: u64 = totals.op_requests.iter().sum();
+    let elapsed = totals
+        .last_answer
+        .map(|t| t.saturating_duration_since(counted_start))
+        .unwrap_or_default()
+        .max(plan.duration);
+    Ok(Outcome {
+        counted,
+        errors: totals.op_errors.iter().sum(),
+        statuses: totals.statuses,
+        conn_errors: totals.conn_errors,
+        late: totals.late,
+        max_lag: totals.max_lag,
+        elapsed,
+        all: col.cumulative,
+        per_op,
+        timeline: col.finished,
+        distinct_keys: keys.count(),
+    })
+}

@@ -1,0 +1,206 @@
+//! Service-level objectives a sweep holds each trial to: latency bounds at
+//! percentiles (`p99<=10ms,p50<=2ms`), an error budget (`0.1%`), and the
+//! rule that a trial must achieve 95% of what it offered. Owns parsing and judging one trial; must not run anything.
+
+use crate::report::model::Trial;
+
+/// One latency bound: the `quantile` at most `limit_ms`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    pub name: String,
+    pub quantile: f64,
+    pub limit_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slo {
+    pub bounds: Vec<Bound>,
+    /// Largest acceptable share of errors, as a fraction.
+    pub max_errors: f64,
+}
+
+/// A trial must achieve this share of the offered rate.
+pub const MIN_ACHIEVED: f64 = 0.95;
+/// A trial whose sends were late more often than this did not quite offer
+/// its rate: the generator, not only the server, set the pace. Lateness is
+/// already in the latencies (they run from the intended send time), so it
+/// does not fail a trial by itself; the table and the verdict say it.
+pub const MAX_LATE: f64 = 0.01;
+
+fn parse_duration_ms(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        return Err(format!("{s}: give a unit (us, ms or s)"));
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s}: not a duration"))?;
+    if !positive(v) {
+        return Err(format!("{s}: must be positive"));
+    }
+    Ok(v * scale)
+}
+
+/// A finite number above zero (NaN is not).
+pub fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
+/// `0.1%` or `0.001`.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let v = match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => s.parse::<f64>(),
+    }
+    .map_err(|_| format!("{s}: not a fraction (e.g. 0.1% or 0.001)"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("{s}: must be between 0 and 100%"));
+    }
+    Ok(v)
+}
+
+impl Slo {
+    /// Parse `p99<=10ms,p99.9<=50ms,max<=1s` and an error budget.
+    pub fn parse(latency: &str, max_errors: &str) -> Result<Slo, String> {
+        let mut bounds = Vec::new();
+        for part in latency.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, limit) = part
+                .split_once("<=")
+                .or_else(|| part.split_once('<'))
+                .ok_or_else(|| format!("{part}: expected e.g. p99<=10ms"))?;
+            let name = name.trim().to_ascii_lowercase();
+            let quantile = match name.as_str() {
+                "max" => 1.0,
+                "mean" => return Err("mean: use a percentile (p50, p99, ...)".into()),
+                n => {
+                    let p: f64 = n
+                        .strip_prefix('p')
+                        .and_then(|d| d.parse().ok())
+                        .ok_or_else(|| format!("{n}: expected p50, p99, p99.9 or max"))?;
+                    if !(0.0..100.0).contains(&p) {
+                        return Err(format!("{n}: the percentile must be below 100"));
+                    }
+                    p / 100.0
+                }
+            };
+            bounds.push(Bound {
+                name,
+                quantile,
+                limit_ms: parse_duration_ms(limit)?,
+            });
+        }
+        if bounds.is_empty() {
+            return Err("the SLO needs at least one bound, e.g. p99<=10ms".into());
+        }
+        Ok(Slo {
+            bounds,
+            max_errors: parse_fraction(max_errors)?,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        let b: Vec<String> = self
+            .bounds
+            .iter()
+            .map(|b| format!("{}<={}ms", b.name, fmt_num(b.limit_ms)))
+            .collect();
+        format!(
+            "{}, errors<={}%",
+            b.join(", "),
+            fmt_num(self.max_errors * 100.0)
+        )
+    }
+
+    /// Why `t` fails (empty if it passes). `latency_ms(q)` reads the
+    /// trial's latency at quantile q.
+    pub fn judge(&self, t: &Trial, latency_ms: &dyn Fn(f64) -> f64) -> Vec<String> {
+        let mut why = Vec::new();
+        for b in &self.bounds {
+            let v = latency_ms(b.quantile);
+            if v > b.limit_ms {
+                why.push(format!(
+                    "{} {} ms > {} ms",
+                    b.name,
+                    fmt_num(v),
+                    fmt_num(b.limit_ms)
+                ));
+            }
+        }
+        let errors = t.errors as f64 / t.requests.max(1) as f64;
+        if errors > self.max_errors {
+            why.push(format!(
+                "errors {}% > {}%",
+                fmt_num(errors * 100.0),
+                fmt_num(self.max_errors * 100.0)
+            ));
+        }
+        if let Some(offered) = t.offered_rate {
+            if t.achieved_rate < MIN_ACHIEVED * offered {
+                why.push(format!(
+                    "achieved {:.0} req/s, {:.0}% of offered",
+                    t.achieved_rate,
+                    100.0 * t.achieved_rate / offered
+                ));
+            }
+        }
+        why
+    }
+}
+
+/// A number with at most 3 significant decimals and no trailing zeros.
+pub fn fmt_num(v: f64) -> String {
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bounds_and_budgets() {
+        let s = Slo::parse("p99<=10ms, p99.9<=0.05s,max<=500us", "0.1%").unwrap();
+        assert_eq!(s.bounds.len(), 3);
+        assert_eq!(s.bounds[0].quantile, 0.99);
+        assert!((s.bounds[1].quantile - 0.999).abs() < 1e-12);
+        assert_eq!(s.bounds[1].limit_ms, 50.0);
+        assert_eq!(s.bounds[2].quantile, 1.0);
+        assert_eq!(s.bounds[2].limit_ms, 0.5);
+        assert!((s.max_errors - 0.001).abs() < 1e-12);
+        assert_eq!(
+            s.describe(),
+            "p99<=10ms, p99.9<=50ms, max<=0.5ms, errors<=0.1%"
+        );
+        assert_eq!(parse_fraction("0.02").unwrap(), 0.02);
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        assert!(Slo::parse("p99<=10", "0").is_err());
+        assert!(Slo::parse("p100<=10ms", "0").is_err());
+        assert!(Slo::parse("q99<=10ms", "0").is_err());
+        assert!(Slo::parse("", "0").is_err());
+        assert!(Slo::parse("p99<=10ms", "150%").is_err());
+        assert!(Slo::parse("p99<=-1ms", "0").is_err());
+    }
+}

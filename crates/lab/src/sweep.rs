@@ -1,0 +1,293 @@
+//! `strata sweep URL`: finds the breaking point by itself. Each trial
+//! offers one constant rate for a fixed time; the rate doubles from a start
+//! until a trial fails the SLO (or achieves less than 95% of what it
+//! offered), then bisects between the last
+//! pass and the first failure. One row per trial, as in libri's experiment
+//! table, then a verdict naming what saturated. Owns the search; must not
+//! pace requests or read metrics itself.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::driver::{Pace, Plan};
+use crate::load::{rfc3339, run_trial, Progress, TargetArgs};
+use crate::report::model::{Report, RunKind, Trial};
+use crate::scrape::Sampler;
+use crate::slo::{fmt_num, positive, Slo};
+use crate::verdict::{verdict, Evidence};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Latency objective: comma-separated bounds such as p99<=10ms,p99.9<=50ms.
+    #[arg(long, default_value = "p99<=10ms")]
+    pub slo: String,
+    /// Error budget (5xx answers and failed connections), e.g. 0.1%.
+    #[arg(long, default_value = "0.1%")]
+    pub max_errors: String,
+    /// First offered rate, in requests per second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub start_rate: f64,
+    /// Never offer more than this.
+    #[arg(long, default_value_t = 1_000_000.0)]
+    pub max_rate: f64,
+    /// Seconds each trial is counted (after its warm-up).
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Stop bisecting when the bracket is narrower than this fraction.
+    #[arg(long, default_value_t = 0.05)]
+    pub precision: f64,
+    /// At most this many trials.
+    #[arg(long, default_value_t = 14)]
+    pub max_trials: usize,
+    /// Seconds of rest between trials, so queues drain.
+    #[arg(long, default_value_t = 1.0)]
+    pub pause: f64,
+}
+
+/// The next rate to try, or `None` when the search is over.
+/// `pass` is the highest passing rate, `fail` the lowest failing one.
+pub fn next_rate(
+    pass: Option<f64>,
+    fail: Option<f64>,
+    start: f64,
+    max: f64,
+    precision: f64,
+) -> Option<f64> {
+    match (pass, fail) {
+        (None, None) => Some(start.min(max)),
+        (Some(p), None) => (p < max).then(|| (p * 2.0).min(max)),
+        (None, Some(f)) => {
+            let r = f / 2.0;
+            (r >= 1.0).then_some(r)
+        }
+        (Some(p), Some(f)) => ((f - p) / p > precision).then(|| (p + f) / 2.0),
+    }
+}
+
+/// CPU seconds this process has used (user + system).
+fn own_cpu() -> Option<f64> {
+    // SAFETY: getrusage writes into the struct we pass and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return None;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    Some(t(u.ru_utime) + t(u.ru_stime))
+}
+
+/// The table's header and one row per trial.
+pub fn header() -> String {
+    format!(
+        "{:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>6}  {}",
+        "offered",
+        "achieved",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "errors%",
+        "cpu",
+        "rss MiB",
+        "late%",
+        "SLO"
+    )
+}
+
+pub fn row(t: &Trial, why: &[String]) -> String {
+    let l = &t.latency;
+    format!(
+        "{:>10.0} {:>10.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>6}  {}",
+        t.offered_rate.unwrap_or(0.0),
+        t.achieved_rate,
+        fmt_num(l.p50_ms),
+        fmt_num(l.p95_ms),
+        fmt_num(l.p99_ms),
+        fmt_num(l.p999_ms),
+        fmt_num(l.max_ms),
+        fmt_num(t.error_pct),
+        t.server_cpu_cores
+            .map(fmt_num)
+            .unwrap_or_else(|| "-".into()),
+        t.server_rss_bytes
+            .map(|b| format!("{:.0}", b / 1048576.0))
+            .unwrap_or_else(|| "-".into()),
+        fmt_num(100.0 * t.late_sends as f64 / t.requests.max(1) as f64),
+        if why.is_empty() {
+            "met".to_string()
+        } else {
+            format!("FAILED: {}", why.join("; "))
+        }
+    )
+}
+
+/// Run the sweep; `on_line` receives the table as it grows, and the
+/// verdict.
+pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<Report, String> {
+    let slo = Slo::parse(&a.slo, &a.max_errors)?;
+    if !positive(a.start_rate) || !positive(a.duration) || a.max_trials == 0 {
+        return Err("--start-rate, --duration and --max-trials must be positive".into());
+    }
+    let t = &a.target;
+    let target = t.target()?;
+    let workload = t.workload()?;
+    let local = target.addr.ip().is_loopback();
+    let cores = local
+        .then(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get() as f64)
+                .ok()
+        })
+        .flatten();
+    let origin = Instant::now();
+    let started_at = rfc3339(SystemTime::now());
+    let sampler = Sampler::start(
+        target.addr,
+        target.host.clone(),
+        origin,
+        Duration::from_secs(1),
+    );
+    let progress = Progress::new(t.quiet || t.json);
+    let mut trials: Vec<Trial> = Vec::new();
+    let mut reasons: Vec<Vec<String>> = Vec::new();
+    let mut gen_cores: Vec<Option<f64>> = Vec::new();
+    let (mut pass, mut fail): (Option<f64>, Option<f64>) = (None, None);
+    on_line(&header());
+    let result = (|| -> Result<(), String> {
+        while trials.len() < a.max_trials {
+            let Some(rate) = next_rate(pass, fail, a.start_rate, a.max_rate, a.precision) else {
+                break;
+            };
+            if !trials.is_empty() && a.pause > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(a.pause));
+            }
+            let plan = Plan {
+                target: target.clone(),
+                pace: Pace::Open {
+                    rate,
+                    arrivals: t.arrivals(),
+                    connections: t.connections,
+                },
+                threads: t.threads.max(1),
+                warmup: Duration::from_secs_f64(t.warmup),
+                duration: Duration::from_secs_f64(a.duration),
+                workload: workload.clone(),
+                seed: t.seed.wrapping_add(trials.len() as u64),
+            };
+            let cpu0 = own_cpu();
+            let wall0 = Instant::now();
+            let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
+            let (outcome, mut trial) =
+                run_trial(&plan, origin, &progress, &prefix, &mut |_| {}, &sampler)?;
+            let gen = own_cpu()
+                .zip(cpu0)
+                .map(|(b, a)| (b - a) / wall0.elapsed().as_secs_f64());
+            let why = slo.judge(&trial, &|q| {
+                outcome.all.value_at_quantile(q) as f64 / 1000.0
+            });
+            trial.meets_slo = Some(why.is_empty());
+            on_line(&row(&trial, &why));
+            if why.is_empty() {
+                pass = Some(pass.map_or(rate, |p: f64| p.max(rate)));
+            } else {
+                fail = Some(fail.map_or(rate, |f: f64| f.min(rate)));
+            }
+            trials.push(trial);
+            reasons.push(why);
+            gen_cores.push(gen);
+        }
+        Ok(())
+    })();
+    let _ = sampler.stop();
+    result?;
+    let first_failure = fail.and_then(|f| trials.iter().position(|t| t.offered_rate == Some(f)));
+    let v = verdict(&Evidence {
+        breaking_point: pass,
+        first_failure: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
+        cores,
+        generator_cores: first_failure.and_then(|i| gen_cores[i]),
+    });
+    on_line("");
+    on_line(&format!(
+        "Breaking point: {}",
+        pass.map(|p| format!("{} req/s", fmt_num(p)))
+            .unwrap_or_else(|| "none: no rate met the SLO".into())
+    ));
+    on_line(&v);
+    Ok(Report {
+        kind: RunKind::Sweep,
+        title: format!("sweep of {}", t.url),
+        started_at,
+        command: crate::load::command_line(),
+        target: t.url.clone(),
+        workload: workload.describe(),
+        slo: Some(slo.describe()),
+        trials,
+        breaking_point: pass,
+        verdict: Some(v),
+    })
+}
+
+/// `strata sweep`: run, print the table and verdict, write the report.
+pub fn main(a: &SweepArgs) -> Result<(), String> {
+    let json = a.target.json;
+    let report = run(a, &mut |line| {
+        if !json {
+            println!("{line}");
+        }
+    })?;
+    let dir = a.target.out_dir("sweep");
+    crate::report::write_dir(&dir, &report).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!("Report: {}", dir.join("report.html").display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drive `next_rate` against a server that passes below `limit`.
+    fn search(limit: f64, start: f64, max: f64) -> (Option<f64>, Vec<f64>) {
+        let (mut pass, mut fail) = (None, None);
+        let mut tried = Vec::new();
+        while let Some(r) = next_rate(pass, fail, start, max, 0.05) {
+            tried.push(r);
+            if r <= limit {
+                pass = Some(pass.map_or(r, |p: f64| p.max(r)));
+            } else {
+                fail = Some(fail.map_or(r, |f: f64| f.min(r)));
+            }
+            assert!(tried.len() < 40, "the search must end: {tried:?}");
+        }
+        (pass, tried)
+    }
+
+    #[test]
+    fn doubles_then_bisects_to_within_the_precision() {
+        let (pass, tried) = search(41_000.0, 1000.0, 1e6);
+        assert_eq!(
+            &tried[..7],
+            &[1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0, 64000.0]
+        );
+        let p = pass.unwrap();
+        assert!((41_000.0 / 1.05..=41_000.0).contains(&p), "{p}");
+    }
+
+    #[test]
+    fn halves_when_the_start_fails_and_stops_at_the_ceiling() {
+        let (pass, tried) = search(300.0, 1000.0, 1e6);
+        assert_eq!(&tried[..3], &[1000.0, 500.0, 250.0]);
+        assert!(pass.unwrap() > 280.0);
+        let (pass, tried) = search(1e9, 1000.0, 5000.0);
+        assert_eq!(tried, vec![1000.0, 2000.0, 4000.0, 5000.0]);
+        assert_eq!(pass, Some(5000.0));
+    }
+}

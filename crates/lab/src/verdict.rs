@@ -1,0 +1,277 @@
+//! The sweep's verdict in plain words: which resource saturated first at
+//! the breaking point, read from the server's own metrics sampled during
+//! the first trial that failed (CPU, admission waiting and refusals,
+//! in-service at its limit, engine stalls) and from the generator's own
+//! schedule, and what to try next. Owns the reading of the evidence; must
+//! not run load or format tables.
+
+use crate::report::model::Trial;
+use crate::slo::fmt_num;
+
+/// What the sweep learned, for the verdict.
+pub struct Evidence<'a> {
+    /// Highest offered rate that met the SLO, if any did.
+    pub breaking_point: Option<f64>,
+    /// The lowest offered rate that failed, with why.
+    pub first_failure: Option<(&'a Trial, &'a [String])>,
+    /// Cores of the machine the node runs on, when known (a local target).
+    pub cores: Option<f64>,
+    /// CPU cores the generator itself used in that trial.
+    pub generator_cores: Option<f64>,
+}
+
+/// Figures read from a trial's server samples.
+#[derive(Debug, Default, PartialEq)]
+pub struct Saturation {
+    pub samples: usize,
+    pub cpu_cores: Option<f64>,
+    /// Share of samples in which requests waited or were refused.
+    pub queueing_share: f64,
+    /// Share of samples with every place in service taken.
+    pub at_limit_share: f64,
+    pub refused: f64,
+    pub stalls: f64,
+    pub flushes: f64,
+    pub compactions: f64,
+    pub limit: Option<f64>,
+}
+
+pub fn saturation(t: &Trial) -> Saturation {
+    let n = t.server.len();
+    let mut s = Saturation {
+        samples: n,
+        cpu_cores: t.server_cpu_cores,
+        ..Default::default()
+    };
+    if n == 0 {
+        return s;
+    }
+    let mut queueing = 0;
+    let mut at_limit = 0;
+    for x in &t.server {
+        let waited = x.waiting.unwrap_or(0.0) > 0.0
+            || x.admitted_after_wait.unwrap_or(0.0) > 0.0
+            || x.refused.unwrap_or(0.0) > 0.0;
+        if waited {
+            queueing += 1;
+        }
+        if let (Some(i), Some(l)) = (x.in_service, x.limit) {
+            if l > 0.0 && i >= l {
+                at_limit += 1;
+            }
+        }
+        s.refused += x.refused.unwrap_or(0.0);
+        s.stalls += x.stalls.unwrap_or(0.0);
+        s.flushes += x.flushes.unwrap_or(0.0);
+        s.compactions += x.compactions.unwrap_or(0.0);
+        s.limit = x.limit.or(s.limit);
+    }
+    s.queueing_share = queueing as f64 / n as f64;
+    s.at_limit_share = at_limit as f64 / n as f64;
+    s
+}
+
+fn rate(r: f64) -> String {
+    let r = r.round() as u64;
+    let s = r.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The verdict: what failed, the evidence, the resource, what next.
+pub fn verdict(e: &Evidence) -> String {
+    let Some((t, why)) = e.first_failure else {
+        return match e.breaking_point {
+            Some(bp) => format!(
+                "Every trial met the SLO, up to {} req/s: the breaking point is above the highest rate tried. Raise --max-rate or --max-trials.",
+                rate(bp)
+            ),
+            None => "No trial ran.".into(),
+        };
+    };
+    let offered = t.offered_rate.unwrap_or(t.achieved_rate);
+    let s = saturation(t);
+    let cores = e.cores;
+    let cpu_words = match (s.cpu_cores, cores) {
+        (Some(c), Some(n)) => format!("CPU {} of {} cores", fmt_num(c), fmt_num(n)),
+        (Some(c), None) => format!("CPU {} cores", fmt_num(c)),
+        _ => "CPU unknown (no /metrics)".into(),
+    };
+    let shared = match (e.generator_cores, cores) {
+        (Some(g), Some(_)) => format!(
+            " (the generator itself used {} cores of the same machine)",
+            fmt_num(g)
+        ),
+        _ => String::new(),
+    };
+    let mut facts = Vec::new();
+    if s.samples > 0 {
+        facts.push(format!(
+            "requests waited or were refused for admission in {:.0}% of samples",
+            s.queueing_share * 100.0
+        ));
+        facts.push(format!(
+            "all places in service taken in {:.0}% of samples",
+            s.at_limit_share * 100.0
+        ));
+        facts.push(format!("engine stalls {}", fmt_num(s.stalls)));
+        facts.push(format!(
+            "flushes {}, compactions {}",
+            fmt_num(s.flushes),
+            fmt_num(s.compactions)
+        ));
+        facts.push(cpu_words.clone() + &shared);
+    }
+    let late_share = t.late_sends as f64 / t.requests.max(1) as f64;
+    let cpu_full = match (s.cpu_cores, cores) {
+        (Some(c), Some(n)) => c + e.generator_cores.unwrap_or(0.0) >= 0.85 * n,
+        _ => false,
+    };
+    let at = match e.breaking_point {
+        Some(bp) => format!("at {} req/s", rate(bp)),
+        None => "below the lowest rate tried".into(),
+    };
+    let (resource, next) = if late_share > crate::slo::MAX_LATE && !cpu_full {
+        (
+            format!("the load generator could not keep its schedule ({:.1}% of sends late) while the node had room: the figure {at} is a floor, not the node's limit", late_share * 100.0),
+            "run the generator with more --connections or --threads, or from another machine".to_string(),
+        )
+    } else if s.stalls > 0.0 {
+        (
+            format!("the storage engine stalled writes ({} stalls): flush and compaction fell behind the write rate {at}", fmt_num(s.stalls)),
+            "give the memtable more room, use interval durability, or a faster disk".to_string(),
+        )
+    } else if cpu_full {
+        (
+            format!("the node is CPU-bound {at}{}", if e.generator_cores.is_some() { ", sharing the machine with the generator" } else { "" }),
+            "more cores or more nodes; run the generator on another machine to see the node alone; profile with /debug/pprof/profile".to_string(),
+        )
+    } else if s.at_limit_share >= 0.5 || s.queueing_share >= 0.5 {
+        (
+            format!(
+                "the admission limit{} is the bottleneck {at}: requests queue for a place while the CPU has room, so the work each place does (a WAL fsync under sync durability) sets the pace",
+                s.limit.map(|l| format!(" ({} in service)", fmt_num(l))).unwrap_or_default()
+            ),
+            "raise --max-in-service, try --admission adaptive, or interval durability".to_string(),
+        )
+    } else if s.samples == 0 {
+        (
+            format!("the target has no /metrics to read, so the saturated resource is unknown; the SLO broke {at}"),
+            "point the sweep at a Strata node, or watch the server's CPU, disk and queues".to_string(),
+        )
+    } else {
+        (
+            format!("latency broke the SLO {at} with no saturated resource in the node's metrics"),
+            "look outside the node: the disk (fsync latency), the network, or the client machine"
+                .to_string(),
+        )
+    };
+    let mut v = format!(
+        "At {} req/s the SLO failed ({}).",
+        rate(offered),
+        why.join("; ")
+    );
+    if !facts.is_empty() {
+        v += &format!(" Server: {}.", facts.join(", "));
+    }
+    v += &format!(" Verdict: {resource}. Next: {next}.");
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::{Percentiles, ServerSample};
+
+    fn trial(samples: Vec<ServerSample>, cpu: Option<f64>, late: u64) -> Trial {
+        Trial {
+            offered_rate: Some(40_000.0),
+            clients: None,
+            started_s: 0.0,
+            duration_s: 10.0,
+            requests: 400_000,
+            achieved_rate: 39_000.0,
+            errors: 0,
+            error_pct: 0.0,
+            latency: Percentiles::default(),
+            per_op: vec![],
+            spectrum: vec![],
+            timeline: vec![],
+            server: samples,
+            meets_slo: Some(false),
+            late_sends: late,
+            max_lag_ms: 0.0,
+            distinct_keys: None,
+            server_cpu_cores: cpu,
+            server_rss_bytes: None,
+        }
+    }
+
+    fn sample(waiting: f64, in_service: f64, stalls: f64) -> ServerSample {
+        ServerSample {
+            t_s: 1.0,
+            cpu_cores: Some(1.0),
+            waiting: Some(waiting),
+            in_service: Some(in_service),
+            limit: Some(64.0),
+            refused: Some(0.0),
+            admitted_after_wait: Some(0.0),
+            stalls: Some(stalls),
+            flushes: Some(0.0),
+            compactions: Some(0.0),
+            ..Default::default()
+        }
+    }
+
+    fn judge(t: &Trial, gen: Option<f64>) -> String {
+        let why = vec!["p99 12 ms > 10 ms".to_string()];
+        verdict(&Evidence {
+            breaking_point: Some(30_000.0),
+            first_failure: Some((t, &why)),
+            cores: Some(2.0),
+            generator_cores: gen,
+        })
+    }
+
+    #[test]
+    fn names_cpu_when_the_machine_is_full() {
+        let t = trial(vec![sample(3.0, 64.0, 0.0); 5], Some(1.2), 0);
+        let v = judge(&t, Some(0.6));
+        assert!(v.contains("CPU-bound at 30,000 req/s"), "{v}");
+        assert!(
+            v.starts_with("At 40,000 req/s the SLO failed (p99 12 ms > 10 ms)."),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn names_admission_when_places_run_out_with_cpu_to_spare() {
+        let t = trial(vec![sample(3.0, 64.0, 0.0); 5], Some(0.5), 0);
+        let v = judge(&t, Some(0.3));
+        assert!(
+            v.contains("admission limit (64 in service) is the bottleneck"),
+            "{v}"
+        );
+        assert!(v.contains("100% of samples"), "{v}");
+    }
+
+    #[test]
+    fn stalls_come_before_cpu_and_the_generator_before_all() {
+        let t = trial(vec![sample(0.0, 10.0, 2.0); 5], Some(1.9), 0);
+        assert!(judge(&t, None).contains("stalled writes (10 stalls)"));
+        let t = trial(vec![sample(0.0, 1.0, 0.0); 5], Some(0.3), 40_000);
+        assert!(judge(&t, Some(0.9)).contains("generator could not keep its schedule"));
+    }
+
+    #[test]
+    fn without_metrics_it_says_it_cannot_tell() {
+        let t = trial(vec![], None, 0);
+        assert!(judge(&t, None).contains("no /metrics"));
+    }
+}
