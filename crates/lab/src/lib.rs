@@ -7,3 +7,4 @@
 
 pub mod load;
 pub mod schedule;
+pub mod workload;
