@@ -1,13 +1,36 @@
-//! Workloads: what each request does (interim: uniform put and get; the
-//! full set of mixes, YCSB, libri and highload-dht lands separately).
-//! Owns the operation streams; must not send or time anything.
+//! Workload generators for the load lab: what each request does (operation,
+//! key, value size), never when it is sent. A `Workload` is parsed once (a
+//! built-in name or a TOML file) and hands each worker (connection or
+//! closed-loop client) its own `Generator`, seeded from the run's seed and
+//! the worker's index (lesson 5) and sharing only what must be shared (the
+//! insert counter, the sequential cursor). Must not pace requests, speak
+//! HTTP or keep results: the driver (`load.rs`) does.
+//!
+//! See `docs/workloads.md` for every built-in workload and the TOML format.
+
+pub mod counter;
+pub mod highload;
+pub mod keys;
+pub mod libri;
+pub mod mix;
+pub mod spec;
+pub mod values;
+pub mod ycsb;
+pub mod zipfian;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rand::{Rng, SeedableRng};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
 
+pub use counter::KeyCounter;
+pub use libri::libri_rate_from_uploads_per_day;
+
+/// One operation to send. Keys are strings (the driver percent-encodes
+/// them).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     Get {
         key: String,
@@ -19,11 +42,14 @@ pub enum Op {
     Delete {
         key: String,
     },
+    /// GET /v0/entities?start=..&end=.. (end exclusive); `limit_hint` =
+    /// the expected number of records.
     Range {
         start: String,
         end: String,
         limit_hint: usize,
     },
+    /// YCSB F: GET then PUT of the same key, timed as one operation.
     ReadModifyWrite {
         key: String,
         value_len: usize,
@@ -31,6 +57,7 @@ pub enum Op {
 }
 
 impl Op {
+    /// The per-operation histogram name.
     pub fn name(&self) -> &'static str {
         match self {
             Op::Get { .. } => "get",
@@ -40,118 +67,154 @@ impl Op {
             Op::ReadModifyWrite { .. } => "rmw",
         }
     }
+
+    /// HTTP requests this operation sends.
+    pub fn requests(&self) -> u64 {
+        match self {
+            Op::ReadModifyWrite { .. } => 2,
+            _ => 1,
+        }
+    }
+
+    /// The key (a range's start key).
+    pub fn key(&self) -> &str {
+        match self {
+            Op::Get { key }
+            | Op::Put { key, .. }
+            | Op::Delete { key }
+            | Op::ReadModifyWrite { key, .. } => key,
+            Op::Range { start, .. } => start,
+        }
+    }
 }
 
+/// The next operation and, for counting distinct keys, its key's index in
+/// the workload's key space (for unbounded key spaces, a 64-bit id or hash).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Next {
     pub op: Op,
     pub key_index: Option<u64>,
 }
 
+/// A stream of operations for one worker (connection or closed-loop client).
 pub trait Generator: Send {
+    /// The next operation, given the time since the run started (libri
+    /// schedules reads 2–10 s after uploads).
     fn next(&mut self, now: Duration) -> Next;
 }
 
+#[derive(Clone, Debug)]
+enum Kind {
+    Kv(Arc<mix::KvSpec>),
+    Libri(Arc<libri::LibriSpec>),
+    HighloadUpsert,
+    HighloadGet { max_id: u64 },
+}
+
+/// A parsed workload, built in or from a TOML file; cheap to clone and
+/// share across workers (the shared state sits in `Arc`s inside).
+#[derive(Clone, Debug)]
 pub struct Workload {
-    put: bool,
-    keys: u64,
-    value_size: usize,
+    kind: Kind,
+}
+
+/// The random stream of worker `index` of a run seeded with `seed`: the
+/// same derivation as the driver's (seed ^ (index + 1) × golden ratio),
+/// so workers differ and a (seed, index) pair always repeats its stream.
+pub fn worker_rng(seed: u64, index: usize) -> SmallRng {
+    SmallRng::seed_from_u64(seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 impl Workload {
+    /// A built-in workload (`spec::BUILTIN_NAMES`). `keys` is the key space
+    /// (YCSB's record count; highload-get's largest id); `value_size` is
+    /// used by `put`, `get` and `mixed` (YCSB records are 1000 B, libri and
+    /// highload draw their own sizes).
     pub fn builtin(name: &str, keys: u64, value_size: usize) -> Result<Workload, String> {
-        let put = match name {
-            "put" => true,
-            "get" => false,
-            _ => return Err(format!("unknown workload {name}")),
+        let kv = spec::simple_kv(name, keys, value_size).or_else(|| ycsb::params(name, keys));
+        let kind = if let Some(p) = kv {
+            Kind::Kv(Arc::new(mix::KvSpec::new(p)?))
+        } else {
+            match name {
+                "libri" => Kind::Libri(Arc::new(libri::LibriSpec::default_spec())),
+                "highload-upsert" => Kind::HighloadUpsert,
+                "highload-get" => Kind::HighloadGet { max_id: keys },
+                _ => {
+                    return Err(format!(
+                        "unknown workload {name:?}: expected one of {} or a .toml file",
+                        spec::BUILTIN_NAMES.join(", ")
+                    ))
+                }
+            }
         };
-        Ok(Workload {
-            put,
-            keys: keys.max(1),
-            value_size,
-        })
+        Ok(Workload { kind })
     }
 
     pub fn from_toml_file(path: &Path) -> Result<Workload, String> {
-        Err(format!(
-            "{}: workload files are not supported yet",
-            path.display()
-        ))
+        let s = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Workload::from_toml_str(&s).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    pub fn describe(&self) -> String {
-        format!(
-            "{} of uniform random keys of {}, {}-byte values",
-            if self.put { "put" } else { "get" },
-            self.keys,
-            self.value_size
-        )
-    }
-
-    pub fn generator(&self, index: usize, seed: u64) -> Box<dyn Generator> {
-        Box::new(Uniform {
-            put: self.put,
-            keys: self.keys,
-            value_size: self.value_size,
-            rng: rand::rngs::StdRng::seed_from_u64(
-                seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            ),
+    pub fn from_toml_str(s: &str) -> Result<Workload, String> {
+        let p = spec::parse_toml(s)?;
+        Ok(Workload {
+            kind: Kind::Kv(Arc::new(mix::KvSpec::new(p)?)),
         })
     }
 
+    /// One line for reports.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            Kind::Kv(s) => s.describe(),
+            Kind::Libri(s) => s.describe(),
+            Kind::HighloadUpsert => format!(
+                "highload-upsert: PUT random [a-z]{{{min},{max}}} keys, values {min}-{max} B (seed 002 upsertrand.lua)",
+                min = highload::MIN_LEN,
+                max = highload::MAX_LEN
+            ),
+            Kind::HighloadGet { max_id } => format!(
+                "highload-get: GET uniform decimal ids 0..={max_id} (seed 002 getrand.lua)"
+            ),
+        }
+    }
+
+    /// HTTP requests per generator operation on average (a read-modify-write
+    /// is 2; every other operation, libri's included, is 1).
+    pub fn requests_per_op(&self) -> f64 {
+        match &self.kind {
+            Kind::Kv(s) => s.requests_per_op(),
+            _ => 1.0,
+        }
+    }
+
+    /// The generator of worker `index`, seeded from `seed` and `index`.
+    pub fn generator(&self, index: usize, seed: u64) -> Box<dyn Generator> {
+        let rng = worker_rng(seed, index);
+        match &self.kind {
+            Kind::Kv(s) => Box::new(mix::KvGenerator::new(s.clone(), rng)),
+            Kind::Libri(s) => Box::new(libri::LibriGenerator::new((**s).clone(), rng)),
+            Kind::HighloadUpsert => Box::new(highload::UpsertGenerator::new(rng)),
+            Kind::HighloadGet { max_id } => Box::new(highload::GetGenerator::new(rng, *max_id)),
+        }
+    }
+
+    /// Size of the key space for distinct-key counting (None if unbounded:
+    /// workloads that insert, random-string or random-id keys).
     pub fn key_space(&self) -> Option<u64> {
-        Some(self.keys)
-    }
-}
-
-struct Uniform {
-    put: bool,
-    keys: u64,
-    value_size: usize,
-    rng: rand::rngs::StdRng,
-}
-
-impl Generator for Uniform {
-    fn next(&mut self, _now: Duration) -> Next {
-        let i = self.rng.random_range(0..self.keys);
-        let key = format!("{i:016}");
-        let op = if self.put {
-            Op::Put {
-                key,
-                value_len: self.value_size,
-            }
-        } else {
-            Op::Get { key }
-        };
-        Next {
-            op,
-            key_index: Some(i),
-        }
-    }
-}
-
-/// Distinct keys touched (interim: exact bitmap).
-pub struct KeyCounter {
-    bits: Vec<AtomicU64>,
-}
-
-impl KeyCounter {
-    pub fn new(key_space: Option<u64>) -> KeyCounter {
-        let n = key_space.unwrap_or(0).min(1 << 31).div_ceil(64) as usize;
-        KeyCounter {
-            bits: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        match &self.kind {
+            Kind::Kv(s) => s.key_space(),
+            Kind::HighloadGet { max_id } => Some(max_id.saturating_add(1)),
+            _ => None,
         }
     }
 
-    pub fn touch(&self, key_index: u64) {
-        if let Some(w) = self.bits.get((key_index / 64) as usize) {
-            w.fetch_or(1 << (key_index % 64), Ordering::Relaxed);
+    /// Keys to write before the run (YCSB's load phase; the records GETs
+    /// should find), each with a value length; empty when none are needed.
+    pub fn preload(&self) -> Box<dyn Iterator<Item = (String, usize)> + Send> {
+        match &self.kind {
+            Kind::Kv(s) => Box::new(mix::KvPreload::new(s.clone())),
+            Kind::HighloadGet { max_id } => Box::new(highload::GetPreload::new(*max_id)),
+            _ => Box::new(std::iter::empty()),
         }
-    }
-
-    pub fn count(&self) -> u64 {
-        self.bits
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed).count_ones() as u64)
-            .sum()
     }
 }
