@@ -94,6 +94,7 @@ pub fn run(a: &DemoArgs, mut serve: Command) -> Result<(), String> {
             seed: 1,
             warmup: 1.0,
             out: Some(report.clone()),
+            preload: false,
             json: false,
             quiet: false,
         },

@@ -132,6 +132,8 @@ pub struct Outcome {
     pub per_op: Vec<OpTotals>,
     pub timeline: Vec<SecondStats>,
     pub distinct_keys: u64,
+    /// False when `distinct_keys` is an estimate (an unbounded key space).
+    pub distinct_exact: bool,
 }
 
 impl Outcome {
@@ -315,7 +317,7 @@ impl Worker {
 }
 
 /// Percent-encode a key for a query string (unreserved bytes as they are).
-fn encode_into(out: &mut String, key: &str) {
+pub fn encode_into(out: &mut String, key: &str) {
     for &b in key.as_bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
             out.push(b as char);
@@ -750,5 +752,6 @@ pub fn run(
         per_op,
         timeline: col.finished,
         distinct_keys: keys.count(),
+        distinct_exact: keys.exact(),
     })
 }

@@ -9,6 +9,7 @@ pub mod client;
 pub mod demo;
 pub mod driver;
 pub mod load;
+pub mod preload;
 pub mod report;
 pub mod schedule;
 pub mod scrape;

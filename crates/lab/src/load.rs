@@ -49,6 +49,9 @@ pub struct TargetArgs {
     /// Report directory (default: strata-reports/KIND-TIMESTAMP).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// First write every key the workload reads (YCSB's load phase).
+    #[arg(long)]
+    pub preload: bool,
     /// Print the report as JSON on stdout instead of the text summary.
     #[arg(long)]
     pub json: bool,
@@ -69,6 +72,17 @@ impl TargetArgs {
             Workload::builtin(&self.workload, self.keys, self.value_size)?
         };
         Ok(Arc::new(w))
+    }
+
+    /// Run the preload phase if asked; says what it did on stderr.
+    pub fn maybe_preload(&self, target: &Target, w: &Workload) -> Result<(), String> {
+        if self.preload {
+            let (n, took) = crate::preload::preload(target, w, self.connections.min(64))?;
+            if n > 0 {
+                eprintln!("Preloaded {n} keys in {:.1}s", took.as_secs_f64());
+            }
+        }
+        Ok(())
     }
 
     pub fn arrivals(&self) -> Arrivals {
@@ -279,6 +293,7 @@ impl LoadArgs {
 /// Run the load and build its report (nothing is written or printed).
 pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
     let plan = a.plan()?;
+    a.target.maybe_preload(&plan.target, &plan.workload)?;
     let origin = Instant::now();
     let started_at = rfc3339(SystemTime::now());
     let sampler = Sampler::start(
@@ -411,7 +426,11 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
             ""
         }
     );
-    s += &format!("  Distinct keys touched: {}\n", o.distinct_keys);
+    s += &format!(
+        "  Distinct keys touched: {}{}\n",
+        o.distinct_keys,
+        if o.distinct_exact { "" } else { " (estimate)" }
+    );
     if let (Some(cpu), Some(rss)) = (t.server_cpu_cores, t.server_rss_bytes) {
         s += &format!(
             "  Server: {cpu:.2} cores of CPU on average, {:.0} MiB resident at most\n",

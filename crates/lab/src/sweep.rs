@@ -132,6 +132,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<Report, Strin
     let t = &a.target;
     let target = t.target()?;
     let workload = t.workload()?;
+    t.maybe_preload(&target, &workload)?;
     let local = target.addr.ip().is_loopback();
     let cores = local
         .then(|| {

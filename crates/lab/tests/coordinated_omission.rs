@@ -78,6 +78,7 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
             seed: 1,
             warmup: 0.0,
             out: None,
+            preload: false,
             json: false,
             quiet: true,
         },

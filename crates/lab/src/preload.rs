@@ -1,0 +1,64 @@
+//! The load phase before a run: PUT every key a workload says must exist
+//! (YCSB's records, the keys a `get` workload reads), as fast as a few
+//! connections allow, and fail loudly if the store refuses any. Owns that
+//! phase; must not time or report it beyond a count.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::client::{Conn, Target};
+use crate::workload::Workload;
+
+/// PUT each of `workload.preload()` over `connections` connections;
+/// returns how many keys were written and how long it took.
+pub fn preload(
+    target: &Target,
+    workload: &Workload,
+    connections: usize,
+) -> Result<(u64, Duration), String> {
+    let items = Rc::new(RefCell::new(workload.preload()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let local = tokio::task::LocalSet::new();
+    let t0 = Instant::now();
+    let n = local.block_on(&rt, async {
+        let mut tasks = Vec::new();
+        for _ in 0..connections.max(1) {
+            let items = items.clone();
+            let mut conn = Conn::new(target.clone());
+            tasks.push(tokio::task::spawn_local(async move {
+                let mut value = Vec::new();
+                let mut path = String::new();
+                let mut done = 0u64;
+                loop {
+                    let Some((key, len)) = items.borrow_mut().next() else {
+                        return Ok::<u64, String>(done);
+                    };
+                    if value.len() < len {
+                        value.resize(len, b'v');
+                    }
+                    path.clear();
+                    path.push_str("/v0/entity?id=");
+                    crate::driver::encode_into(&mut path, &key);
+                    let a = conn
+                        .request("PUT", &path, &value[..len])
+                        .await
+                        .map_err(|e| format!("preloading {key}: {e}"))?;
+                    if !(200..300).contains(&a.status) {
+                        return Err(format!("preloading {key}: status {}", a.status));
+                    }
+                    done += 1;
+                }
+            }));
+        }
+        let mut n = 0;
+        for t in tasks {
+            n += t.await.map_err(|e| e.to_string())??;
+        }
+        Ok::<u64, String>(n)
+    })?;
+    Ok((n, t0.elapsed()))
+}
