@@ -6,4 +6,5 @@
 //! internals: it speaks HTTP only.
 
 pub mod load;
+pub mod report;
 pub mod schedule;

@@ -30,6 +30,11 @@ enum Cmd {
     Serve(Box<strata_node::ServeArgs>),
     /// Open-loop load against a node, latency from intended send times.
     Load(strata_lab::load::LoadArgs),
+    /// Reports of lab runs.
+    Report {
+        #[command(subcommand)]
+        what: ReportCmd,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -40,6 +45,13 @@ enum Cmd {
         #[command(subcommand)]
         what: StressCmd,
     },
+}
+
+#[derive(Subcommand)]
+enum ReportCmd {
+    /// Merge HdrHistogram interval logs from several load runs (say, the
+    /// pods of a Kubernetes Job) and print the combined distribution.
+    Merge(strata_lab::report::hdrlog::MergeArgs),
 }
 
 #[derive(Subcommand)]
@@ -101,6 +113,18 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("strata load: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Report {
+            what: ReportCmd::Merge(a),
+        } => match strata_lab::report::hdrlog::run_merge(&a) {
+            Ok(out) => {
+                print!("{out}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("strata report merge: {e}");
                 ExitCode::FAILURE
             }
         },
