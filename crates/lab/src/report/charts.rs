@@ -8,7 +8,7 @@ use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, ValueFormatte
 use plotters::prelude::*;
 
 use super::markdown::{fmt_ms, offered};
-use super::model::{Percentiles, Report, RunKind, Trial};
+use super::model::{Percentiles, Report, RunKind, Second, ServerSample, Trial};
 
 /// One chart: an id for its `<figure>`, a caption, the SVG.
 pub struct Chart {
@@ -28,6 +28,7 @@ const P95: RGBColor = RGBColor(44, 160, 44);
 const P99: RGBColor = RGBColor(255, 127, 14);
 const P999: RGBColor = RGBColor(214, 39, 40);
 const GRAY: RGBColor = RGBColor(150, 150, 150);
+const LIGHT: RGBColor = RGBColor(238, 238, 238);
 const FLUSH: RGBColor = RGBColor(23, 190, 207);
 const COMPACTION: RGBColor = RGBColor(148, 103, 189);
 const STALL: RGBColor = RGBColor(214, 39, 40);
@@ -63,7 +64,8 @@ fn svg(
     Ok(buf)
 }
 
-/// Bounds of a log axis of milliseconds holding `values`.
+/// Bounds of a log axis of milliseconds holding `values`: whole decades,
+/// so every decade line is labelled.
 fn log_bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     for v in values.filter(|v| v.is_finite() && *v > 0.0) {
@@ -73,7 +75,9 @@ fn log_bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     if hi <= 0.0 {
         return (0.01, 10.0);
     }
-    (lo / 1.5, hi * 1.5)
+    let lo = 10f64.powf((lo / 1.2).log10().floor());
+    let hi = 10f64.powf((hi * 1.2).log10().ceil());
+    (lo, hi)
 }
 
 fn ms_label(v: &f64) -> String {
@@ -141,11 +145,15 @@ fn latency_vs_rate(r: &Report) -> Res<Chart> {
             let mut c = ChartBuilder::on(&root)
                 .caption("Latency against offered rate", (FONT, 20))
                 .margin(12)
+                .margin_right(36)
                 .x_label_area_size(44)
                 .y_label_area_size(72)
                 .build_cartesian_2d(0.0..x_hi, (lo..hi).log_scale())
                 .map_err(err)?;
             c.configure_mesh()
+                .light_line_style(LIGHT)
+                .label_style((FONT, 13))
+                .axis_desc_style((FONT, 14))
                 .x_desc("offered rate (req/s)")
                 .y_desc("latency")
                 .x_label_formatter(&rate_label)
@@ -209,6 +217,7 @@ fn latency_vs_rate(r: &Report) -> Res<Chart> {
         let mut c = ChartBuilder::on(&root)
             .caption("Latency percentiles per operation", (FONT, 20))
             .margin(12)
+            .margin_right(36)
             .x_label_area_size(44)
             .y_label_area_size(72)
             .build_cartesian_2d(Centers(n), (lo..hi).log_scale())
@@ -220,6 +229,9 @@ fn latency_vs_rate(r: &Report) -> Res<Chart> {
                 .unwrap_or_default()
         };
         c.configure_mesh()
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
             .disable_x_mesh()
             .x_desc("operation")
             .y_desc("latency")
@@ -289,11 +301,15 @@ fn achieved_vs_offered(r: &Report) -> Res<Chart> {
                 (FONT, 20),
             )
             .margin(12)
+            .margin_right(36)
             .x_label_area_size(44)
             .y_label_area_size(72)
             .build_cartesian_2d(0.0..x_hi, 0.0..y_hi)
             .map_err(err)?;
         c.configure_mesh()
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
             .x_desc(if open {
                 "offered rate (req/s)"
             } else {
@@ -342,6 +358,37 @@ fn achieved_vs_offered(r: &Report) -> Res<Chart> {
     })
 }
 
+/// What a legend entry looks like.
+enum Mark {
+    Line(RGBColor, u32),
+    Dot(RGBColor),
+}
+
+/// A legend drawn in its own panel beside a chart, where it hides no data.
+fn side_legend(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    entries: &[(String, Mark)],
+) -> Res<()> {
+    for (k, (label, mark)) in entries.iter().enumerate() {
+        let y = 60 + 22 * k as i32;
+        match mark {
+            Mark::Line(c, w) => area
+                .draw(&PathElement::new(vec![(8, y), (30, y)], c.stroke_width(*w)))
+                .map_err(err)?,
+            Mark::Dot(c) => area
+                .draw(&Circle::new((19, y), 5, c.filled()))
+                .map_err(err)?,
+        }
+        area.draw(&Text::new(
+            label.clone(),
+            (38, y - 7),
+            (FONT, 14).into_font().color(&BLACK),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
 /// (c) Latency per second (p50, p99) and throughput over the run, with the
 /// node's flushes, compactions and stalls marked, and trial boundaries.
 fn over_time(r: &Report) -> Res<Chart> {
@@ -354,28 +401,47 @@ fn over_time(r: &Report) -> Res<Chart> {
         .chain(seconds.iter().map(|s| s.t_s + 1.0))
         .fold(1.0f64, f64::max);
     let (lo, hi) = log_bounds(seconds.iter().flat_map(|s| [s.p50_ms, s.p99_ms]));
+    // Headroom above the data for the event markers.
+    let top = hi * (hi / lo).powf(0.25);
     let rate_hi = seconds
         .iter()
         .map(|s| s.requests as f64)
         .fold(1.0f64, f64::max)
         * 1.15;
+    type Field = fn(&ServerSample) -> Option<f64>;
+    let events: [(&str, RGBColor, Field, f64); 3] = [
+        ("flush", FLUSH, |s| s.flushes, 0.97),
+        ("compaction", COMPACTION, |s| s.compactions, 0.92),
+        ("stall", STALL, |s| s.stalls, 0.87),
+    ];
     let svg = svg(|root| {
-        let mut c = ChartBuilder::on(&root)
+        let (plot, side) = root.split_horizontally(W - 190);
+        let mut legend: Vec<(String, Mark)> = vec![
+            ("p50".into(), Mark::Line(P50, 2)),
+            ("p99".into(), Mark::Line(P99, 2)),
+            ("throughput (right)".into(), Mark::Line(THROUGHPUT, 2)),
+        ];
+        let mut c = ChartBuilder::on(&plot)
             .caption("Latency and throughput over time", (FONT, 20))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(72)
             .right_y_label_area_size(72)
-            .build_cartesian_2d(0.0..t_hi, (lo..hi).log_scale())
+            .build_cartesian_2d(0.0..t_hi, (lo..top).log_scale())
             .map_err(err)?
             .set_secondary_coord(0.0..t_hi, 0.0..rate_hi);
         c.configure_mesh()
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
             .x_desc("time since the run started (s)")
             .y_desc("latency per second")
             .y_label_formatter(&ms_label)
             .draw()
             .map_err(err)?;
         c.configure_secondary_axes()
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
             .y_desc("throughput (req/s)")
             .y_label_formatter(&rate_label)
             .draw()
@@ -386,20 +452,14 @@ fn over_time(r: &Report) -> Res<Chart> {
             c.draw_series(
                 bounds
                     .iter()
-                    .map(|&x| PathElement::new(vec![(x, lo), (x, hi)], GRAY.stroke_width(1))),
+                    .map(|&x| PathElement::new(vec![(x, lo), (x, top)], GRAY.stroke_width(1))),
             )
-            .map_err(err)?
-            .label("trial boundary")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], GRAY));
+            .map_err(err)?;
+            legend.push(("trial boundary".into(), Mark::Line(GRAY, 1)));
         }
-        // Server events: a vertical line at each sample whose delta is > 0.
-        type Field = fn(&super::model::ServerSample) -> Option<f64>;
-        let events: [(&str, RGBColor, Field, f64); 3] = [
-            ("flush", FLUSH, |s| s.flushes, 0.92),
-            ("compaction", COMPACTION, |s| s.compactions, 0.85),
-            ("stall", STALL, |s| s.stalls, 0.78),
-        ];
-        for (name, color, f, top) in events {
+        // Server events: a faint line down from a dot at each sample whose
+        // delta is > 0; each kind has its own row at the top.
+        for (name, color, f, row) in events {
             let at: Vec<f64> = samples
                 .iter()
                 .filter(|s| f(s).is_some_and(|v| v > 0.0))
@@ -408,65 +468,44 @@ fn over_time(r: &Report) -> Res<Chart> {
             if at.is_empty() {
                 continue;
             }
-            // The marker's head sits at a fraction of the (log) height.
-            let head = lo * (hi / lo).powf(top);
-            let width = if name == "stall" { 2 } else { 1 };
-            c.draw_series(at.iter().map(|&x| {
-                PathElement::new(vec![(x, lo), (x, head)], color.mix(0.6).stroke_width(width))
-            }))
-            .map_err(err)?
-            .label(format!("{name} ({})", at.len()))
-            .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+            let head = lo * (top / lo).powf(row);
+            let line = if name == "stall" {
+                color.mix(0.5).stroke_width(2)
+            } else {
+                color.mix(0.25).stroke_width(1)
+            };
+            c.draw_series(
+                at.iter()
+                    .map(|&x| PathElement::new(vec![(x, lo), (x, head)], line)),
+            )
+            .map_err(err)?;
             c.draw_series(
                 at.iter()
                     .map(|&x| Circle::new((x, head), 4, color.filled())),
             )
             .map_err(err)?;
+            legend.push((format!("{name} ({})", at.len()), Mark::Dot(color)));
         }
         for t in &r.trials {
-            let pts = |f: fn(&super::model::Second) -> f64| -> Vec<(f64, f64)> {
+            let pts = |f: fn(&Second) -> f64| -> Vec<(f64, f64)> {
                 t.timeline
                     .iter()
                     .map(|s| (s.t_s + 0.5, f(s).max(lo)))
                     .collect()
             };
-            let first = std::ptr::eq(t, &r.trials[0]);
-            let a = c
-                .draw_series(LineSeries::new(pts(|s| s.p50_ms), P50.stroke_width(2)))
+            c.draw_series(LineSeries::new(pts(|s| s.p50_ms), P50.stroke_width(2)))
                 .map_err(err)?;
-            if first {
-                a.label("p50").legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], P50.stroke_width(2))
-                });
-            }
-            let b = c
-                .draw_series(LineSeries::new(pts(|s| s.p99_ms), P99.stroke_width(2)))
+            c.draw_series(LineSeries::new(pts(|s| s.p99_ms), P99.stroke_width(2)))
                 .map_err(err)?;
-            if first {
-                b.label("p99").legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], P99.stroke_width(2))
-                });
-            }
             let thr: Vec<(f64, f64)> = t
                 .timeline
                 .iter()
                 .map(|s| (s.t_s + 0.5, s.requests as f64))
                 .collect();
-            let d = c
-                .draw_secondary_series(LineSeries::new(thr, THROUGHPUT.mix(0.7).stroke_width(1)))
+            c.draw_secondary_series(LineSeries::new(thr, THROUGHPUT.mix(0.8).stroke_width(2)))
                 .map_err(err)?;
-            if first {
-                d.label("throughput (right axis)")
-                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], THROUGHPUT));
-            }
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GRAY)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)
+        side_legend(&side, &legend)
     })?;
     let caption = if samples.is_empty() {
         "p50 and p99 latency of each second (left, log scale) and requests per second \
@@ -474,8 +513,8 @@ fn over_time(r: &Report) -> Res<Chart> {
          are not marked."
     } else {
         "p50 and p99 latency of each second (left, log scale) and requests per second \
-         (right); vertical markers at seconds in which the node flushed, compacted or \
-         stalled writes; gray lines separate trials."
+         (right); dots and lines mark seconds in which the node flushed a memtable, \
+         compacted or stalled writes; gray lines separate trials."
     };
     Ok(Chart {
         id: "over-time",
@@ -533,6 +572,7 @@ fn spectrum(r: &Report) -> Res<Chart> {
         let mut c = ChartBuilder::on(&root)
             .caption("Latency by percentile", (FONT, 20))
             .margin(12)
+            .margin_right(36)
             .x_label_area_size(44)
             .y_label_area_size(72)
             .build_cartesian_2d(
@@ -541,6 +581,9 @@ fn spectrum(r: &Report) -> Res<Chart> {
             )
             .map_err(err)?;
         c.configure_mesh()
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
             .x_desc("percentile")
             .y_desc("latency")
             .x_label_formatter(&pct_label)

@@ -25,7 +25,7 @@ pub fn esc(s: &str) -> String {
 }
 
 const STYLE: &str = "
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1040px; color: #222; padding: 0 1em; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.3em; }
 h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
