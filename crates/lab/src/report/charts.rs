@@ -402,7 +402,7 @@ fn over_time(r: &Report) -> Res<Chart> {
         .fold(1.0f64, f64::max);
     let (lo, hi) = log_bounds(seconds.iter().flat_map(|s| [s.p50_ms, s.p99_ms]));
     // Headroom above the data for the event markers.
-    let top = hi * (hi / lo).powf(0.25);
+    let top = hi * (hi / lo).powf(0.12);
     let rate_hi = seconds
         .iter()
         .map(|s| s.requests as f64)
