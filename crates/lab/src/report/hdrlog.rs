@@ -201,15 +201,15 @@ impl MergeResult {
         }
         s += "\n  Detailed Percentile spectrum:\n";
         s += &format!(
-            "  {:>12} {:>14} {:>10} {:>14}\n\n",
+            "  {:>12} {:>14} {:>10} {:>16}\n\n",
             "Value(ms)", "Percentile", "TotalCount", "1/(1-Percentile)"
         );
         let total = h.len() as f64;
         for p in spectrum_from_hist(h) {
             let inv = if p.quantile < 1.0 {
-                format!("{:>14.2}", 1.0 / (1.0 - p.quantile))
+                format!("{:>16.2}", 1.0 / (1.0 - p.quantile))
             } else {
-                format!("{:>14}", "inf")
+                format!("{:>16}", "inf")
             };
             s += &format!(
                 "  {:>12.3} {:>14.12} {:>10} {inv}\n",
