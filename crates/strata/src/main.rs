@@ -40,6 +40,11 @@ enum Cmd {
     /// bisection) until a trial fails the SLO; print each trial, a verdict
     /// naming what saturated, and write a report directory.
     Sweep(Box<strata_lab::sweep::SweepArgs>),
+    /// Reports of lab runs.
+    Report {
+        #[command(subcommand)]
+        what: ReportCmd,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -50,6 +55,13 @@ enum Cmd {
         #[command(subcommand)]
         what: StressCmd,
     },
+}
+
+#[derive(Subcommand)]
+enum ReportCmd {
+    /// Merge HdrHistogram interval logs from several load runs (say, the
+    /// pods of a Kubernetes Job) and print the combined distribution.
+    Merge(strata_lab::report::hdrlog::MergeArgs),
 }
 
 #[derive(Subcommand)]
@@ -135,6 +147,18 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("strata sweep: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Cmd::Report {
+            what: ReportCmd::Merge(a),
+        } => match strata_lab::report::hdrlog::run_merge(&a) {
+            Ok(out) => {
+                print!("{out}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("strata report merge: {e}");
                 ExitCode::FAILURE
             }
         },

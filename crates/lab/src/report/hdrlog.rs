@@ -1,31 +1,340 @@
-//! HdrHistogram interval logs (interim: not written yet; the full writer
-//! and `strata report merge` land separately). Owns the log format; must
-//! not run load.
+//! HdrHistogram interval logs: a load run writes one histogram per interval
+//! and operation (the tag), V2-compressed, in the format HdrHistogram's own
+//! tools read; `strata report merge` adds the logs of several load machines
+//! (say, the pods of a Kubernetes Job) into one distribution. Owns the log
+//! format and the merge; must not run load or render reports.
 
-use std::io;
-use std::path::Path;
-use std::time::SystemTime;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag,
+};
+use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use serde::Serialize;
 
-pub struct HdrLogWriter;
+use super::model::{spectrum_from_hist, Percentiles, SpectrumPoint};
+
+/// The comment that heads every log this module writes.
+const HEADER: &str = "strata lab interval log: latency in microseconds from intended send \
+                      times; one histogram per interval and operation (the tag); \
+                      the max column is in microseconds too";
+
+/// Writes an interval log as a run goes, so a run cut short keeps what it
+/// measured.
+pub struct HdrLogWriter {
+    out: BufWriter<File>,
+    serializer: V2DeflateSerializer,
+    line: Vec<u8>,
+}
 
 impl HdrLogWriter {
-    pub fn create(_path: &Path, _start: SystemTime) -> io::Result<HdrLogWriter> {
-        Err(io::Error::other("HDR interval logs are not supported yet"))
+    /// Create (truncate) the log at `path`; interval offsets are relative
+    /// to `start_time`, which is written as both StartTime and BaseTime.
+    pub fn create(path: &Path, start_time: SystemTime) -> io::Result<Self> {
+        let mut out = BufWriter::new(File::create(path)?);
+        let mut serializer = V2DeflateSerializer::new();
+        IntervalLogWriterBuilder::new()
+            .add_comment(HEADER)
+            .with_start_time(start_time)
+            .with_base_time(start_time)
+            .begin_log_with(&mut out, &mut serializer)?;
+        out.write_all(
+            b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+        )?;
+        Ok(HdrLogWriter {
+            out,
+            serializer,
+            line: Vec::new(),
+        })
     }
 
+    /// Append one interval's histogram (microseconds) for operation `tag`
+    /// (no commas, spaces or line breaks), starting `start_offset_s` after
+    /// the log's start time and lasting `duration_s`.
     pub fn interval(
         &mut self,
-        _start_s: f64,
-        _dur_s: f64,
-        _tag: &str,
-        _h: &Histogram<u64>,
+        start_offset_s: f64,
+        duration_s: f64,
+        tag: &str,
+        h: &Histogram<u64>,
     ) -> io::Result<()> {
-        Ok(())
+        let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+        let tag = Tag::new(tag)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| invalid(format!("bad interval log tag {tag:?}")))?;
+        let start = Duration::try_from_secs_f64(start_offset_s)
+            .map_err(|e| invalid(format!("interval start {start_offset_s}: {e}")))?;
+        let duration = Duration::try_from_secs_f64(duration_s)
+            .map_err(|e| invalid(format!("interval duration {duration_s}: {e}")))?;
+        // A builder with no headers writes nothing but the interval line.
+        self.line.clear();
+        IntervalLogWriterBuilder::new()
+            .begin_log_with(&mut self.line, &mut self.serializer)?
+            .write_histogram(h, start, duration, Some(tag))
+            .map_err(io::Error::other)?;
+        self.out.write_all(&self.line)
     }
 
-    pub fn finish(self) -> io::Result<()> {
-        Ok(())
+    /// Flush the log to its file.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.out.flush()?;
+        self.out.get_ref().sync_data()
+    }
+}
+
+/// The sum of several interval logs.
+pub struct MergeResult {
+    pub files: usize,
+    pub intervals: usize,
+    /// Per operation (interval tag; untagged intervals count as "untagged").
+    pub per_tag: BTreeMap<String, Histogram<u64>>,
+    /// All operations.
+    pub total: Histogram<u64>,
+    /// From the earliest interval start to the latest interval end, over
+    /// all files, in seconds (0 if the logs carry no absolute time).
+    pub span_s: f64,
+}
+
+/// A tag's merged distribution, for `--json`.
+#[derive(Serialize)]
+pub struct TagSummary {
+    pub tag: String,
+    pub count: u64,
+    pub latency: Percentiles,
+    pub spectrum: Vec<SpectrumPoint>,
+}
+
+/// `strata report merge --json`'s output.
+#[derive(Serialize)]
+pub struct MergeSummary {
+    pub files: usize,
+    pub intervals: usize,
+    pub span_s: f64,
+    pub rate: Option<f64>,
+    pub total: TagSummary,
+    pub per_tag: Vec<TagSummary>,
+}
+
+fn tag_summary(tag: &str, h: &Histogram<u64>) -> TagSummary {
+    TagSummary {
+        tag: tag.to_string(),
+        count: h.len(),
+        latency: Percentiles::from_hist(h),
+        spectrum: spectrum_from_hist(h),
+    }
+}
+
+impl MergeResult {
+    /// Values in all histograms together.
+    pub fn count(&self) -> u64 {
+        self.total.len()
+    }
+
+    /// Requests per second over the span, when the span is known.
+    pub fn rate(&self) -> Option<f64> {
+        (self.span_s > 0.0).then(|| self.count() as f64 / self.span_s)
+    }
+
+    pub fn to_summary(&self) -> MergeSummary {
+        MergeSummary {
+            files: self.files,
+            intervals: self.intervals,
+            span_s: self.span_s,
+            rate: self.rate(),
+            total: tag_summary("all", &self.total),
+            per_tag: self
+                .per_tag
+                .iter()
+                .map(|(t, h)| tag_summary(t, h))
+                .collect(),
+        }
+    }
+
+    /// A wrk2-style summary: the latency distribution of all operations,
+    /// each operation's percentiles, and the detailed percentile spectrum.
+    pub fn summary(&self) -> String {
+        let ms = |v: u64| v as f64 / 1000.0;
+        let h = &self.total;
+        let mut s = format!(
+            "  {} requests from {} interval logs ({} intervals)",
+            self.count(),
+            self.files,
+            self.intervals
+        );
+        match self.rate() {
+            Some(r) => s += &format!(" over {:.2}s: {r:.0} req/s\n", self.span_s),
+            None => s += "\n",
+        }
+        s += "  Latency Distribution (HdrHistogram - Recorded Latency, ms)\n";
+        for q in [0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1.0] {
+            s += &format!(
+                " {:>8.3}%  {:>10.3}\n",
+                q * 100.0,
+                ms(h.value_at_quantile(q))
+            );
+        }
+        if self.per_tag.len() > 1 || !self.per_tag.contains_key("all") {
+            s += "\n  Per operation (ms):\n";
+            s += &format!(
+                "  {:<12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+                "op", "count", "p50", "p90", "p99", "p99.9", "max"
+            );
+            for (tag, h) in &self.per_tag {
+                let p = Percentiles::from_hist(h);
+                s += &format!(
+                    "  {:<12} {:>10} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>10.3}\n",
+                    tag,
+                    h.len(),
+                    p.p50_ms,
+                    p.p90_ms,
+                    p.p99_ms,
+                    p.p999_ms,
+                    p.max_ms
+                );
+            }
+        }
+        s += "\n  Detailed Percentile spectrum:\n";
+        s += &format!(
+            "  {:>12} {:>14} {:>10} {:>16}\n\n",
+            "Value(ms)", "Percentile", "TotalCount", "1/(1-Percentile)"
+        );
+        let total = h.len() as f64;
+        for p in spectrum_from_hist(h) {
+            let inv = if p.quantile < 1.0 {
+                format!("{:>16.2}", 1.0 / (1.0 - p.quantile))
+            } else {
+                format!("{:>16}", "inf")
+            };
+            s += &format!(
+                "  {:>12.3} {:>14.12} {:>10} {inv}\n",
+                p.latency_ms,
+                p.quantile,
+                (p.quantile * total).round() as u64
+            );
+        }
+        s += &format!(
+            "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]\n",
+            h.mean() / 1000.0,
+            h.stdev() / 1000.0
+        );
+        s += &format!(
+            "#[Max     = {:>12.3}, Total count    = {:>12}]\n",
+            ms(h.max()),
+            h.len()
+        );
+        s
+    }
+}
+
+fn empty_hist() -> Histogram<u64> {
+    // Auto-resizing, so any interval's range fits; 3 significant digits,
+    // as the load driver records.
+    Histogram::new(3).expect("3 significant digits is valid")
+}
+
+/// Add up interval logs. Errors name the file (and where in it).
+pub fn merge(paths: &[PathBuf]) -> Result<MergeResult, String> {
+    if paths.is_empty() {
+        return Err("no interval logs given".into());
+    }
+    let mut out = MergeResult {
+        files: paths.len(),
+        intervals: 0,
+        per_tag: BTreeMap::new(),
+        total: empty_hist(),
+        span_s: 0.0,
+    };
+    let mut deserializer = Deserializer::new();
+    let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut absolute = true;
+    for path in paths {
+        let p = path.display();
+        let bytes = std::fs::read(path).map_err(|e| format!("{p}: {e}"))?;
+        let (mut base, mut start) = (None, None);
+        let mut n = 0;
+        for entry in IntervalLogIterator::new(&bytes) {
+            let entry = entry.map_err(|e| match e {
+                hdrhistogram::serialization::interval_log::LogIteratorError::ParseError {
+                    offset,
+                } => {
+                    format!("{p}: not an HdrHistogram interval log: cannot parse at byte {offset}")
+                }
+            })?;
+            let iv = match entry {
+                LogEntry::BaseTime(t) => {
+                    base = Some(t.as_secs_f64());
+                    continue;
+                }
+                LogEntry::StartTime(t) => {
+                    start = Some(t.as_secs_f64());
+                    continue;
+                }
+                LogEntry::Interval(iv) => iv,
+            };
+            n += 1;
+            let at = || {
+                format!(
+                    "{p}: interval {n} (at {:.3}s)",
+                    iv.start_timestamp().as_secs_f64()
+                )
+            };
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(iv.encoded_histogram())
+                .map_err(|e| format!("{}: bad base64: {e}", at()))?;
+            let h: Histogram<u64> = deserializer
+                .deserialize(&mut &raw[..])
+                .map_err(|e| format!("{}: bad histogram: {e:?}", at()))?;
+            let tag = iv.tag().map(|t| t.as_str()).unwrap_or("untagged");
+            out.per_tag
+                .entry(tag.to_string())
+                .or_insert_with(empty_hist)
+                .add(&h)
+                .map_err(|e| format!("{}: {e:?}", at()))?;
+            out.total.add(&h).map_err(|e| format!("{}: {e:?}", at()))?;
+            // Interval times are relative to BaseTime when present; the
+            // writer also sets StartTime; without either they are absolute.
+            let origin = base.or(start);
+            absolute &= origin.is_some() || iv.start_timestamp().as_secs() > 1_000_000_000;
+            let t0 = origin.unwrap_or(0.0) + iv.start_timestamp().as_secs_f64();
+            first = first.min(t0);
+            last = last.max(t0 + iv.duration().as_secs_f64());
+        }
+        if n == 0 {
+            return Err(format!("{p}: no interval histograms in this file"));
+        }
+        out.intervals += n;
+    }
+    if absolute && last > first {
+        out.span_s = last - first;
+    }
+    Ok(out)
+}
+
+/// `strata report merge`: add up the interval logs of several load runs.
+#[derive(clap::Args, Clone, Debug)]
+pub struct MergeArgs {
+    /// Interval logs written by load runs (one per load machine).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print JSON (per-operation percentiles and spectra) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `strata report merge`: the text to print, or an error.
+pub fn run_merge(a: &MergeArgs) -> Result<String, String> {
+    let m = merge(&a.files)?;
+    if a.json {
+        serde_json::to_string_pretty(&m.to_summary())
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string())
+    } else {
+        Ok(m.summary())
     }
 }

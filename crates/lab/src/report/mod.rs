@@ -1,15 +1,43 @@
-//! Reports of load runs and sweeps (interim: the model and JSON; Markdown,
-//! HTML charts and HDR log merging land separately). Owns report files;
-//! must not run load.
+//! Reports of lab runs: the data model a load run or sweep fills
+//! (`model`), its renderings as Markdown (`markdown`) and as a
+//! self-contained HTML page with charts (`html`, `charts`), and HdrHistogram
+//! interval logs that let several load machines' runs be merged
+//! (`hdrlog`). This file only writes a report directory; it must not run
+//! load or measure anything.
 
+pub mod charts;
 pub mod hdrlog;
+pub mod html;
+pub mod markdown;
 pub mod model;
 
+use std::io;
 use std::path::Path;
 
-/// Write `report.json` into `dir`.
-pub fn write_dir(dir: &Path, r: &model::Report) -> std::io::Result<()> {
+pub use model::{
+    spectrum_from_hist, OpSummary, Percentiles, Report, RunKind, Second, ServerSample,
+    SpectrumPoint, Trial,
+};
+
+/// Write `report.json` (pretty), `report.md` and `report.html` into `dir`,
+/// creating it if needed.
+pub fn write_dir(dir: &Path, r: &Report) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_string_pretty(r).map_err(std::io::Error::other)?;
-    std::fs::write(dir.join("report.json"), json)
+    let json = serde_json::to_string_pretty(r).map_err(io::Error::other)?;
+    std::fs::write(dir.join("report.json"), json + "\n")?;
+    std::fs::write(dir.join("report.md"), markdown::render(r))?;
+    let page = html::render(r).map_err(io::Error::other)?;
+    std::fs::write(dir.join("report.html"), page)?;
+    Ok(())
+}
+
+/// Read a `report.json` back.
+pub fn read_json(path: &Path) -> io::Result<Report> {
+    let text = std::fs::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
 }

@@ -1,9 +1,12 @@
-//! The report's data: what a load run or a sweep measured, as the driver
-//! fills it and the renderers read it. Owns the schema; must not render.
+//! The report's data model: what a load run or a sweep measured, as plain
+//! serializable data. The driver fills it; the renderers (Markdown, HTML,
+//! charts) only read it. Owns the types and the two conversions from an
+//! HdrHistogram of microseconds; must not render, write files or run load.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+/// A single run at one load (`strata load`) or a sweep of trials.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunKind {
@@ -11,44 +14,65 @@ pub enum RunKind {
     Sweep,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub kind: RunKind,
     pub title: String,
+    /// RFC 3339, UTC.
     pub started_at: String,
+    /// The command line that ran.
     pub command: String,
+    /// The node's URL.
     pub target: String,
+    /// One line.
     pub workload: String,
+    /// E.g. "p99<=10ms, errors<=0.1%".
     pub slo: Option<String>,
+    /// A load run has one; a sweep one per step, in the order run.
     pub trials: Vec<Trial>,
+    /// Sweep: the highest offered rate meeting the SLO.
     pub breaking_point: Option<f64>,
+    /// Sweep: plain words, what saturated and what to try next.
     pub verdict: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trial {
+    /// None in closed loop.
     pub offered_rate: Option<f64>,
+    /// Closed loop: the number of clients.
     pub clients: Option<usize>,
+    /// Start offset from the run start, seconds.
     pub started_s: f64,
     pub duration_s: f64,
     pub requests: u64,
     pub achieved_rate: f64,
+    /// Connection errors and 5xx answers.
     pub errors: u64,
     pub error_pct: f64,
+    /// All operations together.
     pub latency: Percentiles,
+    /// Per operation type.
     pub per_op: Vec<OpSummary>,
+    /// The full percentile spectrum, wrk2/HdrHistogram style.
     pub spectrum: Vec<SpectrumPoint>,
+    /// One per second of the trial; `t_s` relative to the run start.
     pub timeline: Vec<Second>,
+    /// `/metrics` samples; `t_s` relative to the run start. May be empty.
     pub server: Vec<ServerSample>,
     pub meets_slo: Option<bool>,
+    /// Sends more than 1 ms after their intended time.
     pub late_sends: u64,
     pub max_lag_ms: f64,
     pub distinct_keys: Option<u64>,
+    /// Mean over the trial.
     pub server_cpu_cores: Option<f64>,
+    /// Max over the trial.
     pub server_rss_bytes: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// Latency summary, milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
     pub mean_ms: f64,
     pub p50_ms: f64,
@@ -59,22 +83,7 @@ pub struct Percentiles {
     pub max_ms: f64,
 }
 
-impl Percentiles {
-    pub fn from_hist(h: &Histogram<u64>) -> Percentiles {
-        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-        Percentiles {
-            mean_ms: h.mean() / 1000.0,
-            p50_ms: ms(0.5),
-            p90_ms: ms(0.9),
-            p95_ms: ms(0.95),
-            p99_ms: ms(0.99),
-            p999_ms: ms(0.999),
-            max_ms: h.max() as f64 / 1000.0,
-        }
-    }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpSummary {
     pub op: String,
     pub requests: u64,
@@ -82,26 +91,17 @@ pub struct OpSummary {
     pub latency: Percentiles,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpectrumPoint {
+    /// In [0, 1].
     pub quantile: f64,
     pub latency_ms: f64,
 }
 
-pub fn spectrum_from_hist(h: &Histogram<u64>) -> Vec<SpectrumPoint> {
-    [
-        0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 1.0,
-    ]
-    .iter()
-    .map(|&q| SpectrumPoint {
-        quantile: q,
-        latency_ms: h.value_at_quantile(q) as f64 / 1000.0,
-    })
-    .collect()
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One second of a trial.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Second {
+    /// Relative to the run start.
     pub t_s: f64,
     pub requests: u64,
     pub errors: u64,
@@ -110,9 +110,13 @@ pub struct Second {
     pub max_ms: f64,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// One sample of the node's `/metrics`. Gauges as read; counters as deltas
+/// over the interval since the previous sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSample {
+    /// Relative to the run start.
     pub t_s: f64,
+    /// CPU seconds per second over the last interval.
     pub cpu_cores: Option<f64>,
     pub rss_bytes: Option<f64>,
     pub in_service: Option<f64>,
@@ -124,4 +128,61 @@ pub struct ServerSample {
     pub flushes: Option<f64>,
     pub compactions: Option<f64>,
     pub stalls: Option<f64>,
+}
+
+/// Histograms given to these helpers hold microseconds.
+const US_PER_MS: f64 = 1000.0;
+
+impl Percentiles {
+    /// Summarize a histogram of microseconds (as `load` records them:
+    /// 1..=3.6e9, 3 significant digits). An empty histogram gives zeros.
+    pub fn from_hist(h: &Histogram<u64>) -> Percentiles {
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / US_PER_MS;
+        Percentiles {
+            mean_ms: h.mean() / US_PER_MS,
+            p50_ms: ms(0.5),
+            p90_ms: ms(0.9),
+            p95_ms: ms(0.95),
+            p99_ms: ms(0.99),
+            p999_ms: ms(0.999),
+            max_ms: h.max() as f64 / US_PER_MS,
+        }
+    }
+}
+
+/// At most this many points in a spectrum.
+pub const MAX_SPECTRUM_POINTS: usize = 100;
+
+/// The percentile spectrum of a histogram of microseconds, as wrk2 and
+/// HdrHistogram print it: two ticks per halving of the distance to 100%
+/// (50%, 75%, 87.5%, …), ending with the maximum at quantile 1. Quantiles
+/// strictly increase; an empty histogram gives no points.
+pub fn spectrum_from_hist(h: &Histogram<u64>) -> Vec<SpectrumPoint> {
+    let mut out: Vec<SpectrumPoint> = Vec::new();
+    if h.is_empty() {
+        return out;
+    }
+    for v in h.iter_quantiles(2) {
+        let q = v.quantile_iterated_to();
+        if out.last().is_some_and(|p| q <= p.quantile) {
+            continue;
+        }
+        out.push(SpectrumPoint {
+            quantile: q,
+            latency_ms: h.highest_equivalent(v.value_iterated_to()) as f64 / US_PER_MS,
+        });
+    }
+    if out.len() > MAX_SPECTRUM_POINTS {
+        // Keep the tail, where the information is: drop from the body.
+        let extra = out.len() - MAX_SPECTRUM_POINTS;
+        out.drain(1..=extra);
+    }
+    match out.last_mut() {
+        Some(p) if p.quantile >= 1.0 => p.latency_ms = h.max() as f64 / US_PER_MS,
+        _ => out.push(SpectrumPoint {
+            quantile: 1.0,
+            latency_ms: h.max() as f64 / US_PER_MS,
+        }),
+    }
+    out
 }
