@@ -129,11 +129,18 @@ const LINES: [(&str, RGBColor, Pick); 4] = [
 /// (a) Latency percentiles against offered rate (a sweep), or per
 /// operation bars (a single trial, or a closed loop without rates).
 fn latency_vs_rate(r: &Report) -> Res<Chart> {
-    let rated: Vec<&Trial> = r
+    // A sweep runs its rates out of order (doubling, then bisecting); the
+    // lines join them in order of rate.
+    let mut rated: Vec<&Trial> = r
         .trials
         .iter()
         .filter(|t| t.offered_rate.is_some())
         .collect();
+    rated.sort_by(|a, b| {
+        a.offered_rate
+            .partial_cmp(&b.offered_rate)
+            .expect("rates are numbers")
+    });
     if r.kind == RunKind::Sweep && rated.len() >= 2 {
         let xs = rated.iter().filter_map(|t| t.offered_rate);
         let x_hi = xs.fold(0.0f64, f64::max) * 1.05;
@@ -284,6 +291,8 @@ fn achieved_vs_offered(r: &Report) -> Res<Chart> {
             Some((x, t.achieved_rate))
         })
         .collect();
+    let mut pts = pts;
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let x_hi = pts.iter().map(|p| p.0).fold(1.0f64, f64::max) * 1.1;
     let y_hi = pts
         .iter()
