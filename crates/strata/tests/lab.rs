@@ -1,0 +1,162 @@
+//! The lab against a real node: a sweep that ends in a verdict and a
+//! report directory, a load run whose HDR interval log `strata report
+//! merge` reads back, and the README's main command (`strata demo`) end to
+//! end. Timing-dependent figures (the breaking point itself) are not
+//! asserted; the structure and the bookkeeping are.
+
+mod support;
+
+use std::process::Command;
+
+use support::NodeProc;
+
+fn strata(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .expect("run strata");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_sweep_ends_in_a_verdict_and_a_report() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("http://{}", node.addr);
+    let dir = out.path().join("rep");
+    let (ok, stdout, stderr) = strata(&[
+        "sweep",
+        &url,
+        "--start-rate",
+        "200",
+        "--duration",
+        "1.5",
+        "--max-trials",
+        "3",
+        "--pause",
+        "0",
+        "--slo",
+        "p99<=200ms",
+        "--keys",
+        "1000",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("offered   achieved"), "{stdout}");
+    assert!(stdout.contains("Breaking point:"), "{stdout}");
+    assert!(
+        stdout.contains("Verdict:") || stdout.contains("Every trial met"),
+        "{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["kind"], "sweep");
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(
+        trials.len(),
+        3,
+        "three trials were allowed and the SLO is loose"
+    );
+    // Doubling from 200 req/s while every trial passes.
+    let rates: Vec<f64> = trials
+        .iter()
+        .map(|t| t["offered_rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, vec![200.0, 400.0, 800.0]);
+    for t in trials {
+        let offered = t["offered_rate"].as_f64().unwrap();
+        assert_eq!(t["requests"].as_u64().unwrap(), (offered * 1.5) as u64);
+        assert!(t["meets_slo"].is_boolean());
+    }
+    // The node's metrics were sampled on the same time axis.
+    let samples: usize = trials
+        .iter()
+        .map(|t| t["server"].as_array().unwrap().len())
+        .sum();
+    assert!(samples >= 2, "server samples: {samples}");
+    assert!(report["verdict"].as_str().unwrap().len() > 20);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<figure").count(), 4, "four charts");
+    assert!(std::fs::read_to_string(dir.join("report.md"))
+        .unwrap()
+        .contains("| trial |"));
+    // All the writes reached the node.
+    let m = String::from_utf8(node.request("GET", "/metrics", b"").body).unwrap();
+    assert!(
+        m.contains("strata_http_requests_total{method=\"PUT\",status=\"201\"} 2100"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_load_runs_hdr_log_merges_back_to_its_counts() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("http://{}", node.addr);
+    let hlog = out.path().join("run.hlog");
+    let (ok, stdout, stderr) = strata(&[
+        "load",
+        &url,
+        "--workload",
+        "mixed",
+        "--keys",
+        "500",
+        "--preload",
+        "--rate",
+        "400",
+        "--duration",
+        "2",
+        "--hdr",
+        hlog.to_str().unwrap(),
+        "--out",
+        out.path().join("rep").to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stderr.contains("Preloaded 500 keys"), "{stderr}");
+    assert!(stdout.contains("800 requests in"), "{stdout}");
+    assert!(stdout.contains("get "), "per-op lines: {stdout}");
+    let (ok, merged, err) = strata(&["report", "merge", hlog.to_str().unwrap(), "--json"]);
+    assert!(ok, "{merged}{err}");
+    let m: serde_json::Value = serde_json::from_str(&merged).unwrap();
+    assert_eq!(m["total"]["count"], 800, "{m}");
+    let tags: Vec<(&str, u64)> = m["per_tag"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["tag"].as_str().unwrap(), t["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(tags.len(), 2, "{tags:?}");
+    assert!(
+        tags.iter().all(|(t, _)| *t == "get" || *t == "put"),
+        "{tags:?}"
+    );
+    assert_eq!(tags.iter().map(|(_, n)| n).sum::<u64>(), 800);
+}
+
+#[test]
+fn the_demo_starts_a_node_sweeps_it_and_stops_it() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("demo");
+    let (ok, stdout, stderr) = strata(&[
+        "demo",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--trial",
+        "1",
+        "--max-trials",
+        "2",
+    ]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("Breaking point:"), "{stdout}");
+    assert!(stdout.contains("Report: "), "{stdout}");
+    assert!(stdout.contains("Node stopped."), "{stdout}");
+    assert!(dir.join("report/report.html").is_file());
+    assert!(dir.join("data").is_dir());
+}
