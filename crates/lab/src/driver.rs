@@ -21,8 +21,13 @@ use crate::client::{Conn, Target};
 use crate::schedule::{Arrivals, Schedule};
 use crate::workload::{Generator, KeyCounter, Op, Workload};
 
-/// Operation names, in the order histograms are kept.
-pub const OPS: [&str; 5] = ["get", "put", "delete", "range", "rmw"];
+/// Operation names, in the order histograms are kept. The last is not an
+/// operation: answers of 500 and above (a refusal under overload comes
+/// back fast) are timed there, so each operation's latencies are those of
+/// the requests it served.
+pub const OPS: [&str; N] = ["get", "put", "delete", "range", "rmw", "5xx"];
+const N: usize = 6;
+const FAILED: usize = 5;
 
 fn op_index(op: &Op) -> usize {
     match op {
@@ -144,7 +149,7 @@ impl Outcome {
 
 /// What a thread records between two ticks.
 struct Interval {
-    per_op: [Option<Histogram<u64>>; 5],
+    per_op: [Option<Histogram<u64>>; N],
     requests: u64,
     errors: u64,
 }
@@ -164,8 +169,8 @@ impl Interval {
 struct ThreadTotals {
     statuses: BTreeMap<u16, u64>,
     conn_errors: u64,
-    op_requests: [u64; 5],
-    op_errors: [u64; 5],
+    op_requests: [u64; N],
+    op_errors: [u64; N],
     late: u64,
     max_lag: Duration,
     last_answer: Option<Instant>,
@@ -526,7 +531,7 @@ struct Collector {
     next_final: u64,
     last_index: u64,
     cumulative: Histogram<u64>,
-    per_op: [Option<Histogram<u64>>; 5],
+    per_op: [Option<Histogram<u64>>; N],
     finished: Vec<SecondStats>,
     done_requests: u64,
     errors: u64,
@@ -725,7 +730,16 @@ pub fn run(
     }
     let mut per_op: Vec<OpTotals> = Vec::new();
     for (i, name) in OPS.iter().enumerate() {
-        if totals.op_requests[i] > 0 {
+        if i == FAILED {
+            if let Some(h) = col.per_op[i].take() {
+                per_op.push(OpTotals {
+                    op: name,
+                    requests: h.len(),
+                    errors: h.len(),
+                    hist: h,
+                });
+            }
+        } else if totals.op_requests[i] > 0 {
             per_op.push(OpTotals {
                 op: name,
                 requests: totals.op_requests[i],
@@ -734,7 +748,7 @@ pub fn run(
             });
         }
     }
-    let counted: u64 = totals.op_requests.iter().sum();
+    let counted: u64 = totals.op_requests[..FAILED].iter().sum();
     let elapsed = totals
         .last_answer
         .map(|t| t.saturating_duration_since(counted_start))
@@ -742,7 +756,7 @@ pub fn run(
         .max(plan.duration);
     Ok(Outcome {
         counted,
-        errors: totals.op_errors.iter().sum(),
+        errors: totals.op_errors[..FAILED].iter().sum(),
         statuses: totals.statuses,
         conn_errors: totals.conn_errors,
         late: totals.late,

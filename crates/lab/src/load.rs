@@ -390,7 +390,8 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
     }
     s += &format!("    {:>9}  {:>10.3}\n", "max", h.max() as f64 / 1000.0);
     if o.per_op.len() > 1 {
-        s += "  Per operation (ms):     count     p50      p99    p99.9      max  errors\n";
+        s += "  Per operation (ms; 5xx answers of any operation on their own line):\n";
+        s += "                           count      p50      p99    p99.9      max  errors\n";
         for p in &t.per_op {
             s += &format!(
                 "    {:<18} {:>9} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7}\n",
