@@ -215,12 +215,13 @@ impl Recorder {
             self.totals.op_errors[op] += 1;
             self.interval.errors += 1;
         }
-        // Failed requests have latencies too (a 503 at once is fast); only
-        // requests with no answer at all have none.
+        // Failed answers have latencies too (a 503 at once is fast), timed
+        // on their own line; requests with no answer at all have none.
         if status.is_some() {
             let us =
                 (now.saturating_duration_since(since).as_micros() as u64).clamp(1, MAX_LATENCY_US);
-            let h = self.interval.per_op[op].get_or_insert_with(new_histogram);
+            let slot = if failed { FAILED } else { op };
+            let h = self.interval.per_op[slot].get_or_insert_with(new_histogram);
             h.saturating_record(us);
         }
     }
@@ -768,4 +769,36 @@ pub fn run(
         distinct_keys: keys.count(),
         distinct_exact: keys.exact(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_timed_apart_from_served_requests() {
+        let mut r = Recorder {
+            index: 0,
+            interval: Interval::new(),
+            totals: ThreadTotals::default(),
+        };
+        let t = Instant::now();
+        r.record(1, Some(201), t);
+        r.record(1, Some(503), t);
+        r.record(1, None, t);
+        let (_, i) = r.rotate();
+        assert_eq!(i.per_op[1].as_ref().unwrap().len(), 1, "one put served");
+        assert_eq!(i.per_op[FAILED].as_ref().unwrap().len(), 1, "one 503 timed");
+        assert_eq!((i.requests, i.errors), (3, 2));
+        assert_eq!(r.totals.op_requests[1], 3);
+        assert_eq!(r.totals.op_errors[1], 2);
+        assert_eq!(r.totals.conn_errors, 1);
+    }
+
+    #[test]
+    fn keys_are_percent_encoded() {
+        let mut s = String::new();
+        encode_into(&mut s, "a b/é~");
+        assert_eq!(s, "a%20b%2F%C3%A9~");
+    }
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Admission control under overload (issue 3): the node's fixed and adaptive
+# admission modes at 2x and 10x its capacity, offered open loop by the lab.
+#
+# The workload is range reads of 200 records (scripts/workloads/range-200.toml):
+# CPU-bound to serve, nearly free to send, so 10x the node's capacity can be
+# offered from the machine the node runs on. Capacity is measured first as the
+# closed-loop rate of 64 clients. Each run gets a fresh node and data dir.
+#
+# Prints a markdown table: offered, answered 2xx per second, 503s per second,
+# p50/p99 of the served requests, p99 of the 503s, the server's CPU, and the
+# final adaptive limit.
+#
+# Knobs (environment): DURATION (15), WARMUP (3), CONNECTIONS (1024),
+# TARGET_MS (adaptive target, 10), STRATA_BIN.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-15}
+WARMUP=${WARMUP:-3}
+CONNECTIONS=${CONNECTIONS:-1024}
+TARGET_MS=${TARGET_MS:-10}
+ADDR=127.0.0.1:8093
+WORKLOAD=scripts/workloads/range-200.toml
+if [[ -z ${STRATA_BIN:-} ]]; then
+    cargo build --release -q -p strata
+    STRATA_BIN=target/release/strata
+fi
+TMP=$(mktemp -d)
+NODE=
+cleanup() {
+    [[ -n $NODE ]] && kill "$NODE" 2>/dev/null && wait "$NODE" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+start_node() { # args: extra serve flags
+    rm -rf "$TMP/data"
+    "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn "$@" >/dev/null &
+    NODE=$!
+    for _ in $(seq 50); do curl -sf "http://$ADDR/v0/status" >/dev/null && return; sleep 0.1; done
+    echo "node did not start" >&2
+    exit 1
+}
+stop_node() {
+    kill "$NODE"
+    wait "$NODE" 2>/dev/null || true
+    NODE=
+}
+
+# Capacity: 64 closed-loop clients against default admission.
+start_node
+"$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --clients 64 \
+    --duration 10 --warmup 2 --quiet --json --out "$TMP/cap" >"$TMP/cap.json" 2>/dev/null
+stop_node
+CAP=$(python3 -c "import json; print(round(json.load(open('$TMP/cap.json'))['trials'][0]['achieved_rate']))")
+echo "Capacity (64 closed-loop clients, default admission): $CAP req/s"
+echo
+echo "| admission | load | offered req/s | served 2xx/s | 503/s | served p50 | served p99 | 503 p99 | node CPU | limit at end |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for mode in fixed adaptive; do
+    for x in 2 10; do
+        extra=(--admission "$mode")
+        [[ $mode == adaptive ]] && extra+=(--target-latency-ms "$TARGET_MS")
+        start_node "${extra[@]}"
+        rate=$((CAP * x))
+        "$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --rate "$rate" \
+            --connections "$CONNECTIONS" --duration "$DURATION" --warmup "$WARMUP" --quiet --json \
+            --out "$TMP/r" >"$TMP/r.json" 2>/dev/null
+        limit=$(curl -s "http://$ADDR/metrics" | awk '/^strata_admission_limit /{print $2}')
+        stop_node
+        python3 - "$TMP/r.json" "$mode" "$x" "$limit" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["trials"][0]
+ops = {o["op"]: o for o in t["per_op"]}
+served = ops.get("range", {"requests": 0, "errors": 0, "latency": {"p50_ms": 0, "p99_ms": 0}})
+failed = ops.get("5xx", {"requests": 0, "latency": {"p99_ms": 0}})
+secs = t["duration_s"]
+ok = (served["requests"] - served["errors"]) / secs
+refused = failed["requests"] / secs
+cpu = t.get("server_cpu_cores") or 0
+print(f"| {sys.argv[2]} | {sys.argv[3]}x | {t['offered_rate']:.0f} | {ok:.0f} | {refused:.0f} | "
+      f"{served['latency']['p50_ms']:.1f} ms | {served['latency']['p99_ms']:.1f} ms | "
+      f"{failed['latency']['p99_ms']:.1f} ms | {cpu:.2f} | {sys.argv[4]} |")
+EOF
+    done
+done
