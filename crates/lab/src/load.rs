@@ -113,6 +113,10 @@ pub struct LoadArgs {
     /// Requests per second to offer (open loop).
     #[arg(long, default_value_t = 1000.0)]
     pub rate: f64,
+    /// libri: the rate as uploads per day (8 requests each), instead of
+    /// --rate.
+    #[arg(long)]
+    pub uploads_per_day: Option<f64>,
     /// Seconds to run (after the warm-up).
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
@@ -273,7 +277,10 @@ impl LoadArgs {
             }
         } else {
             Pace::Open {
-                rate: self.rate,
+                rate: match self.uploads_per_day {
+                    Some(u) => crate::workload::libri_rate_from_uploads_per_day(u),
+                    None => self.rate,
+                },
                 arrivals: t.arrivals(),
                 connections: t.connections,
             }

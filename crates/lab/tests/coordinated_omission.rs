@@ -83,6 +83,7 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
             quiet: true,
         },
         rate: 0.0,
+        uploads_per_day: None,
         duration: 4.0,
         clients: 0,
         think: 0.0,
