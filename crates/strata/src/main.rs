@@ -109,71 +109,45 @@ struct StressArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Serve(a) => match strata_node::Config::resolve(&a).and_then(strata_node::run) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("strata serve: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Cmd::Load(a) => match strata_lab::load::main(&a) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("strata load: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Cmd::Demo(a) => {
-            let serve = match std::env::current_exe() {
-                Ok(exe) => {
-                    let mut c = Command::new(exe);
-                    c.args(["serve", "--log-level", "warn"]);
-                    c
-                }
-                Err(e) => {
-                    eprintln!("strata demo: cannot find own executable: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            match strata_lab::demo::run(&a, serve) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("strata demo: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Cmd::Sweep(a) => match strata_lab::sweep::main(&a) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("strata sweep: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        Cmd::Serve(a) => exit(
+            "strata serve",
+            strata_node::Config::resolve(&a).and_then(strata_node::run),
+        ),
+        Cmd::Load(a) => exit("strata load", strata_lab::load::main(&a)),
+        Cmd::Demo(a) => exit(
+            "strata demo",
+            std::env::current_exe()
+                .map_err(|e| format!("cannot find own executable: {e}"))
+                .and_then(|exe| {
+                    let mut serve = Command::new(exe);
+                    serve.args(["serve", "--log-level", "warn"]);
+                    strata_lab::demo::run(&a, serve)
+                }),
+        ),
+        Cmd::Sweep(a) => exit("strata sweep", strata_lab::sweep::main(&a)),
         Cmd::Report {
             what: ReportCmd::Merge(a),
-        } => match strata_lab::report::hdrlog::run_merge(&a) {
-            Ok(out) => {
-                print!("{out}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("strata report merge: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        } => exit(
+            "strata report merge",
+            strata_lab::report::hdrlog::run_merge(&a).map(|out| print!("{out}")),
+        ),
         Cmd::Bench {
             what: BenchCmd::Engine(a),
-        } => match strata_enginebench::bench::run(&a) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("strata bench engine: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        } => exit("strata bench engine", strata_enginebench::bench::run(&a)),
         Cmd::Stress {
             what: StressCmd::Engine(a),
         } => stress(a),
+    }
+}
+
+/// The exit code of a subcommand, its error on stderr.
+fn exit(what: &str, r: Result<(), String>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
