@@ -11,6 +11,10 @@
 # p50/p99 of the served requests, p99 of the 503s, the server's CPU, and the
 # final adaptive limit.
 #
+# The node runs on core 1 with one runtime thread and the generator on core
+# 0 (taskset), so that the generator's own work at 10x does not take the
+# node's CPU: the node's capacity is then one core's, whatever is offered.
+#
 # Both modes share the waiting bounds in NODE_ARGS (128 places, 50 ms): the
 # defaults (1024 places, 100 ms) hold a client's connection for up to 100 ms
 # before a 503, which at 10x would need more connections than the lab opens.
@@ -23,7 +27,7 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-15}
 WARMUP=${WARMUP:-3}
 CONNECTIONS=${CONNECTIONS:-4096}
-NODE_ARGS=${NODE_ARGS:---max-waiting 128 --max-wait-ms 50}
+NODE_ARGS=${NODE_ARGS:---max-waiting 128 --max-wait-ms 50 --worker-threads 1}
 TARGET_MS=${TARGET_MS:-10}
 ADDR=127.0.0.1:8093
 WORKLOAD=scripts/workloads/range-200.toml
@@ -42,7 +46,7 @@ trap cleanup EXIT
 start_node() { # args: extra serve flags
     rm -rf "$TMP/data"
     # shellcheck disable=SC2086
-    "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn $NODE_ARGS "$@" >/dev/null &
+    taskset -c 1 "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn $NODE_ARGS "$@" >/dev/null &
     NODE=$!
     for _ in $(seq 50); do curl -sf "http://$ADDR/v0/status" >/dev/null && return; sleep 0.1; done
     echo "node did not start" >&2
@@ -56,7 +60,7 @@ stop_node() {
 
 # Capacity: 64 closed-loop clients against default admission.
 start_node
-"$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --clients 64 \
+taskset -c 0 "$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --clients 64 \
     --duration 10 --warmup 2 --quiet --json --out "$TMP/cap" >"$TMP/cap.json" 2>/dev/null
 stop_node
 CAP=$(python3 -c "import json; print(round(json.load(open('$TMP/cap.json'))['trials'][0]['achieved_rate']))")
@@ -70,7 +74,7 @@ for mode in fixed adaptive; do
         [[ $mode == adaptive ]] && extra+=(--target-latency-ms "$TARGET_MS")
         start_node "${extra[@]}"
         rate=$((CAP * x))
-        "$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --rate "$rate" \
+        taskset -c 0 "$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --rate "$rate" \
             --connections "$CONNECTIONS" --duration "$DURATION" --warmup "$WARMUP" --quiet --json \
             --out "$TMP/r" >"$TMP/r.json" 2>/dev/null
         limit=$(curl -s "http://$ADDR/metrics" | awk '/^strata_admission_limit /{print $2}')

@@ -15,7 +15,6 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use strata_cluster::{Cluster, ClusterError, Replication, Write};
-use tokio::sync::mpsc;
 
 use crate::admission::{Admission, Refused, Ticket};
 use crate::committer::Committer;
@@ -30,9 +29,6 @@ pub type Body = BoxBody<Bytes, std::io::Error>;
 /// A handler's answer; `Err` is an early answer (an error status), so that
 /// validation can use `?`.
 type Answer = Result<Response<Body>, Response<Body>>;
-
-/// Entries buffered between the scan thread and the connection.
-const RANGE_CHANNEL: usize = 64;
 
 /// Everything a request handler needs.
 pub struct Node {
@@ -273,40 +269,34 @@ async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
         .cluster
         .scan(&start, end.as_deref())
         .map_err(cluster_error)?;
-    // A thread walks the scan and feeds a bounded channel; the response body
-    // drains it. Memory stays at RANGE_CHANNEL entries whatever the range.
-    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(RANGE_CHANNEL);
-    tokio::task::spawn_blocking(move || {
-        let _ticket = ticket;
-        for item in iter {
-            let frame = match item {
-                Ok((k, v)) => {
-                    let mut b = Vec::with_capacity(k.len() + 1 + v.len());
-                    b.extend_from_slice(&k);
-                    b.push(b'\n');
-                    b.extend_from_slice(&v);
-                    Ok(Frame::data(Bytes::from(b)))
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "range scan failed");
-                    Err(std::io::Error::other(e.to_string()))
-                }
-            };
-            let stop = frame.is_err();
-            if tx.blocking_send(frame).is_err() || stop {
-                break; // client gone, or error sent
-            }
-        }
-    });
-    let mut r = Response::new(RangeBody { rx }.boxed());
+    // The body pulls one entry per frame from the scan as the connection can
+    // take it: memory stays at one entry (plus hyper's write buffer)
+    // whatever the range, and the work runs on the runtime thread in short
+    // turns instead of on an extra thread per range, which under load would
+    // outnumber the cores and starve the threads that accept, parse and
+    // refuse requests.
+    let body = RangeBody {
+        iter: std::sync::Mutex::new(iter),
+        ticket: Some(ticket),
+        turn: 0,
+    };
+    let mut r = Response::new(body.boxed());
     *r.status_mut() = StatusCode::OK;
     Ok(r)
 }
 
-/// The range response body: one frame (one chunk) per entry, from the scan
-/// thread's channel.
+/// Entries a range body yields in one turn before it lets other
+/// connections run.
+const RANGE_TURN: u32 = 32;
+
+/// The range response body: one frame (one chunk) per entry, read from the
+/// scan when hyper asks for it. The admission ticket is held until the scan
+/// ends or the client goes away.
 struct RangeBody {
-    rx: mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>,
+    /// A mutex only to make the body `Sync`; never contended.
+    iter: std::sync::Mutex<strata_engine::DbIterator>,
+    ticket: Option<Ticket>,
+    turn: u32,
 }
 
 impl hyper::body::Body for RangeBody {
@@ -316,6 +306,35 @@ impl hyper::body::Body for RangeBody {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        self.rx.poll_recv(cx)
+        use std::task::Poll;
+        if self.ticket.is_none() {
+            return Poll::Ready(None);
+        }
+        self.turn += 1;
+        if self.turn > RANGE_TURN {
+            // Cooperative yield: hyper flushes what it has, other tasks run.
+            self.turn = 0;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let item = self.iter.get_mut().expect("range iterator lock").next();
+        match item {
+            Some(Ok((k, v))) => {
+                let mut b = Vec::with_capacity(k.len() + 1 + v.len());
+                b.extend_from_slice(&k);
+                b.push(b'\n');
+                b.extend_from_slice(&v);
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from(b)))))
+            }
+            Some(Err(e)) => {
+                tracing::error!(error = %e, "range scan failed");
+                self.ticket = None;
+                Poll::Ready(Some(Err(std::io::Error::other(e.to_string()))))
+            }
+            None => {
+                self.ticket = None;
+                Poll::Ready(None)
+            }
+        }
     }
 }

@@ -347,7 +347,9 @@ fn open_loop_load_against_the_node() {
             "4",
             "--keys",
             "1000",
+            "--out",
         ])
+        .arg(data.path().join("report"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
