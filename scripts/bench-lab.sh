@@ -8,7 +8,9 @@
 #      generator's CPU (user + system seconds per second).
 #   2. Closed loop against wrk: the Strata node (GET of pre-filled keys),
 #      `strata load --clients C` and `wrk -t1 -cC` (scripts/wrk/get.lua), same
-#      connections and duration, run alternately, as a ratio.
+#      connections and duration, run alternately, as a ratio. The node runs
+#      on core 1 and the client on core 0, so that the cheaper client does not
+#      hand the node more CPU than the other: both then measure the node.
 #
 # Installs wrk with apt-get when missing. Knobs (environment): RATES
 # ("100000 150000 200000"), DURATION (10), CONNECTIONS (64), KEYS (100000),
@@ -65,7 +67,7 @@ done
 echo
 echo "## Closed loop: strata load --clients $CONNECTIONS against wrk -t1 -c$CONNECTIONS (node GET)"
 echo
-"$STRATA_BIN" serve --listen "$NODE" --data-dir "$TMP/data" --log-level warn >/dev/null &
+taskset -c 1 "$STRATA_BIN" serve --listen "$NODE" --data-dir "$TMP/data" --log-level warn >/dev/null &
 PIDS+=($!)
 sleep 0.5
 "$STRATA_BIN" load "http://$NODE" --workload get --keys "$KEYS" --preload --rate 1000 --duration 1 \
@@ -73,10 +75,10 @@ sleep 0.5
 echo "| round | strata load req/s | wrk req/s | strata / wrk |"
 echo "| ---: | ---: | ---: | ---: |"
 for round in 1 2 3; do
-    "$STRATA_BIN" load "http://$NODE" --workload get --keys "$KEYS" --clients "$CONNECTIONS" \
+    taskset -c 0 "$STRATA_BIN" load "http://$NODE" --workload get --keys "$KEYS" --clients "$CONNECTIONS" \
         --duration "$DURATION" --json --quiet --out "$TMP/cl" >"$TMP/cl.json"
     ours=$(python3 -c "import json; print(round(json.load(open('$TMP/cl.json'))['trials'][0]['achieved_rate']))")
-    theirs=$(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s scripts/wrk/get.lua "http://$NODE" -- "$KEYS" |
+    theirs=$(taskset -c 0 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s scripts/wrk/get.lua "http://$NODE" -- "$KEYS" |
         awk '/Requests\/sec/ {printf "%d", $2}')
     echo "| $round | $ours | $theirs | $(python3 -c "print(f'{$ours / $theirs:.3f}')") |"
 done

@@ -39,6 +39,12 @@ pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
     m
 }
 
+/// The `/metrics` text of the node at `url` (`http://HOST:PORT`).
+pub fn fetch_metrics(url: &str) -> Result<String, String> {
+    let t = crate::client::Target::parse(url)?;
+    http_get(t.addr, &t.host, "/metrics", Duration::from_secs(10))
+}
+
 /// GET `path` from `addr` (HTTP/1.1, connection closed after), the body.
 pub fn http_get(
     addr: SocketAddr,

@@ -40,6 +40,11 @@ enum Cmd {
     /// bisection) until a trial fails the SLO; print each trial, a verdict
     /// naming what saturated, and write a report directory.
     Sweep(Box<strata_lab::sweep::SweepArgs>),
+    /// Simulate a request pipeline in virtual time (a scenario file, or a
+    /// running node's model with --from-node): the seed's probe counts and
+    /// histograms, utilisation per stage, Little's law, the stage that
+    /// saturates first and the predicted capacity.
+    Sim(Box<strata_sim::SimArgs>),
     /// Reports of lab runs.
     Report {
         #[command(subcommand)]
@@ -125,6 +130,11 @@ fn main() -> ExitCode {
                 }),
         ),
         Cmd::Sweep(a) => exit("strata sweep", strata_lab::sweep::main(&a)),
+        Cmd::Sim(a) => exit(
+            "strata sim",
+            strata_sim::run(&a, Some(&strata_lab::scrape::fetch_metrics))
+                .map_err(|e| e.to_string()),
+        ),
         Cmd::Report {
             what: ReportCmd::Merge(a),
         } => exit(

@@ -1,0 +1,497 @@
+//! A scenario of a running Strata node, built from its `/metrics` text
+//! (Prometheus or OpenMetrics): admission (FIFO, the node's max_in_service,
+//! max_waiting and max_wait), CPU workers (the cores the node can use,
+//! serving each request for process CPU seconds / requests), and the WAL's
+//! group commit (fsync times from the node's own histogram, drawn bucket by
+//! count then uniformly within the bucket). With a baseline scrape taken
+//! before the load, counters and histograms are the difference of the two,
+//! so start-up work does not count. Owns the parsing of the text format and
+//! the mapping from metrics to stages; must not fetch anything over the
+//! network (the binary does) nor run the model.
+
+use std::collections::BTreeMap;
+
+use crate::dist::DistSpec;
+use crate::scenario::{Arrivals, Clients, Policy, Scenario, Stage, WriteMode};
+use crate::units::{human_ns, rate, Dur};
+
+/// One sample line: `name{labels} value`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+/// Parsed metrics text.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    pub samples: Vec<Sample>,
+    /// Family name → type ("counter", "gauge", "histogram", ...).
+    pub types: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("metrics line {line}: {msg}")]
+    Parse { line: usize, msg: String },
+    #[error("the metrics lack {0}: is this a Strata node's /metrics?")]
+    Missing(&'static str),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+type Labels = Vec<(String, String)>;
+
+fn parse_labels(s: &str, line: usize) -> Result<(Labels, &str), CalibrationError> {
+    let bad = |msg: &str| CalibrationError::Parse {
+        line,
+        msg: msg.to_string(),
+    };
+    let mut labels = Vec::new();
+    let mut rest = s;
+    loop {
+        rest = rest.trim_start_matches([' ', ',']);
+        if let Some(r) = rest.strip_prefix('}') {
+            return Ok((labels, r));
+        }
+        let eq = rest.find('=').ok_or_else(|| bad("label without '='"))?;
+        let key = rest[..eq].trim().to_string();
+        rest = rest[eq + 1..].trim_start();
+        let body = rest
+            .strip_prefix('"')
+            .ok_or_else(|| bad("label value not quoted"))?;
+        let mut val = String::new();
+        let mut chars = body.char_indices();
+        let end = loop {
+            match chars.next() {
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, 'n')) => val.push('\n'),
+                    Some((_, c)) => val.push(c),
+                    None => return Err(bad("unterminated label value")),
+                },
+                Some((i, '"')) => break i,
+                Some((_, c)) => val.push(c),
+                None => return Err(bad("unterminated label value")),
+            }
+        };
+        labels.push((key, val));
+        rest = &body[end + 1..];
+    }
+}
+
+/// Parse the Prometheus / OpenMetrics text format (samples and `# TYPE`).
+pub fn parse_metrics(text: &str) -> Result<Metrics, CalibrationError> {
+    let mut m = Metrics::default();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(c) = line.strip_prefix('#') {
+            let mut it = c.split_whitespace();
+            if it.next() == Some("TYPE") {
+                if let (Some(name), Some(ty)) = (it.next(), it.next()) {
+                    m.types.insert(name.to_string(), ty.to_string());
+                }
+            }
+            continue;
+        }
+        let name_end = line.find(['{', ' ', '\t']).ok_or(CalibrationError::Parse {
+            line: n + 1,
+            msg: "a sample without a value".into(),
+        })?;
+        let name = line[..name_end].to_string();
+        let (labels, rest) = if line[name_end..].starts_with('{') {
+            parse_labels(&line[name_end + 1..], n + 1)?
+        } else {
+            (Vec::new(), &line[name_end..])
+        };
+        let tok = rest
+            .split_whitespace()
+            .next()
+            .ok_or(CalibrationError::Parse {
+                line: n + 1,
+                msg: "a sample without a value".into(),
+            })?;
+        let value: f64 = tok.parse().map_err(|_| CalibrationError::Parse {
+            line: n + 1,
+            msg: format!("bad value {tok:?}"),
+        })?;
+        m.samples.push(Sample {
+            name,
+            labels,
+            value,
+        });
+    }
+    Ok(m)
+}
+
+impl Metrics {
+    fn family(&self, sample: &str) -> Option<&str> {
+        for suffix in ["", "_total", "_bucket", "_sum", "_count", "_created"] {
+            if let Some(base) = sample.strip_suffix(suffix) {
+                if let Some(t) = self.types.get(base) {
+                    return Some(t);
+                }
+            }
+        }
+        None
+    }
+
+    /// Counters and histograms minus a baseline scrape; gauges as they are.
+    pub fn minus(&self, base: &Metrics) -> Metrics {
+        let key = |s: &Sample| {
+            let mut l = s.labels.clone();
+            l.sort();
+            (s.name.clone(), l)
+        };
+        let before: BTreeMap<_, f64> = base.samples.iter().map(|s| (key(s), s.value)).collect();
+        let samples = self
+            .samples
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                if self.family(&s.name) != Some("gauge") {
+                    if let Some(b) = before.get(&key(&s)) {
+                        s.value -= b;
+                    }
+                }
+                s
+            })
+            .collect();
+        Metrics {
+            samples,
+            types: self.types.clone(),
+        }
+    }
+
+    /// The sum of every sample named `name` whose labels pass `keep`.
+    pub fn sum(&self, name: &str, keep: impl Fn(&[(String, String)]) -> bool) -> Option<f64> {
+        let mut found = false;
+        let mut s = 0.0;
+        for x in self
+            .samples
+            .iter()
+            .filter(|x| x.name == name && keep(&x.labels))
+        {
+            found = true;
+            s += x.value;
+        }
+        found.then_some(s)
+    }
+
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.sum(name, |_| true)
+    }
+
+    /// A histogram family summed over its labels: sorted (le, cumulative
+    /// count), sum and count.
+    pub fn histogram(&self, base: &str) -> Option<Hist> {
+        let bname = format!("{base}_bucket");
+        let mut by_le: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for x in self.samples.iter().filter(|x| x.name == bname) {
+            let le = x
+                .labels
+                .iter()
+                .find(|(k, _)| k == "le")?
+                .1
+                .parse::<f64>()
+                .ok()?;
+            let e = by_le.entry(le.to_bits() ^ (1 << 63)).or_insert((le, 0.0));
+            e.1 += x.value;
+        }
+        if by_le.is_empty() {
+            return None;
+        }
+        let mut buckets: Vec<(f64, f64)> = by_le.into_values().collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(Hist {
+            buckets,
+            sum: self.get(&format!("{base}_sum")).unwrap_or(0.0),
+            count: self.get(&format!("{base}_count")).unwrap_or(0.0),
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Hist {
+    /// (upper bound, cumulative count), increasing.
+    pub buckets: Vec<(f64, f64)>,
+    pub sum: f64,
+    pub count: f64,
+}
+
+impl Hist {
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0.0).then(|| self.sum / self.count)
+    }
+
+    /// As a `histogram` distribution: per-bucket counts, trailing empty
+    /// buckets dropped.
+    pub fn to_dist(&self) -> Option<DistSpec> {
+        let mut le = Vec::new();
+        let mut counts = Vec::new();
+        let mut prev = 0.0;
+        for &(bound, cum) in &self.buckets {
+            let c = (cum - prev).max(0.0).round() as u64;
+            prev = cum.max(prev);
+            le.push(bound);
+            counts.push(c);
+        }
+        while counts.last() == Some(&0) {
+            counts.pop();
+            le.pop();
+        }
+        if counts.iter().sum::<u64>() == 0 {
+            return None;
+        }
+        Some(DistSpec::Histogram {
+            le_seconds: le,
+            counts,
+            scale: None,
+            shift: Dur::ZERO,
+        })
+    }
+}
+
+/// How to turn metrics into a scenario.
+#[derive(Clone, Debug, Default)]
+pub struct CalibrateOptions {
+    /// CPU cores the node can use (the load generator may share the
+    /// machine); default: this machine's.
+    pub cores: Option<u32>,
+    /// Metrics text scraped before the load: counters and histograms are
+    /// taken as differences.
+    pub baseline: Option<String>,
+    /// The open-loop rate of the scenario; default: 80% of the predicted
+    /// capacity.
+    pub rate: Option<f64>,
+    /// The node's largest commit group (its committer's MAX_GROUP, 512).
+    pub max_batch: Option<u32>,
+    pub name: Option<String>,
+}
+
+fn is_write_method(labels: &[(String, String)]) -> bool {
+    labels
+        .iter()
+        .any(|(k, v)| k == "method" && matches!(v.as_str(), "PUT" | "DELETE" | "POST"))
+}
+
+/// Build a scenario of the node whose `/metrics` text this is. What limits
+/// a node: its CPU (cores / CPU seconds per request), its admission
+/// permits (max_in_service / mean time a request holds one), and, for
+/// writes, the WAL (writes per group / fsync time). The capacity the
+/// scenario predicts is the least of the three; `notes` shows each.
+pub fn scenario_from_metrics(
+    text: &str,
+    opts: &CalibrateOptions,
+) -> Result<Scenario, CalibrationError> {
+    let mut m = parse_metrics(text)?;
+    if let Some(b) = &opts.baseline {
+        m = m.minus(&parse_metrics(b)?);
+    }
+    let requests = m
+        .get("strata_http_requests_total")
+        .ok_or(CalibrationError::Missing("strata_http_requests_total"))?;
+    if requests <= 0.0 {
+        return Err(CalibrationError::Invalid(
+            "the node served no requests (in the window): put load on it first (strata load), \
+             then scrape /metrics"
+                .into(),
+        ));
+    }
+    let writes = m
+        .sum("strata_http_requests_total", is_write_method)
+        .unwrap_or(0.0);
+    let wf = (writes / requests).clamp(0.0, 1.0);
+    let cpu = m
+        .get("process_cpu_seconds_total")
+        .ok_or(CalibrationError::Missing("process_cpu_seconds_total"))?;
+    if cpu <= 0.0 {
+        return Err(CalibrationError::Invalid(
+            "process_cpu_seconds_total is 0".into(),
+        ));
+    }
+    let cpu_per_req = cpu / requests;
+    let cores = opts
+        .cores
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1)
+        })
+        .max(1);
+    let permits = m
+        .get("strata_admission_max_in_service")
+        .ok_or(CalibrationError::Missing("strata_admission_max_in_service"))?
+        .round()
+        .max(1.0) as u32;
+    let max_waiting = m
+        .get("strata_admission_max_waiting")
+        .map(|v| v.round() as u32);
+    let max_wait = m
+        .get("strata_admission_max_wait_seconds")
+        .map(Dur::from_secs_f64);
+    let limit = m.get("strata_admission_limit");
+    let hold = m.histogram("strata_admission_service_duration_seconds");
+    let fsync = m.histogram("strata_engine_wal_fsync_duration_seconds");
+    let group = m.histogram("strata_engine_commit_group_writes");
+    let max_batch = opts.max_batch.unwrap_or(512).max(1);
+
+    let mut notes = Vec::new();
+    let cpu_ns = cpu_per_req * 1e9;
+    let cpu_cap = cores as f64 / cpu_per_req;
+    notes.push(format!(
+        "CPU: {cpu:.3} s of process CPU / {} requests = {} per request; {cores} cores / {} = {} req/s",
+        requests as u64,
+        human_ns(cpu_ns),
+        human_ns(cpu_ns),
+        rate(cpu_cap)
+    ));
+    let mut caps = vec![cpu_cap];
+    if let Some(h) = hold.as_ref().and_then(Hist::mean) {
+        let c = permits as f64 / h;
+        caps.push(c);
+        notes.push(format!(
+            "admission: {permits} permits / {} mean hold measured by the node = {} req/s (the hold includes queueing at the load it saw)",
+            human_ns(h * 1e9),
+            rate(c)
+        ));
+    }
+    if let (Some(l), true) = (
+        limit,
+        limit
+            .map(|l| (l.round() as u32) != permits)
+            .unwrap_or(false),
+    ) {
+        notes.push(format!(
+            "admission: the node's current (adaptive) limit was {l:.0}, below max_in_service {permits}"
+        ));
+    }
+    let fsync_dist = fsync.as_ref().and_then(Hist::to_dist);
+    let mut stages = vec![Stage::Admission {
+        name: "admission".into(),
+        only: Default::default(),
+        permits: Some(permits),
+        permits_per_client: None,
+        policy: Policy::Fifo,
+        max_waiting,
+        max_wait,
+        release_after: None,
+    }];
+    stages.push(Stage::Workers {
+        name: "cpu".into(),
+        only: Default::default(),
+        servers: cores,
+        tick: Dur::ZERO,
+        service: DistSpec::Gamma {
+            mean: Dur(cpu_ns.round().max(1.0) as u64),
+            sd: Dur((cpu_ns / 2.0).round().max(1.0) as u64),
+            shift: Dur::ZERO,
+        },
+    });
+    notes.push(
+        "cpu: service drawn from gamma(mean, sd = mean / 2): the metrics give the mean only".into(),
+    );
+    match (fsync_dist, wf > 0.0) {
+        (Some(d), true) => {
+            let fs = fsync.as_ref().and_then(Hist::mean).unwrap_or(0.0);
+            let c = max_batch as f64 / fs / wf;
+            caps.push(c);
+            notes.push(format!(
+                "wal: {} fsyncs, mean {}; at most {max_batch} writes per group: {} writes/s = {} req/s at {:.0}% writes",
+                fsync.as_ref().map(|h| h.count as u64).unwrap_or(0),
+                human_ns(fs * 1e9),
+                rate(max_batch as f64 / fs),
+                rate(c),
+                wf * 100.0
+            ));
+            if let Some(g) = group.as_ref().and_then(Hist::mean) {
+                notes.push(format!(
+                    "wal: the node's mean commit group was {g:.1} writes"
+                ));
+            }
+            stages.push(Stage::GroupCommit {
+                name: "wal".into(),
+                max_batch,
+                write: WriteMode::Sync,
+                fsync: d,
+                per_write: None,
+            });
+        }
+        (None, true) => {
+            notes.push("wal: no fsyncs in the metrics (durability not sync?): no WAL stage".into())
+        }
+        _ => notes.push("no writes in the metrics: no WAL stage".into()),
+    }
+    for (method, label) in [("GET", "GET"), ("PUT", "PUT")] {
+        let keep = |l: &[(String, String)]| l.iter().any(|(k, v)| k == "method" && v == method);
+        if let (Some(s), Some(c)) = (
+            m.sum("strata_http_request_duration_seconds_sum", keep),
+            m.sum("strata_http_request_duration_seconds_count", keep),
+        ) {
+            if c > 0.0 {
+                notes.push(format!(
+                    "the node measured {label}: {} requests, mean {} (compare the simulated lifetime)",
+                    c as u64,
+                    human_ns(s / c * 1e9)
+                ));
+            }
+        }
+    }
+    let capacity = caps.iter().copied().fold(f64::INFINITY, f64::min);
+    let rate_v = opts.rate.unwrap_or((capacity * 0.8).max(1.0));
+    notes.push(format!(
+        "predicted capacity min(...) = {} req/s; the clients default to 80% of it",
+        rate(capacity)
+    ));
+    let s = Scenario {
+        name: opts
+            .name
+            .clone()
+            .unwrap_or_else(|| "strata-node (from metrics)".into()),
+        description: "A Strata node calibrated from its /metrics by strata sim --from-metrics."
+            .into(),
+        duration: Dur(10_000_000_000),
+        warmup: Dur(1_000_000_000),
+        seed: 1,
+        notes,
+        clients: Clients::Open {
+            rate: (rate_v * 10.0).round() / 10.0,
+            arrivals: Arrivals::Poisson,
+            write_fraction: (wf * 1000.0).round() / 1000.0,
+            max_in_flight: 1_000_000,
+        },
+        stages,
+    };
+    s.check().map_err(CalibrationError::Invalid)?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_labels_and_values() {
+        let m = parse_metrics(
+            "# TYPE x counter\nx_total{a=\"1\",b=\"q\\\"uote\"} 3\ny 2.5 1700000000\nz{le=\"+Inf\"} 4\n# EOF\n",
+        )
+        .unwrap();
+        assert_eq!(m.samples.len(), 3);
+        assert_eq!(m.samples[0].labels[1], ("b".into(), "q\"uote".into()));
+        assert_eq!(m.samples[1].value, 2.5);
+        assert_eq!(m.types["x"], "counter");
+        assert!(parse_metrics("x{a=1} 2").is_err());
+    }
+
+    #[test]
+    fn baseline_subtracts_counters_not_gauges() {
+        let a = parse_metrics("# TYPE c counter\nc_total 10\n# TYPE g gauge\ng 5\n").unwrap();
+        let b = parse_metrics("# TYPE c counter\nc_total 4\n# TYPE g gauge\ng 3\n").unwrap();
+        let d = a.minus(&b);
+        assert_eq!(d.get("c_total"), Some(6.0));
+        assert_eq!(d.get("g"), Some(5.0));
+    }
+}

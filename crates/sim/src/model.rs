@@ -1,0 +1,1342 @@
+//! The pipeline in virtual time: clients send requests through the stages
+//! of a scenario in order (delay, admission, workers, store, group commit),
+//! one event at a time from the queue in `des`. Requests, writes and
+//! admission permits live in slabs (vectors with free lists), queues are
+//! `VecDeque`s of slab indices, and nothing on the hot path allocates or
+//! hashes. Owns the stages' behaviour and the raw counts a run produces
+//! (probe counts, latency histograms, time-weighted means); must not
+//! interpret them (that is `analysis`) or format them (that is `report`).
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use hdrhistogram::Histogram;
+
+use crate::des::{same_gen, Ev, EventQueue};
+use crate::dist::Sampler;
+use crate::rng::SimRng;
+use crate::scenario::{
+    Arrivals, Clients, OnExceed, Only, Policy, Scenario, Stage, Start, WriteMode,
+};
+
+const NONE: u32 = u32::MAX;
+
+const EV_WAKE: u8 = 0;
+const EV_ARRIVAL: u8 = 1;
+const EV_DELAY: u8 = 2;
+const EV_WORK: u8 = 3;
+const EV_PART: u8 = 4;
+const EV_GROUP: u8 = 5;
+const EV_TIMEOUT: u8 = 6;
+
+const F_WRITE: u8 = 1;
+const F_FAILED: u8 = 2;
+const F_WAITING: u8 = 4;
+
+/// A slab: a vector with a free list.
+struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Slab<T> {
+    fn new() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    #[inline]
+    fn alloc(&mut self, v: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = v;
+                i
+            }
+            None => {
+                self.items.push(v);
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    #[inline]
+    fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+    fn live(&self) -> usize {
+        self.items.len() - self.free.len()
+    }
+}
+
+impl<T> std::ops::Index<u32> for Slab<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, i: u32) -> &T {
+        &self.items[i as usize]
+    }
+}
+impl<T> std::ops::IndexMut<u32> for Slab<T> {
+    #[inline]
+    fn index_mut(&mut self, i: u32) -> &mut T {
+        &mut self.items[i as usize]
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Req {
+    start: u64,
+    /// When it entered its current stage (or queue).
+    mark: u64,
+    client: u32,
+    gen: u32,
+    stage: u16,
+    flags: u8,
+    tickets: [u32; 2],
+}
+
+#[derive(Clone, Copy)]
+struct Write {
+    start: u64,
+    /// The request waiting for it (sync), or NONE.
+    req: u32,
+    stage: u16,
+    parts_left: u16,
+    parts_unstarted: u16,
+    /// Permits the write holds (async writes share their request's).
+    tickets: [u32; 2],
+}
+
+#[derive(Clone, Copy)]
+struct Ticket {
+    refs: u16,
+    stage: u16,
+    release_at: u16,
+    acquired: u64,
+    /// Time its holders spent queued in later stages while holding it.
+    queued: u64,
+}
+
+/// A level that changes at instants, averaged over the measured window.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TimeAvg {
+    level: i64,
+    last: u64,
+    area: f64,
+    pub peak: i64,
+    /// The level when the window opened (once something changed in it).
+    start: Option<i64>,
+}
+
+impl TimeAvg {
+    #[inline]
+    fn add(&mut self, now: u64, t0: u64, delta: i64) {
+        if now > t0 {
+            let from = self.last.max(t0);
+            self.area += self.level as f64 * (now - from) as f64;
+        }
+        if now >= t0 && self.start.is_none() {
+            self.start = Some(self.level);
+        }
+        self.last = now;
+        self.level += delta;
+        if self.level > self.peak && now >= t0 {
+            self.peak = self.level;
+        }
+    }
+    /// The mean over [t0, end] (after `close`).
+    pub fn mean(&self, window_ns: u64) -> f64 {
+        self.area / window_ns as f64
+    }
+    pub fn level(&self) -> i64 {
+        self.level
+    }
+    /// The level when the window opened.
+    pub fn start_level(&self) -> i64 {
+        self.start.unwrap_or(self.level)
+    }
+    fn close(&mut self, end: u64, t0: u64) {
+        self.add(end, t0, 0);
+    }
+}
+
+/// Latencies: an HdrHistogram (percentiles) and exact power-of-two counts
+/// (the DTrace `quantize` view), in nanoseconds.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    pub hist: Histogram<u64>,
+    /// `pow2[0]` counts zeros; `pow2[k]` counts values in [2^(k-1), 2^k).
+    pub pow2: [u64; 65],
+    pub sum: f64,
+}
+
+impl Latency {
+    fn new() -> Latency {
+        let mut hist = Histogram::new_with_bounds(1, 1 << 44, 3).expect("histogram bounds");
+        hist.auto(true);
+        Latency {
+            hist,
+            pow2: [0; 65],
+            sum: 0.0,
+        }
+    }
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.hist.saturating_record(v);
+        self.pow2[(64 - v.leading_zeros()) as usize] += 1;
+        self.sum += v as f64;
+    }
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+    pub fn mean(&self) -> f64 {
+        if self.count() == 0 {
+            0.0
+        } else {
+            self.sum / self.count() as f64
+        }
+    }
+}
+
+/// The seed's probes, counted over the window, plus what it did not have.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Probes {
+    pub request_start: u64,
+    pub request_block: u64,
+    pub request_nonblock: u64,
+    pub request_done: u64,
+    pub persist_start: u64,
+    pub persist_done: u64,
+    /// Not in the seed: refused at admission (no room to wait, or the
+    /// `refuse` policy), refused after `max_wait`, writes failed on a full
+    /// store, requests answered with a failure, arrivals dropped by the
+    /// open loop's `max_in_flight` guard.
+    pub request_refused: u64,
+    pub request_timeout: u64,
+    pub persist_failed: u64,
+    pub request_failed: u64,
+    pub arrivals_dropped: u64,
+}
+
+/// What a stage measured over the window.
+#[derive(Clone, Debug, Default)]
+pub struct StageStats {
+    pub arrivals: u64,
+    pub departures: u64,
+    /// Sum of the time spent in the stage by those that left it.
+    pub residence_ns: f64,
+    /// In the stage (waiting or served; for stores, writes).
+    pub in_stage: TimeAvg,
+    /// Servers, slots or permits in use; a group commit's leader.
+    pub busy: TimeAvg,
+    pub queue: TimeAvg,
+    pub service_ns: f64,
+    pub service_n: u64,
+    pub wait_ns: f64,
+    pub wait_n: u64,
+    // admission
+    pub nonblock: u64,
+    pub block: u64,
+    pub refused: u64,
+    pub timeouts: u64,
+    pub hold_ns: f64,
+    pub hold_service_ns: f64,
+    pub hold_n: u64,
+    // stores
+    pub failed: u64,
+    pub batches: u64,
+    pub batch_writes: u64,
+}
+
+enum Rt {
+    Delay {
+        d: Sampler,
+        tick: u64,
+    },
+    Admission {
+        permits: u32,
+        policy: Policy,
+        max_waiting: u32,
+        max_wait: u64,
+        release_at: u16,
+        in_use: u32,
+        waiting: u32,
+        queue: VecDeque<(u32, u32)>,
+    },
+    Workers {
+        servers: u32,
+        d: Sampler,
+        tick: u64,
+        busy: u32,
+        queue: VecDeque<u32>,
+    },
+    Store {
+        slots: u32,
+        d: Sampler,
+        tick: u64,
+        sync: bool,
+        fail: bool,
+        parts: u16,
+        busy: u32,
+        queue: VecDeque<u32>,
+    },
+    Group {
+        max_batch: u32,
+        fsync: Sampler,
+        per_write: Option<Sampler>,
+        sync: bool,
+        busy: bool,
+        queue: VecDeque<u32>,
+        batch: Vec<u32>,
+    },
+}
+
+struct StageRt {
+    only: Only,
+    rt: Rt,
+    rng: SimRng,
+    st: StageStats,
+}
+
+/// Static facts about a stage, for analysis and reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StageInfo {
+    pub name: String,
+    pub kind: &'static str,
+    pub only: Only,
+    /// Servers, slots, permits or the batch size; 0 for a delay.
+    pub servers: u32,
+    /// Mean service (delay, worker service, store part latency, fsync)
+    /// from the distribution, in ns.
+    pub mean_service_ns: f64,
+    /// Mean added per write of a group (group commit).
+    pub mean_per_write_ns: f64,
+    pub parts: u32,
+    pub sync: bool,
+    pub fail_on_exceed: bool,
+    pub policy: Option<Policy>,
+    pub max_waiting: Option<u32>,
+    pub max_wait_ns: Option<u64>,
+    pub release_after: Option<String>,
+    pub describe: String,
+}
+
+enum ClientsRt {
+    Closed {
+        think: Sampler,
+        tick: u64,
+    },
+    Open {
+        mean_gap: f64,
+        poisson: bool,
+        max_in_flight: u32,
+    },
+}
+
+/// Everything a run measured.
+pub struct Run {
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub window_ns: u64,
+    pub warmup_ns: u64,
+    pub probes: Probes,
+    pub lifetime: Latency,
+    pub persist: Latency,
+    pub stages: Vec<StageStats>,
+    pub info: Vec<StageInfo>,
+    /// Requests in the system (start to done), time-averaged.
+    pub in_system: TimeAvg,
+    pub events: u64,
+    pub wall_s: f64,
+    /// Requests in flight when the run ended.
+    pub in_flight_end: u64,
+    pub mean_think_ns: f64,
+}
+
+pub struct Sim {
+    now: u64,
+    t0: u64,
+    end: u64,
+    q: EventQueue,
+    reqs: Slab<Req>,
+    writes: Slab<Write>,
+    tickets: Slab<Ticket>,
+    stages: Vec<StageRt>,
+    info: Vec<StageInfo>,
+    clients: ClientsRt,
+    client_rng: SimRng,
+    write_fraction: f64,
+    /// Requests that completed a stage and must go on (filled by permit
+    /// hand-overs, drained by the loop, so that no call recurses).
+    ready: Vec<(u32, u16)>,
+    probes: Probes,
+    lifetime: Latency,
+    persist: Latency,
+    in_system: TimeAvg,
+    events: u64,
+    scenario: Scenario,
+    seed: u64,
+}
+
+fn round_up(t: u64, tick: u64) -> u64 {
+    if tick == 0 {
+        t
+    } else {
+        t.div_ceil(tick) * tick
+    }
+}
+
+impl Sim {
+    /// Compile a scenario (files relative to `base`) for the given seed.
+    pub fn new(sc: &Scenario, base: &Path, seed: u64) -> Result<Sim, String> {
+        sc.check()?;
+        let n = sc.stages.len();
+        let last_service = sc
+            .stages
+            .iter()
+            .rposition(|s| !matches!(s, Stage::Delay { .. }))
+            .unwrap_or(n - 1);
+        let mut stages = Vec::with_capacity(n);
+        let mut info = Vec::with_capacity(n);
+        let comp = |name: &str, what: &str, d| {
+            Sampler::compile(d, base).map_err(|e| format!("{name}.{what}: {e}"))
+        };
+        for (i, s) in sc.stages.iter().enumerate() {
+            let name = s.name().to_string();
+            let mut inf = StageInfo {
+                name: name.clone(),
+                kind: s.kind(),
+                only: s.only(),
+                servers: 0,
+                mean_service_ns: 0.0,
+                mean_per_write_ns: 0.0,
+                parts: 1,
+                sync: true,
+                fail_on_exceed: false,
+                policy: None,
+                max_waiting: None,
+                max_wait_ns: None,
+                release_after: None,
+                describe: String::new(),
+            };
+            let rt = match s {
+                Stage::Delay { delay, tick, .. } => {
+                    let d = comp(&name, "delay", delay)?;
+                    inf.mean_service_ns = d.mean();
+                    inf.describe = delay.describe();
+                    Rt::Delay { d, tick: tick.0 }
+                }
+                Stage::Admission {
+                    permits,
+                    permits_per_client,
+                    policy,
+                    max_waiting,
+                    max_wait,
+                    release_after,
+                    ..
+                } => {
+                    let p = match (permits, permits_per_client) {
+                        (Some(p), _) => *p,
+                        (None, Some(k)) => k.saturating_mul(sc.client_count().unwrap_or(1)),
+                        _ => unreachable!("checked"),
+                    };
+                    let release_at = match release_after {
+                        Some(r) => sc
+                            .stages
+                            .iter()
+                            .position(|o| o.name() == r)
+                            .expect("checked"),
+                        None => last_service,
+                    };
+                    inf.servers = p;
+                    inf.policy = Some(*policy);
+                    inf.max_waiting = *max_waiting;
+                    inf.max_wait_ns = max_wait.map(|d| d.0);
+                    inf.release_after = Some(sc.stages[release_at].name().to_string());
+                    inf.describe = format!("{p} permits, {policy:?}").to_lowercase();
+                    Rt::Admission {
+                        permits: p,
+                        policy: *policy,
+                        max_waiting: max_waiting.unwrap_or(u32::MAX),
+                        max_wait: max_wait.map(|d| d.0).unwrap_or(0),
+                        release_at: release_at.max(i) as u16,
+                        in_use: 0,
+                        waiting: 0,
+                        queue: VecDeque::new(),
+                    }
+                }
+                Stage::Workers {
+                    servers,
+                    service,
+                    tick,
+                    ..
+                } => {
+                    let d = comp(&name, "service", service)?;
+                    inf.servers = *servers;
+                    inf.mean_service_ns = d.mean();
+                    inf.describe = format!("{servers} × {}", service.describe());
+                    Rt::Workers {
+                        servers: *servers,
+                        d,
+                        tick: tick.0,
+                        busy: 0,
+                        queue: VecDeque::new(),
+                    }
+                }
+                Stage::Store {
+                    max_concurrent,
+                    write,
+                    on_exceed,
+                    parts,
+                    tick,
+                    latency,
+                    ..
+                } => {
+                    let d = comp(&name, "latency", latency)?;
+                    inf.servers = *max_concurrent;
+                    inf.mean_service_ns = d.mean();
+                    inf.parts = *parts;
+                    inf.sync = *write == WriteMode::Sync;
+                    inf.fail_on_exceed = *on_exceed == OnExceed::Fail;
+                    inf.describe = format!(
+                        "{} writes at once, {:?}, {}{}",
+                        max_concurrent,
+                        write,
+                        if *parts > 1 {
+                            format!("{parts} parts × ")
+                        } else {
+                            String::new()
+                        },
+                        latency.describe()
+                    )
+                    .replace("Sync", "sync")
+                    .replace("Async", "async");
+                    Rt::Store {
+                        slots: *max_concurrent,
+                        d,
+                        tick: tick.0,
+                        sync: *write == WriteMode::Sync,
+                        fail: *on_exceed == OnExceed::Fail,
+                        parts: *parts as u16,
+                        busy: 0,
+                        queue: VecDeque::new(),
+                    }
+                }
+                Stage::GroupCommit {
+                    max_batch,
+                    write,
+                    fsync,
+                    per_write,
+                    ..
+                } => {
+                    let f = comp(&name, "fsync", fsync)?;
+                    let pw = per_write
+                        .as_ref()
+                        .map(|p| comp(&name, "per_write", p))
+                        .transpose()?;
+                    inf.servers = *max_batch;
+                    inf.mean_service_ns = f.mean();
+                    inf.mean_per_write_ns = pw.as_ref().map(|p| p.mean()).unwrap_or(0.0);
+                    inf.sync = *write == WriteMode::Sync;
+                    inf.describe = format!("≤{max_batch} writes per fsync of {}", fsync.describe());
+                    Rt::Group {
+                        max_batch: *max_batch,
+                        fsync: f,
+                        per_write: pw,
+                        sync: *write == WriteMode::Sync,
+                        busy: false,
+                        queue: VecDeque::new(),
+                        batch: Vec::new(),
+                    }
+                }
+            };
+            info.push(inf);
+            stages.push(StageRt {
+                only: s.only(),
+                rt,
+                rng: SimRng::new(seed, i as u64 + 1),
+                st: StageStats::default(),
+            });
+        }
+        let (clients, write_fraction) = match &sc.clients {
+            Clients::Closed {
+                think,
+                tick,
+                write_fraction,
+                ..
+            } => (
+                ClientsRt::Closed {
+                    think: Sampler::compile(think, base)
+                        .map_err(|e| format!("clients.think: {e}"))?,
+                    tick: tick.0,
+                },
+                *write_fraction,
+            ),
+            Clients::Open {
+                rate,
+                arrivals,
+                write_fraction,
+                max_in_flight,
+            } => (
+                ClientsRt::Open {
+                    mean_gap: 1e9 / rate,
+                    poisson: *arrivals == Arrivals::Poisson,
+                    max_in_flight: *max_in_flight,
+                },
+                *write_fraction,
+            ),
+        };
+        let t0 = sc.warmup.0;
+        Ok(Sim {
+            now: 0,
+            t0,
+            end: t0 + sc.duration.0,
+            q: EventQueue::new(),
+            reqs: Slab::new(),
+            writes: Slab::new(),
+            tickets: Slab::new(),
+            stages,
+            info,
+            clients,
+            client_rng: SimRng::new(seed, 0),
+            write_fraction,
+            ready: Vec::new(),
+            probes: Probes::default(),
+            lifetime: Latency::new(),
+            persist: Latency::new(),
+            in_system: TimeAvg::default(),
+            events: 0,
+            scenario: sc.clone(),
+            seed,
+        })
+    }
+
+    #[inline]
+    fn in_window(&self) -> bool {
+        self.now >= self.t0
+    }
+
+    /// Run to the end of the window.
+    pub fn run(mut self) -> Run {
+        let started = std::time::Instant::now();
+        match &self.clients {
+            ClientsRt::Closed { think, .. } => {
+                let n = self.scenario.client_count().unwrap_or(0);
+                let spread = matches!(
+                    &self.scenario.clients,
+                    Clients::Closed {
+                        start: Start::Spread,
+                        ..
+                    }
+                );
+                let mean = think.mean();
+                for c in 0..n {
+                    let t = if spread {
+                        (self.client_rng.unit() * mean) as u64
+                    } else {
+                        0
+                    };
+                    self.q.push(t, Ev::new(EV_WAKE, 0, c));
+                }
+            }
+            ClientsRt::Open { .. } => self.q.push(0, Ev::new(EV_ARRIVAL, 0, 0)),
+        }
+        let end = self.end;
+        while let Some((t, ev)) = self.q.pop() {
+            if t > end {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            self.dispatch(ev);
+            while let Some((r, s)) = self.ready.pop() {
+                self.advance(r, s as usize);
+            }
+        }
+        self.now = end;
+        let (t0, end) = (self.t0, self.end);
+        self.in_system.close(end, t0);
+        for s in &mut self.stages {
+            s.st.in_stage.close(end, t0);
+            s.st.busy.close(end, t0);
+            s.st.queue.close(end, t0);
+        }
+        let mean_think_ns = match &self.clients {
+            ClientsRt::Closed { think, .. } => think.mean(),
+            ClientsRt::Open { .. } => 0.0,
+        };
+        Run {
+            seed: self.seed,
+            window_ns: end - t0,
+            warmup_ns: t0,
+            probes: self.probes,
+            lifetime: self.lifetime,
+            persist: self.persist,
+            stages: self.stages.into_iter().map(|s| s.st).collect(),
+            info: self.info,
+            in_system: self.in_system,
+            events: self.events,
+            wall_s: started.elapsed().as_secs_f64(),
+            in_flight_end: self.reqs.live() as u64,
+            mean_think_ns,
+            scenario: self.scenario,
+        }
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Ev) {
+        let i = ev.index();
+        match ev.kind() {
+            EV_WAKE => self.start_request(i),
+            EV_ARRIVAL => self.arrival(),
+            EV_DELAY => {
+                let s = self.reqs[i].stage as usize;
+                let mark = self.reqs[i].mark;
+                self.depart(s, mark);
+                self.advance(i, s);
+            }
+            EV_WORK => self.work_done(i),
+            EV_PART => self.part_done(i),
+            EV_GROUP => self.group_done(i as usize),
+            EV_TIMEOUT => self.timeout(i, ev.gen()),
+            k => unreachable!("event kind {k}"),
+        }
+    }
+
+    #[inline]
+    fn depart(&mut self, s: usize, mark: u64) {
+        let (now, t0) = (self.now, self.t0);
+        let st = &mut self.stages[s].st;
+        st.in_stage.add(now, t0, -1);
+        if now >= t0 {
+            st.departures += 1;
+            st.residence_ns += (now - mark) as f64;
+        }
+    }
+
+    fn arrival(&mut self) {
+        let ClientsRt::Open {
+            mean_gap,
+            poisson,
+            max_in_flight,
+        } = self.clients
+        else {
+            unreachable!()
+        };
+        let gap = if poisson {
+            let e: f64 = rand_distr::Distribution::sample(&rand_distr::Exp1, &mut self.client_rng);
+            e * mean_gap
+        } else {
+            mean_gap
+        };
+        // Constant arrivals keep fractional nanoseconds: the k-th arrival
+        // is at round(k × gap), not k × round(gap).
+        let next = if poisson {
+            self.now + gap.round() as u64
+        } else {
+            let k = (self.now as f64 / mean_gap).round() + 1.0;
+            ((k * mean_gap).round() as u64).max(self.now + 1)
+        };
+        self.q.push(next, Ev::new(EV_ARRIVAL, 0, 0));
+        if self.reqs.live() as u32 >= max_in_flight {
+            if self.in_window() {
+                self.probes.arrivals_dropped += 1;
+            }
+            return;
+        }
+        self.start_request(NONE);
+    }
+
+    fn start_request(&mut self, client: u32) {
+        let write = self.write_fraction >= 1.0
+            || (self.write_fraction > 0.0 && self.client_rng.unit() < self.write_fraction);
+        let req = Req {
+            start: self.now,
+            mark: self.now,
+            client,
+            gen: 0,
+            stage: 0,
+            flags: if write { F_WRITE } else { 0 },
+            tickets: [NONE; 2],
+        };
+        let r = match self.reqs.free.pop() {
+            Some(i) => {
+                let gen = self.reqs[i].gen.wrapping_add(1);
+                self.reqs[i] = Req { gen, ..req };
+                i
+            }
+            None => self.reqs.alloc(req),
+        };
+        self.in_system.add(self.now, self.t0, 1);
+        if self.in_window() {
+            self.probes.request_start += 1;
+        }
+        self.enter(r, 0);
+    }
+
+    /// `r` has completed stage `s`: release what it held until there, and
+    /// enter the next stage.
+    #[inline]
+    fn advance(&mut self, r: u32, s: usize) {
+        self.leave(r, s);
+        self.enter(r, s + 1);
+    }
+
+    #[inline]
+    fn leave(&mut self, r: u32, s: usize) {
+        for k in 0..2 {
+            let t = self.reqs[r].tickets[k];
+            if t != NONE && self.tickets[t].release_at as usize == s {
+                self.reqs[r].tickets[k] = NONE;
+                self.drop_share(t);
+            }
+        }
+    }
+
+    fn add_queued(&mut self, tickets: [u32; 2], dt: u64) {
+        for t in tickets {
+            if t != NONE {
+                self.tickets[t].queued += dt;
+            }
+        }
+    }
+
+    /// Enter stage `s` and go on through every stage that completes at once.
+    fn enter(&mut self, r: u32, mut s: usize) {
+        let now = self.now;
+        let t0 = self.t0;
+        let win = now >= t0;
+        loop {
+            if s == self.stages.len() {
+                self.finish(r);
+                return;
+            }
+            self.reqs[r].stage = s as u16;
+            let flags = self.reqs[r].flags;
+            let stage = &mut self.stages[s];
+            let visits = match stage.only {
+                Only::All => true,
+                Only::Writes => flags & F_WRITE != 0,
+                Only::Reads => flags & F_WRITE == 0,
+            };
+            let failed = flags & F_FAILED != 0;
+            if !visits || (failed && !matches!(stage.rt, Rt::Delay { .. })) {
+                self.leave(r, s);
+                s += 1;
+                continue;
+            }
+            if win {
+                stage.st.arrivals += 1;
+            }
+            match &mut stage.rt {
+                Rt::Delay { d, tick } => {
+                    let t = round_up(now + d.sample(&mut stage.rng), *tick);
+                    stage.st.in_stage.add(now, t0, 1);
+                    self.reqs[r].mark = now;
+                    self.q.push(t, Ev::new(EV_DELAY, 0, r));
+                    return;
+                }
+                Rt::Admission {
+                    permits,
+                    policy,
+                    max_waiting,
+                    max_wait,
+                    release_at,
+                    in_use,
+                    waiting,
+                    queue,
+                } => {
+                    if *in_use < *permits && *waiting == 0 {
+                        *in_use += 1;
+                        stage.st.busy.add(now, t0, 1);
+                        if win {
+                            stage.st.nonblock += 1;
+                            stage.st.departures += 1;
+                            self.probes.request_nonblock += 1;
+                        }
+                        let rel = *release_at;
+                        self.grant(r, s, rel);
+                        self.leave(r, s);
+                        s += 1;
+                        continue;
+                    }
+                    if *policy == Policy::Refuse || *waiting >= *max_waiting {
+                        if win {
+                            stage.st.refused += 1;
+                            stage.st.departures += 1;
+                            self.probes.request_refused += 1;
+                        }
+                        self.reqs[r].flags |= F_FAILED;
+                        self.leave(r, s);
+                        s += 1;
+                        continue;
+                    }
+                    *waiting += 1;
+                    queue.push_back((r, self.reqs[r].gen));
+                    stage.st.queue.add(now, t0, 1);
+                    stage.st.in_stage.add(now, t0, 1);
+                    if win {
+                        stage.st.block += 1;
+                        self.probes.request_block += 1;
+                    }
+                    let req = &mut self.reqs[r];
+                    req.flags |= F_WAITING;
+                    req.mark = now;
+                    if *max_wait > 0 {
+                        self.q
+                            .push(now + *max_wait, Ev::new(EV_TIMEOUT, req.gen, r));
+                    }
+                    return;
+                }
+                Rt::Workers {
+                    servers,
+                    d,
+                    tick,
+                    busy,
+                    queue,
+                } => {
+                    stage.st.in_stage.add(now, t0, 1);
+                    self.reqs[r].mark = now;
+                    if *busy < *servers {
+                        *busy += 1;
+                        stage.st.busy.add(now, t0, 1);
+                        let x = d.sample(&mut stage.rng);
+                        if win {
+                            stage.st.service_n += 1;
+                            stage.st.service_ns += x as f64;
+                        }
+                        self.q
+                            .push(round_up(now + x, *tick), Ev::new(EV_WORK, 0, r));
+                    } else {
+                        queue.push_back(r);
+                        stage.st.queue.add(now, t0, 1);
+                    }
+                    return;
+                }
+                Rt::Store {
+                    slots,
+                    d,
+                    tick,
+                    sync,
+                    fail,
+                    parts,
+                    busy,
+                    queue,
+                } => {
+                    let sync = *sync;
+                    if win {
+                        self.probes.persist_start += 1;
+                    }
+                    if *fail && *busy + *parts as u32 > *slots {
+                        // The store refuses: the write fails at once.
+                        if win {
+                            stage.st.failed += 1;
+                            stage.st.departures += 1;
+                            self.probes.persist_failed += 1;
+                        }
+                        if sync {
+                            self.reqs[r].flags |= F_FAILED;
+                        }
+                        self.leave(r, s);
+                        s += 1;
+                        continue;
+                    }
+                    let tickets = if sync {
+                        [NONE; 2]
+                    } else {
+                        self.reqs[r].tickets
+                    };
+                    let w = self.writes.alloc(Write {
+                        start: now,
+                        req: if sync { r } else { NONE },
+                        stage: s as u16,
+                        parts_left: *parts,
+                        parts_unstarted: *parts,
+                        tickets,
+                    });
+                    stage.st.in_stage.add(now, t0, 1);
+                    let mut started = 0u16;
+                    for _ in 0..*parts {
+                        if *busy < *slots {
+                            *busy += 1;
+                            started += 1;
+                            let x = d.sample(&mut stage.rng);
+                            if win {
+                                stage.st.service_n += 1;
+                                stage.st.service_ns += x as f64;
+                            }
+                            self.q
+                                .push(round_up(now + x, *tick), Ev::new(EV_PART, 0, w));
+                        } else {
+                            queue.push_back(w);
+                            stage.st.queue.add(now, t0, 1);
+                        }
+                    }
+                    if started > 0 {
+                        stage.st.busy.add(now, t0, started as i64);
+                    }
+                    self.writes[w].parts_unstarted -= started;
+                    for t in tickets {
+                        if t != NONE {
+                            self.tickets[t].refs += 1;
+                        }
+                    }
+                    if sync {
+                        return;
+                    }
+                    self.leave(r, s);
+                    s += 1;
+                    continue;
+                }
+                Rt::Group {
+                    sync, busy, queue, ..
+                } => {
+                    let sync = *sync;
+                    let tickets = if sync {
+                        [NONE; 2]
+                    } else {
+                        self.reqs[r].tickets
+                    };
+                    let w = self.writes.alloc(Write {
+                        start: now,
+                        req: if sync { r } else { NONE },
+                        stage: s as u16,
+                        parts_left: 1,
+                        parts_unstarted: 1,
+                        tickets,
+                    });
+                    if win {
+                        self.probes.persist_start += 1;
+                    }
+                    queue.push_back(w);
+                    stage.st.queue.add(now, t0, 1);
+                    stage.st.in_stage.add(now, t0, 1);
+                    let idle = !*busy;
+                    for t in tickets {
+                        if t != NONE {
+                            self.tickets[t].refs += 1;
+                        }
+                    }
+                    if idle {
+                        self.start_group(s);
+                    }
+                    if sync {
+                        return;
+                    }
+                    self.leave(r, s);
+                    s += 1;
+                    continue;
+                }
+            }
+        }
+    }
+
+    /// Give `r` a permit of admission stage `s`.
+    fn grant(&mut self, r: u32, s: usize, release_at: u16) {
+        let t = self.tickets.alloc(Ticket {
+            refs: 1,
+            stage: s as u16,
+            release_at,
+            acquired: self.now,
+            queued: 0,
+        });
+        let req = &mut self.reqs[r];
+        if req.tickets[0] == NONE {
+            req.tickets[0] = t;
+        } else {
+            req.tickets[1] = t;
+        }
+    }
+
+    /// One holder of ticket `t` is done with it; the last one frees the
+    /// permit, which goes to the next waiter.
+    fn drop_share(&mut self, t: u32) {
+        let tk = &mut self.tickets[t];
+        tk.refs -= 1;
+        if tk.refs > 0 {
+            return;
+        }
+        let tk = *tk;
+        self.tickets.release(t);
+        let (now, t0) = (self.now, self.t0);
+        let s = tk.stage as usize;
+        let stage = &mut self.stages[s];
+        if now >= t0 {
+            let hold = now - tk.acquired;
+            stage.st.hold_n += 1;
+            stage.st.hold_ns += hold as f64;
+            stage.st.hold_service_ns += hold.saturating_sub(tk.queued) as f64;
+        }
+        let Rt::Admission {
+            policy,
+            release_at,
+            in_use,
+            waiting,
+            queue,
+            ..
+        } = &mut stage.rt
+        else {
+            unreachable!("a ticket of a stage that is not an admission")
+        };
+        // Hand the permit to the next live waiter.
+        while *waiting > 0 {
+            let (r, gen) = match policy {
+                Policy::Lifo => queue.pop_back(),
+                _ => queue.pop_front(),
+            }
+            .expect("waiters in the queue");
+            let req = &mut self.reqs[r];
+            if req.gen != gen || req.flags & F_WAITING == 0 {
+                continue; // timed out earlier
+            }
+            req.flags &= !F_WAITING;
+            let wait = now - req.mark;
+            let other = req.tickets;
+            *waiting -= 1;
+            stage.st.queue.add(now, t0, -1);
+            stage.st.in_stage.add(now, t0, -1);
+            if now >= t0 {
+                stage.st.wait_n += 1;
+                stage.st.wait_ns += wait as f64;
+                stage.st.departures += 1;
+                stage.st.residence_ns += wait as f64;
+            }
+            let rel = *release_at;
+            self.add_queued(other, wait);
+            self.grant(r, s, rel);
+            self.ready.push((r, s as u16));
+            return;
+        }
+        *in_use -= 1;
+        stage.st.busy.add(now, t0, -1);
+    }
+
+    fn timeout(&mut self, r: u32, gen: u32) {
+        let req = self.reqs[r];
+        if !same_gen(req.gen, gen) || req.flags & F_WAITING == 0 {
+            return;
+        }
+        let s = req.stage as usize;
+        let (now, t0) = (self.now, self.t0);
+        let stage = &mut self.stages[s];
+        let Rt::Admission {
+            waiting, max_wait, ..
+        } = &mut stage.rt
+        else {
+            return;
+        };
+        // A timeout left over from an earlier admission stage: not ours.
+        if now != req.mark + *max_wait {
+            return;
+        }
+        *waiting -= 1;
+        stage.st.queue.add(now, t0, -1);
+        stage.st.in_stage.add(now, t0, -1);
+        if now >= t0 {
+            stage.st.timeouts += 1;
+            stage.st.wait_n += 1;
+            stage.st.wait_ns += (now - req.mark) as f64;
+            stage.st.departures += 1;
+            stage.st.residence_ns += (now - req.mark) as f64;
+            self.probes.request_timeout += 1;
+        }
+        let req = &mut self.reqs[r];
+        req.flags = (req.flags & !F_WAITING) | F_FAILED;
+        self.advance(r, s);
+    }
+
+    fn work_done(&mut self, r: u32) {
+        let s = self.reqs[r].stage as usize;
+        let (now, t0) = (self.now, self.t0);
+        let win = now >= t0;
+        let stage = &mut self.stages[s];
+        let Rt::Workers {
+            d,
+            tick,
+            busy,
+            queue,
+            ..
+        } = &mut stage.rt
+        else {
+            unreachable!()
+        };
+        if let Some(next) = queue.pop_front() {
+            stage.st.queue.add(now, t0, -1);
+            let x = d.sample(&mut stage.rng);
+            if win {
+                stage.st.service_n += 1;
+                stage.st.service_ns += x as f64;
+            }
+            self.q
+                .push(round_up(now + x, *tick), Ev::new(EV_WORK, 0, next));
+            let (waited, holders) = (now - self.reqs[next].mark, self.reqs[next].tickets);
+            self.add_queued(holders, waited);
+        } else {
+            *busy -= 1;
+            stage.st.busy.add(now, t0, -1);
+        }
+        let mark = self.reqs[r].mark;
+        self.depart(s, mark);
+        self.advance(r, s);
+    }
+
+    fn part_done(&mut self, w: u32) {
+        let s = self.writes[w].stage as usize;
+        let (now, t0) = (self.now, self.t0);
+        let win = now >= t0;
+        let stage = &mut self.stages[s];
+        let Rt::Store {
+            d,
+            tick,
+            busy,
+            queue,
+            ..
+        } = &mut stage.rt
+        else {
+            unreachable!()
+        };
+        if let Some(next) = queue.pop_front() {
+            stage.st.queue.add(now, t0, -1);
+            let x = d.sample(&mut stage.rng);
+            if win {
+                stage.st.service_n += 1;
+                stage.st.service_ns += x as f64;
+            }
+            self.q
+                .push(round_up(now + x, *tick), Ev::new(EV_PART, 0, next));
+            let nw = &mut self.writes[next];
+            nw.parts_unstarted -= 1;
+            if nw.parts_unstarted == 0 {
+                // The write's last part started: what it waited delays its holders.
+                let waited = now - nw.start;
+                let holders = if nw.req != NONE {
+                    self.reqs[nw.req].tickets
+                } else {
+                    nw.tickets
+                };
+                self.add_queued(holders, waited);
+            }
+        } else {
+            *busy -= 1;
+            stage.st.busy.add(now, t0, -1);
+        }
+        let wr = &mut self.writes[w];
+        wr.parts_left -= 1;
+        if wr.parts_left == 0 {
+            self.write_done(w);
+        }
+    }
+
+    fn start_group(&mut self, s: usize) {
+        let (now, t0) = (self.now, self.t0);
+        let win = now >= t0;
+        let stage = &mut self.stages[s];
+        let Rt::Group {
+            max_batch,
+            fsync,
+            per_write,
+            busy,
+            queue,
+            batch,
+            ..
+        } = &mut stage.rt
+        else {
+            unreachable!()
+        };
+        debug_assert!(batch.is_empty() && !*busy);
+        let k = (*max_batch as usize).min(queue.len());
+        if k == 0 {
+            return;
+        }
+        batch.extend(queue.drain(..k));
+        stage.st.queue.add(now, t0, -(k as i64));
+        *busy = true;
+        stage.st.busy.add(now, t0, 1);
+        let mut x = fsync.sample(&mut stage.rng);
+        if let Some(p) = per_write {
+            for _ in 0..k {
+                x += p.sample(&mut stage.rng);
+            }
+        }
+        if win {
+            stage.st.batches += 1;
+            stage.st.batch_writes += k as u64;
+            stage.st.service_n += 1;
+            stage.st.service_ns += x as f64;
+        }
+        self.q.push(now + x, Ev::new(EV_GROUP, 0, s as u32));
+        for i in 0..k {
+            let Rt::Group { batch, .. } = &self.stages[s].rt else {
+                unreachable!()
+            };
+            let w = batch[i];
+            let wr = self.writes[w];
+            let holders = if wr.req != NONE {
+                self.reqs[wr.req].tickets
+            } else {
+                wr.tickets
+            };
+            self.add_queued(holders, now - wr.start);
+        }
+    }
+
+    fn group_done(&mut self, s: usize) {
+        let (now, t0) = (self.now, self.t0);
+        let stage = &mut self.stages[s];
+        let Rt::Group { busy, batch, .. } = &mut stage.rt else {
+            unreachable!()
+        };
+        *busy = false;
+        stage.st.busy.add(now, t0, -1);
+        let done = std::mem::take(batch);
+        for &w in &done {
+            self.write_done(w);
+        }
+        let Rt::Group { batch, .. } = &mut self.stages[s].rt else {
+            unreachable!()
+        };
+        *batch = done;
+        batch.clear();
+        self.start_group(s);
+    }
+
+    fn write_done(&mut self, w: u32) {
+        let wr = self.writes[w];
+        self.writes.release(w);
+        let s = wr.stage as usize;
+        self.depart(s, wr.start);
+        if self.in_window() {
+            self.probes.persist_done += 1;
+            self.persist.record(self.now - wr.start);
+        }
+        for t in wr.tickets {
+            if t != NONE {
+                self.drop_share(t);
+            }
+        }
+        if wr.req != NONE {
+            self.advance(wr.req, s);
+        }
+    }
+
+    fn finish(&mut self, r: u32) {
+        let req = self.reqs[r];
+        for t in req.tickets {
+            if t != NONE {
+                self.drop_share(t);
+            }
+        }
+        self.in_system.add(self.now, self.t0, -1);
+        if self.in_window() {
+            self.probes.request_done += 1;
+            if req.flags & F_FAILED != 0 {
+                self.probes.request_failed += 1;
+            }
+            self.lifetime.record(self.now - req.start);
+        }
+        self.reqs.release(r);
+        if let ClientsRt::Closed { think, tick } = &self.clients {
+            let t = round_up(self.now + think.sample(&mut self.client_rng), *tick);
+            self.q.push(t, Ev::new(EV_WAKE, 0, req.client));
+        }
+    }
+}

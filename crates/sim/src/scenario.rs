@@ -1,0 +1,604 @@
+//! A scenario as a TOML file has it: the clients (closed or open loop), the
+//! pipeline of stages in order (delay, admission, workers, store, group
+//! commit), the run's length and seed. Owns the format, its checks, saving
+//! back to TOML, and `PARAM=VALUE` overrides (what `--set`, `--clients` and
+//! `--sweep` change); must not run anything.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dist::DistSpec;
+use crate::units::Dur;
+
+fn is_zero(d: &Dur) -> bool {
+    d.0 == 0
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+fn is_all(o: &Only) -> bool {
+    *o == Only::All
+}
+fn one_f() -> f64 {
+    1.0
+}
+fn is_one_f(v: &f64) -> bool {
+    *v == 1.0
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_duration() -> Dur {
+    Dur(60_000_000_000)
+}
+fn default_in_flight() -> u32 {
+    1_000_000
+}
+fn default_batch() -> u32 {
+    512
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// The measured window of virtual time.
+    #[serde(default = "default_duration")]
+    pub duration: Dur,
+    /// Virtual time simulated before the window and left out of every
+    /// figure.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup: Dur,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Free text shown under the report's title (calibration writes how it
+    /// derived each figure here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub clients: Clients,
+    pub stages: Vec<Stage>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Start {
+    /// Every client sends its first request at time 0 (threads or tasks
+    /// spawned in a loop, as the seed program does).
+    #[default]
+    Together,
+    /// First requests spread uniformly over one mean think time.
+    Spread,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    Constant,
+    #[default]
+    Poisson,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Clients {
+    /// `count` clients, each: send, wait for the answer, think, repeat.
+    Closed {
+        count: u32,
+        #[serde(default)]
+        start: Start,
+        /// The share of requests that write (the rest read).
+        #[serde(default = "one_f", skip_serializing_if = "is_one_f")]
+        write_fraction: f64,
+        /// Timer granularity of the think time: the wake-up is rounded up
+        /// to a multiple of it (tokio's timer has 1 ms ticks).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        tick: Dur,
+        think: DistSpec,
+    },
+    /// Requests arrive at `rate` per second whatever happens to them.
+    Open {
+        rate: f64,
+        #[serde(default)]
+        arrivals: Arrivals,
+        #[serde(default = "one_f", skip_serializing_if = "is_one_f")]
+        write_fraction: f64,
+        /// Arrivals beyond this many requests in the system are dropped and
+        /// counted (a guard on memory when the load exceeds capacity).
+        #[serde(default = "default_in_flight")]
+        max_in_flight: u32,
+    },
+}
+
+impl Clients {
+    pub fn write_fraction(&self) -> f64 {
+        match self {
+            Clients::Closed { write_fraction, .. } | Clients::Open { write_fraction, .. } => {
+                *write_fraction
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Only {
+    #[default]
+    All,
+    Reads,
+    Writes,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Wait for a permit in arrival order (tokio's semaphore).
+    #[default]
+    Fifo,
+    /// Wait, the newest first.
+    Lifo,
+    /// No waiting: refuse when no permit is free.
+    Refuse,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteMode {
+    /// The request waits for its write.
+    #[default]
+    Sync,
+    /// The request goes on once its write is queued; permits it holds stay
+    /// held until the write ends.
+    Async,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExceed {
+    /// A write that finds every slot taken waits for one.
+    #[default]
+    Queue,
+    /// A write that finds every slot taken fails at once (the store's
+    /// limit is a hard one); the report counts and shouts about it.
+    Fail,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Stage {
+    /// A pure delay with no limit on concurrency (a network hop).
+    Delay {
+        name: String,
+        #[serde(default, skip_serializing_if = "is_all")]
+        only: Only,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        tick: Dur,
+        delay: DistSpec,
+    },
+    /// Permits: a request takes one here and keeps it until it leaves the
+    /// stage `release_after` (default: the last stage that is not a delay)
+    /// and every asynchronous write it started there has ended.
+    Admission {
+        name: String,
+        #[serde(default, skip_serializing_if = "is_all")]
+        only: Only,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        permits: Option<u32>,
+        /// Permits = this × the number of closed-loop clients (the seed
+        /// report's "fix").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        permits_per_client: Option<u32>,
+        #[serde(default)]
+        policy: Policy,
+        /// Most requests waiting; more are refused at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_waiting: Option<u32>,
+        /// Longest wait; a request still waiting then is refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_wait: Option<Dur>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        release_after: Option<String>,
+    },
+    /// `servers` identical servers in front of one FIFO queue.
+    Workers {
+        name: String,
+        #[serde(default, skip_serializing_if = "is_all")]
+        only: Only,
+        servers: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        tick: Dur,
+        service: DistSpec,
+    },
+    /// A store taking writes (reads pass through): at most `max_concurrent`
+    /// at once, each split into `parts` parts that take `latency` each.
+    Store {
+        name: String,
+        max_concurrent: u32,
+        #[serde(default)]
+        write: WriteMode,
+        #[serde(default)]
+        on_exceed: OnExceed,
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        parts: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        tick: Dur,
+        latency: DistSpec,
+    },
+    /// Group commit (a WAL): one leader at a time takes every waiting write
+    /// (at most `max_batch`) and makes them durable with one fsync.
+    GroupCommit {
+        name: String,
+        #[serde(default = "default_batch")]
+        max_batch: u32,
+        #[serde(default)]
+        write: WriteMode,
+        fsync: DistSpec,
+        /// Added to a group's time once per write in it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        per_write: Option<DistSpec>,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Stage {
+    pub fn name(&self) -> &str {
+        match self {
+            Stage::Delay { name, .. }
+            | Stage::Admission { name, .. }
+            | Stage::Workers { name, .. }
+            | Stage::Store { name, .. }
+            | Stage::GroupCommit { name, .. } => name,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Stage::Delay { .. } => "delay",
+            Stage::Admission { .. } => "admission",
+            Stage::Workers { .. } => "workers",
+            Stage::Store { .. } => "store",
+            Stage::GroupCommit { .. } => "group_commit",
+        }
+    }
+
+    /// Which requests visit the stage (stores take writes only).
+    pub fn only(&self) -> Only {
+        match self {
+            Stage::Delay { only, .. }
+            | Stage::Admission { only, .. }
+            | Stage::Workers { only, .. } => *only,
+            Stage::Store { .. } | Stage::GroupCommit { .. } => Only::Writes,
+        }
+    }
+}
+
+impl Scenario {
+    pub fn from_toml(text: &str) -> Result<Scenario, String> {
+        let s: Scenario = toml::from_str(text).map_err(|e| e.to_string())?;
+        s.check()?;
+        Ok(s)
+    }
+
+    /// Read a scenario file; returns it and the directory its relative
+    /// paths start from.
+    pub fn load(path: &Path) -> Result<(Scenario, PathBuf), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let s = Scenario::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok((s, base))
+    }
+
+    pub fn to_toml(&self) -> Result<String, String> {
+        toml::to_string_pretty(self).map_err(|e| format!("cannot write the scenario as TOML: {e}"))
+    }
+
+    /// The number of closed-loop clients, if closed.
+    pub fn client_count(&self) -> Option<u32> {
+        match &self.clients {
+            Clients::Closed { count, .. } => Some(*count),
+            Clients::Open { .. } => None,
+        }
+    }
+
+    /// Consistency checks beyond the format.
+    pub fn check(&self) -> Result<(), String> {
+        if self.stages.is_empty() {
+            return Err("a scenario needs at least one stage".into());
+        }
+        if self.duration.0 == 0 {
+            return Err("duration must be > 0".into());
+        }
+        let wf = self.clients.write_fraction();
+        if !(0.0..=1.0).contains(&wf) {
+            return Err(format!("write_fraction {wf} must be within 0..=1"));
+        }
+        match &self.clients {
+            Clients::Closed { count, .. } if *count == 0 => {
+                return Err("clients.count must be >= 1".into())
+            }
+            Clients::Open { rate, .. } if !(rate.is_finite() && *rate > 0.0) => {
+                return Err(format!("clients.rate {rate} must be > 0"))
+            }
+            _ => {}
+        }
+        let mut admissions = 0;
+        for (i, st) in self.stages.iter().enumerate() {
+            let name = st.name();
+            if name.is_empty() || name.contains('.') || name.contains('=') {
+                return Err(format!(
+                    "stage {i}: a name must be non-empty, without '.' or '='"
+                ));
+            }
+            if matches!(
+                name,
+                "clients" | "duration" | "warmup" | "seed" | "name" | "description"
+            ) {
+                return Err(format!("stage name {name:?} is reserved"));
+            }
+            if self.stages[..i].iter().any(|o| o.name() == name) {
+                return Err(format!("two stages are named {name:?}"));
+            }
+            match st {
+                Stage::Admission {
+                    permits,
+                    permits_per_client,
+                    release_after,
+                    ..
+                } => {
+                    admissions += 1;
+                    match (permits, permits_per_client) {
+                        (Some(_), Some(_)) => {
+                            return Err(format!(
+                                "{name}: give permits or permits_per_client, not both"
+                            ))
+                        }
+                        (None, None) => return Err(format!("{name}: permits is missing")),
+                        (Some(0), _) | (_, Some(0)) => {
+                            return Err(format!("{name}: permits must be >= 1"))
+                        }
+                        (None, Some(_)) if self.client_count().is_none() => {
+                            return Err(format!(
+                                "{name}: permits_per_client needs closed-loop clients"
+                            ))
+                        }
+                        _ => {}
+                    }
+                    if let Some(r) = release_after {
+                        match self.stages.iter().position(|o| o.name() == r) {
+                            Some(j) if j > i => {}
+                            Some(_) => {
+                                return Err(format!(
+                                    "{name}: release_after {r:?} must name a later stage"
+                                ))
+                            }
+                            None => {
+                                return Err(format!("{name}: release_after {r:?}: no such stage"))
+                            }
+                        }
+                    }
+                }
+                Stage::Workers { servers: 0, .. } => {
+                    return Err(format!("{name}: servers must be >= 1"))
+                }
+                Stage::Store {
+                    max_concurrent,
+                    parts,
+                    ..
+                } => {
+                    if *max_concurrent == 0 || *parts == 0 {
+                        return Err(format!("{name}: max_concurrent and parts must be >= 1"));
+                    }
+                    if *parts > u16::MAX as u32 {
+                        return Err(format!("{name}: at most {} parts", u16::MAX));
+                    }
+                }
+                Stage::GroupCommit { max_batch: 0, .. } => {
+                    return Err(format!("{name}: max_batch must be >= 1"))
+                }
+                _ => {}
+            }
+        }
+        if admissions > 2 {
+            return Err("at most two admission stages".into());
+        }
+        if self.stages.len() > u16::MAX as usize - 1 {
+            return Err("too many stages".into());
+        }
+        Ok(())
+    }
+
+    /// Apply `PARAM=VALUE` overrides, in order (see [`set_param`]).
+    pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<Scenario, String> {
+        if sets.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut v = toml::Value::try_from(self).map_err(|e| e.to_string())?;
+        for (k, val) in sets {
+            set_param(&mut v, k, val)?;
+        }
+        let s: Scenario = v.try_into().map_err(|e: toml::de::Error| {
+            format!("after {}: {}", describe_sets(sets), e.message())
+        })?;
+        s.check()
+            .map_err(|e| format!("after {}: {e}", describe_sets(sets)))?;
+        Ok(s)
+    }
+}
+
+fn describe_sets(sets: &[(String, String)]) -> String {
+    sets.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Split "a.b=v" into ("a.b", "v").
+pub fn parse_assignment(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected PARAM=VALUE, like semaphore.permits=16"))?;
+    let (k, v) = (k.trim(), v.trim());
+    if k.is_empty() || v.is_empty() {
+        return Err(format!("{s:?}: expected PARAM=VALUE"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// Set one parameter of a scenario's TOML tree. The path starts with a top
+/// level key (`duration`, `warmup`, `seed`, `clients`) or a stage's name,
+/// then goes down by field: `semaphore.permits`, `store.latency.sd`,
+/// `clients.rate`. `clients` alone means the number of clients (or the
+/// rate, for an open loop). The value is read as TOML when it parses
+/// (16, 0.5, true, "x"), else taken as a string (10ms, fifo).
+pub fn set_param(root: &mut toml::Value, path: &str, raw: &str) -> Result<(), String> {
+    let value = parse_value(raw);
+    let mut segs: Vec<&str> = path.split('.').collect();
+    let top = root.as_table_mut().ok_or("scenario is not a table")?;
+    if segs == ["clients"] {
+        let open = top
+            .get("clients")
+            .and_then(|c| c.get("mode"))
+            .and_then(|m| m.as_str())
+            == Some("open");
+        segs.push(if open { "rate" } else { "count" });
+    }
+    if segs.len() == 1 && TOP_KEYS.contains(&segs[0]) {
+        top.insert(segs[0].to_string(), value);
+        return Ok(());
+    }
+    let mut cur: &mut toml::Value = if top.contains_key(segs[0]) {
+        top.get_mut(segs[0]).unwrap()
+    } else {
+        let stages = top
+            .get_mut("stages")
+            .and_then(|s| s.as_array_mut())
+            .ok_or("scenario has no stages")?;
+        let names: Vec<String> = stages
+            .iter()
+            .filter_map(|s| s.get("name").and_then(|n| n.as_str()).map(str::to_string))
+            .collect();
+        stages
+            .iter_mut()
+            .find(|s| s.get("name").and_then(|n| n.as_str()) == Some(segs[0]))
+            .ok_or_else(|| {
+                format!(
+                    "{path}: no stage named {:?} (stages: {}; or a top-level key: {})",
+                    segs[0],
+                    names.join(", "),
+                    TOP_KEYS.join(", ")
+                )
+            })?
+    };
+    for (i, seg) in segs.iter().enumerate().skip(1) {
+        let t = cur
+            .as_table_mut()
+            .ok_or_else(|| format!("{path}: {} is not a table", segs[..i].join(".")))?;
+        if i == segs.len() - 1 {
+            t.insert(seg.to_string(), value);
+            return Ok(());
+        }
+        cur = t
+            .entry(seg.to_string())
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+    }
+    // One segment naming a table (say "clients"): not a parameter.
+    Err(format!("{path}: name a field inside it, like {path}.count"))
+}
+
+const TOP_KEYS: [&str; 5] = ["duration", "warmup", "seed", "name", "description"];
+
+fn parse_value(raw: &str) -> toml::Value {
+    match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.into())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED: &str = r#"
+name = "t"
+duration = "10s"
+[clients]
+mode = "closed"
+count = 3
+think = { dist = "constant", value = "1s" }
+[[stages]]
+name = "net"
+kind = "delay"
+delay = { dist = "normal", mean = "1ms", sd = "0.1ms", shift = "0.5ms" }
+[[stages]]
+name = "semaphore"
+kind = "admission"
+permits = 8
+[[stages]]
+name = "store"
+kind = "store"
+max_concurrent = 8
+write = "async"
+latency = { dist = "normal", mean = "10ms", sd = "5ms", shift = "50ms" }
+"#;
+
+    #[test]
+    fn parse_save_and_reload() {
+        let s = Scenario::from_toml(SEED).unwrap();
+        assert_eq!(s.stages.len(), 3);
+        let text = s.to_toml().unwrap();
+        let back = Scenario::from_toml(&text).unwrap();
+        assert_eq!(back, s, "{text}");
+    }
+
+    #[test]
+    fn overrides() {
+        let s = Scenario::from_toml(SEED).unwrap();
+        let o = s
+            .with_overrides(&[
+                ("clients".into(), "1000".into()),
+                ("semaphore.permits".into(), "16".into()),
+                ("store.latency.sd".into(), "0.1ms".into()),
+                ("semaphore.policy".into(), "lifo".into()),
+                ("duration".into(), "2s".into()),
+            ])
+            .unwrap();
+        assert_eq!(o.client_count(), Some(1000));
+        assert_eq!(o.duration, Dur(2_000_000_000));
+        match &o.stages[1] {
+            Stage::Admission {
+                permits, policy, ..
+            } => {
+                assert_eq!(*permits, Some(16));
+                assert_eq!(*policy, Policy::Lifo);
+            }
+            _ => unreachable!(),
+        }
+        let e = s
+            .with_overrides(&[("nope.x".into(), "1".into())])
+            .unwrap_err();
+        assert!(e.contains("no stage named"), "{e}");
+        let e = s
+            .with_overrides(&[("semaphore.permits".into(), "0".into())])
+            .unwrap_err();
+        assert!(e.contains("permits must be >= 1"), "{e}");
+    }
+
+    #[test]
+    fn checks() {
+        let bad = SEED.replace("name = \"store\"", "name = \"net\"");
+        assert!(Scenario::from_toml(&bad)
+            .unwrap_err()
+            .contains("two stages"));
+        let bad = SEED.replace("permits = 8", "permits = 8\nrelease_after = \"net\"");
+        assert!(Scenario::from_toml(&bad)
+            .unwrap_err()
+            .contains("later stage"));
+        let bad = SEED.replace("max_concurrent = 8", "max_concurrent = 8\nbogus = 1");
+        assert!(Scenario::from_toml(&bad).is_err());
+    }
+}
