@@ -5,6 +5,7 @@
 //! found. Must not know the node's internals: it speaks HTTP and reads
 //! `/metrics` only.
 
+pub mod calibrate;
 pub mod client;
 pub mod demo;
 pub mod driver;

@@ -13,7 +13,7 @@ use crate::client::Target;
 use crate::driver::{self, Outcome, Pace, Plan};
 use crate::report::model::{self, Percentiles, Report, RunKind, ServerSample, Trial};
 use crate::schedule::Arrivals;
-use crate::scrape::Sampler;
+use crate::scrape::{Sampler, Scrapes};
 use crate::workload::Workload;
 
 /// Arguments shared by `load` and `sweep`: where, what, how.
@@ -139,6 +139,8 @@ pub struct LoadArgs {
 pub struct LoadRun {
     pub outcome: Outcome,
     pub report: Report,
+    /// The target's `/metrics` before and after the run.
+    pub scrapes: Scrapes,
 }
 
 impl LoadRun {
@@ -329,7 +331,7 @@ pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
         }
     };
     let r = run_trial(&plan, origin, &progress, "", &mut on_second, &sampler);
-    let _ = sampler.stop();
+    let scrapes = sampler.stop();
     let (outcome, trial) = r?;
     if let Some(w) = hdr {
         w.finish().map_err(|e| e.to_string())?;
@@ -353,14 +355,19 @@ pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
         breaking_point: None,
         verdict: None,
     };
-    Ok(LoadRun { outcome, report })
+    Ok(LoadRun {
+        outcome,
+        report,
+        scrapes,
+    })
 }
 
 /// `strata load`: run, print, write the report directory.
 pub fn main(a: &LoadArgs) -> Result<(), String> {
     let r = run(a)?;
     let dir = a.target.out_dir("load");
-    crate::report::write_dir(&dir, &r.report).map_err(|e| format!("{}: {e}", dir.display()))?;
+    crate::report::write_dir(&dir, &r.report, &r.scrapes)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     if a.target.json {
         println!(
             "{}",

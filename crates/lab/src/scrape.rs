@@ -136,10 +136,20 @@ fn sample(
     }
 }
 
-/// A running sampler; `stop` returns what it gathered.
+/// The first and the last `/metrics` text a sampler read, as served: the
+/// node's state before and after the run, kept with the report so that
+/// `strata sim --from-report` can model the node from their difference.
+#[derive(Clone, Debug, Default)]
+pub struct Scrapes {
+    pub first: Option<String>,
+    pub last: Option<String>,
+}
+
+/// A running sampler; `stop` returns the first and last texts it read.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     samples: Arc<Mutex<Vec<ServerSample>>>,
+    texts: Arc<Mutex<Scrapes>>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -150,7 +160,8 @@ impl Sampler {
     pub fn start(addr: SocketAddr, host: String, origin: Instant, every: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(Vec::new()));
-        let (st, sa) = (stop.clone(), samples.clone());
+        let texts = Arc::new(Mutex::new(Scrapes::default()));
+        let (st, sa, tx) = (stop.clone(), samples.clone(), texts.clone());
         let handle = std::thread::Builder::new()
             .name("strata-scrape".into())
             .spawn(move || {
@@ -160,6 +171,13 @@ impl Sampler {
                     let now = Instant::now();
                     if let Ok(text) = http_get(addr, &host, "/metrics", Duration::from_secs(2)) {
                         let m = parse_metrics(&text);
+                        if !m.is_empty() {
+                            let mut t = tx.lock().unwrap();
+                            if t.first.is_none() {
+                                t.first = Some(text.clone());
+                            }
+                            t.last = Some(text);
+                        }
                         let t_s = now.saturating_duration_since(origin).as_secs_f64()
                             - origin.saturating_duration_since(now).as_secs_f64();
                         if prev.is_some() {
@@ -177,6 +195,7 @@ impl Sampler {
         Sampler {
             stop,
             samples,
+            texts,
             handle,
         }
     }
@@ -186,12 +205,13 @@ impl Sampler {
         self.samples.lock().unwrap().clone()
     }
 
-    pub fn stop(mut self) -> Vec<ServerSample> {
+    /// Stop sampling; the first and last texts read.
+    pub fn stop(mut self) -> Scrapes {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
-        std::mem::take(&mut *self.samples.lock().unwrap())
+        std::mem::take(&mut *self.texts.lock().unwrap())
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::driver::{Pace, Plan};
 use crate::load::{rfc3339, run_trial, Progress, TargetArgs};
 use crate::report::model::{Report, RunKind, Trial};
-use crate::scrape::Sampler;
+use crate::scrape::{Sampler, Scrapes};
 use crate::slo::{fmt_num, positive, Slo};
 use crate::verdict::{verdict, Evidence};
 
@@ -123,8 +123,9 @@ pub fn row(t: &Trial, why: &[String]) -> String {
 }
 
 /// Run the sweep; `on_line` receives the table as it grows, and the
-/// verdict.
-pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<Report, String> {
+/// verdict. Returns the report and the target's `/metrics` before the
+/// first trial and after the last.
+pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scrapes), String> {
     let slo = Slo::parse(&a.slo, &a.max_errors)?;
     if !positive(a.start_rate) || !positive(a.duration) || a.max_trials == 0 {
         return Err("--start-rate, --duration and --max-trials must be positive".into());
@@ -200,7 +201,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<Report, Strin
         }
         Ok(())
     })();
-    let _ = sampler.stop();
+    let scrapes = sampler.stop();
     result?;
     let first_failure = fail.and_then(|f| trials.iter().position(|t| t.offered_rate == Some(f)));
     let v = verdict(&Evidence {
@@ -216,7 +217,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<Report, Strin
             .unwrap_or_else(|| "none: no rate met the SLO".into())
     ));
     on_line(&v);
-    Ok(Report {
+    let report = Report {
         kind: RunKind::Sweep,
         title: format!("sweep of {}", t.url),
         started_at,
@@ -227,19 +228,21 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<Report, Strin
         trials,
         breaking_point: pass,
         verdict: Some(v),
-    })
+    };
+    Ok((report, scrapes))
 }
 
 /// `strata sweep`: run, print the table and verdict, write the report.
 pub fn main(a: &SweepArgs) -> Result<(), String> {
     let json = a.target.json;
-    let report = run(a, &mut |line| {
+    let (report, scrapes) = run(a, &mut |line| {
         if !json {
             println!("{line}");
         }
     })?;
     let dir = a.target.out_dir("sweep");
-    crate::report::write_dir(&dir, &report).map_err(|e| format!("{}: {e}", dir.display()))?;
+    crate::report::write_dir(&dir, &report, &scrapes)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     if json {
         println!(
             "{}",

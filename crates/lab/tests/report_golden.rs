@@ -114,7 +114,7 @@ fn write_dir_writes_the_three_files_and_json_reads_back() {
     let r = report::read_json(&golden_dir().join("sweep.json")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run-1");
-    report::write_dir(&out, &r).unwrap();
+    report::write_dir(&out, &r, &Default::default()).unwrap();
     assert_eq!(report::read_json(&out.join("report.json")).unwrap(), r);
     assert_eq!(
         std::fs::read_to_string(out.join("report.md")).unwrap(),

@@ -203,7 +203,7 @@ fn headless(chromium: &Path) -> Command {
 fn chromium_renders_the_charts() {
     let chromium = chromium();
     let dir = tempfile::tempdir().unwrap();
-    report::write_dir(dir.path(), &golden("sweep.json")).unwrap();
+    report::write_dir(dir.path(), &golden("sweep.json"), &Default::default()).unwrap();
     let page = dir.path().join("report.html");
     let url = format!("file://{}", page.display());
 

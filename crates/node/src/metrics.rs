@@ -119,8 +119,14 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             wait,
         );
-        self.registry
-            .register_collector(Box::new(StateCollector { admission, db }));
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|h| h.metrics());
+        self.registry.register_collector(Box::new(StateCollector {
+            admission,
+            db,
+            runtime,
+        }));
     }
 
     pub fn observe(&self, method: &str, status: u16, elapsed: Duration) {
@@ -147,6 +153,8 @@ impl Metrics {
 struct StateCollector {
     admission: Arc<Admission>,
     db: Arc<Db>,
+    /// The runtime serving HTTP, when the node was built inside one.
+    runtime: Option<tokio::runtime::RuntimeMetrics>,
 }
 
 impl std::fmt::Debug for StateCollector {
@@ -382,7 +390,36 @@ impl Collector for StateCollector {
             s.disk_bytes as f64,
         )?;
 
+        if let Some(rt) = &self.runtime {
+            let n = rt.num_workers();
+            gauge(
+                &mut e,
+                "strata_runtime_workers",
+                "Worker threads of the runtime that serves HTTP",
+                n as f64,
+            )?;
+            counter(
+                &mut e,
+                "strata_runtime_worker_parks_total",
+                "Times a runtime worker went idle (parked) waiting for work, all workers",
+                (0..n).map(|w| rt.worker_park_count(w)).sum::<u64>() as f64,
+            )?;
+            counter(
+                &mut e,
+                "strata_runtime_worker_busy_seconds_total",
+                "Time runtime workers spent running tasks (not parked), all workers",
+                (0..n)
+                    .map(|w| rt.worker_total_busy_duration(w).as_secs_f64())
+                    .sum::<f64>(),
+            )?;
+        }
         let p = process();
+        gauge(
+            &mut e,
+            "strata_process_cpus",
+            "CPUs this process may run on (its affinity mask and cgroup quota)",
+            std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
+        )?;
         counter(
             &mut e,
             "process_cpu_seconds_total",

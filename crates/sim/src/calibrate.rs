@@ -259,7 +259,8 @@ impl Hist {
 #[derive(Clone, Debug, Default)]
 pub struct CalibrateOptions {
     /// CPU cores the node can use (the load generator may share the
-    /// machine); default: this machine's.
+    /// machine); default: the node's `strata_process_cpus` (its affinity
+    /// mask), else this machine's.
     pub cores: Option<u32>,
     /// Metrics text scraped before the load: counters and histograms are
     /// taken as differences.
@@ -314,14 +315,26 @@ pub fn scenario_from_metrics(
         ));
     }
     let cpu_per_req = cpu / requests;
-    let cores = opts
-        .cores
-        .unwrap_or_else(|| {
+    let workers = m.get("strata_runtime_workers").filter(|w| *w >= 1.0);
+    let (cores, cores_from) = match (opts.cores, m.get("strata_process_cpus")) {
+        (Some(c), _) => (c, "as given"),
+        // HTTP is served by the runtime's workers: fewer workers than CPUs
+        // cannot use them all.
+        (None, Some(c)) if c >= 1.0 => match workers.filter(|w| *w < c) {
+            Some(w) => (
+                w.round() as u32,
+                "the node's runtime workers, fewer than its CPUs",
+            ),
+            None => (c.round() as u32, "the CPUs the node may run on"),
+        },
+        (None, _) => (
             std::thread::available_parallelism()
                 .map(|n| n.get() as u32)
-                .unwrap_or(1)
-        })
-        .max(1);
+                .unwrap_or(1),
+            "this machine's",
+        ),
+    };
+    let cores = cores.max(1);
     let permits = m
         .get("strata_admission_max_in_service")
         .ok_or(CalibrationError::Missing("strata_admission_max_in_service"))?
@@ -343,7 +356,7 @@ pub fn scenario_from_metrics(
     let cpu_ns = cpu_per_req * 1e9;
     let cpu_cap = cores as f64 / cpu_per_req;
     notes.push(format!(
-        "CPU: {cpu:.3} s of process CPU / {} requests = {} per request; {cores} cores / {} = {} req/s",
+        "CPU: {cpu:.3} s of process CPU / {} requests = {} per request; {cores} cores ({cores_from}) / {} = {} req/s",
         requests as u64,
         human_ns(cpu_ns),
         human_ns(cpu_ns),

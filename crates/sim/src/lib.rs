@@ -15,6 +15,7 @@ pub mod calibrate;
 pub mod des;
 pub mod dist;
 pub mod model;
+pub mod predict;
 pub mod report;
 pub mod rng;
 pub mod scenario;
@@ -54,6 +55,12 @@ fn parse_dur(s: &str) -> Result<Dur, String> {
     Dur::parse(s)
 }
 
+/// The files a lab report directory keeps the target's `/metrics` in,
+/// before and after the run (the lab writes them; named here too because
+/// this crate depends on no other).
+pub const REPORT_METRICS_START: &str = "metrics-start.txt";
+pub const REPORT_METRICS_END: &str = "metrics-end.txt";
+
 /// `strata sim`'s arguments.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct SimArgs {
@@ -61,7 +68,7 @@ pub struct SimArgs {
     /// scenarios/*.toml and docs/simulator.md.
     #[arg(
         value_name = "SCENARIO.toml",
-        required_unless_present_any = ["from_metrics", "from_node"]
+        required_unless_present_any = ["from_metrics", "from_node", "from_report"]
     )]
     pub scenario: Option<PathBuf>,
     /// Random seed; the same seed gives the same run [default: the
@@ -97,19 +104,25 @@ pub struct SimArgs {
     /// instead of a scenario file.
     #[arg(long, value_name = "FILE", conflicts_with = "scenario")]
     pub from_metrics: Option<PathBuf>,
+    /// Build the scenario of a Strata node from a lab report directory
+    /// (`strata load` or `strata sweep` against it): the node's /metrics
+    /// after the run, less those before it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["scenario", "from_metrics", "from_node", "baseline"])]
+    pub from_report: Option<PathBuf>,
     /// Build the scenario of a running Strata node from its /metrics
     /// (http://HOST:PORT), read now: run some load against it first.
     #[arg(long, value_name = "URL", conflicts_with_all = ["scenario", "from_metrics"])]
     pub from_node: Option<String>,
-    /// With --from-metrics: a scrape taken before the load; counters and
-    /// histograms are the difference.
-    #[arg(long, value_name = "FILE", requires = "from_metrics")]
+    /// With --from-metrics or --from-node: a scrape taken before the load
+    /// (curl URL/metrics > FILE); counters and histograms are the
+    /// difference.
+    #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
-    /// With --from-metrics: CPU cores the node can use (the load generator
-    /// may share the machine) [default: this machine's].
+    /// With a node's metrics: CPU cores the node can use (the load
+    /// generator may share the machine) [default: the CPUs the node reports it may run on, else this machine's].
     #[arg(long)]
     pub cores: Option<u32>,
-    /// With --from-metrics: the open-loop rate [default: 80% of the
+    /// With a node's metrics: the open-loop rate [default: 80% of the
     /// predicted capacity].
     #[arg(long)]
     pub rate: Option<f64>,
@@ -122,9 +135,13 @@ pub struct SimArgs {
 impl SimArgs {
     /// The calibration options these arguments ask for (baseline read).
     pub fn calibrate_options(&self) -> Result<CalibrateOptions, SimError> {
-        let baseline = match &self.baseline {
-            Some(p) => Some(std::fs::read_to_string(p).map_err(io_err(p))?),
-            None => None,
+        let baseline = match (&self.from_report, &self.baseline) {
+            (Some(dir), _) => {
+                let p = dir.join(REPORT_METRICS_START);
+                Some(std::fs::read_to_string(&p).map_err(io_err(&p))?)
+            }
+            (None, Some(p)) => Some(std::fs::read_to_string(p).map_err(io_err(p))?),
+            (None, None) => None,
         };
         Ok(CalibrateOptions {
             cores: self.cores,
@@ -155,7 +172,17 @@ pub fn scenario_from_args(
         let s = scenario_from_metrics(&text, &args.calibrate_options()?)?;
         return Ok((s, PathBuf::from(".")));
     }
-    if let Some(p) = &args.from_metrics {
+    if args.baseline.is_some() && args.from_metrics.is_none() && args.from_node.is_none() {
+        return Err(SimError::Scenario(
+            "--baseline goes with --from-metrics or --from-node".into(),
+        ));
+    }
+    let metrics = match (&args.from_metrics, &args.from_report) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(dir)) => Some(dir.join(REPORT_METRICS_END)),
+        (None, None) => None,
+    };
+    if let Some(p) = &metrics {
         let text = std::fs::read_to_string(p).map_err(io_err(p))?;
         let s = scenario_from_metrics(&text, &args.calibrate_options()?)?;
         return Ok((s, PathBuf::from(".")));

@@ -45,6 +45,11 @@ enum Cmd {
     /// histograms, utilisation per stage, Little's law, the stage that
     /// saturates first and the predicted capacity.
     Sim(Box<strata_sim::SimArgs>),
+    /// Predict a node's breaking point from its own measurements: short
+    /// open-loop steps below its limit, each modelled by the simulator from
+    /// the node's /metrics, until two predictions agree; then the highest
+    /// rate that meets the SLO, found in virtual time.
+    Calibrate(Box<strata_lab::calibrate::CalibrateArgs>),
     /// Reports of lab runs.
     Report {
         #[command(subcommand)]
@@ -135,6 +140,7 @@ fn main() -> ExitCode {
             strata_sim::run(&a, Some(&strata_lab::scrape::fetch_metrics))
                 .map_err(|e| e.to_string()),
         ),
+        Cmd::Calibrate(a) => exit("strata calibrate", strata_lab::calibrate::main(&a)),
         Cmd::Report {
             what: ReportCmd::Merge(a),
         } => exit(

@@ -14,15 +14,31 @@ pub mod model;
 use std::io;
 use std::path::Path;
 
+use crate::scrape::Scrapes;
+
 pub use model::{
     spectrum_from_hist, OpSummary, Percentiles, Report, RunKind, Second, ServerSample,
     SpectrumPoint, Trial,
 };
 
+/// The target's `/metrics` text before the run, as served.
+pub const METRICS_START: &str = "metrics-start.txt";
+/// The target's `/metrics` text after the run, as served.
+pub const METRICS_END: &str = "metrics-end.txt";
+
 /// Write `report.json` (pretty), `report.md` and `report.html` into `dir`,
-/// creating it if needed.
-pub fn write_dir(dir: &Path, r: &Report) -> io::Result<()> {
+/// creating it if needed, and the target's `/metrics` before and after the
+/// run when it served them (`strata sim --from-report` reads those).
+pub fn write_dir(dir: &Path, r: &Report, scrapes: &Scrapes) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    for (name, text) in [
+        (METRICS_START, &scrapes.first),
+        (METRICS_END, &scrapes.last),
+    ] {
+        if let Some(t) = text {
+            std::fs::write(dir.join(name), t)?;
+        }
+    }
     let json = serde_json::to_string_pretty(r).map_err(io::Error::other)?;
     std::fs::write(dir.join("report.json"), json + "\n")?;
     std::fs::write(dir.join("report.md"), markdown::render(r))?;

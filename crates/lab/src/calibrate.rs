@@ -1,0 +1,323 @@
+//! `strata calibrate URL`: predicts a node's breaking point from its own
+//! measurements, without pushing it past its limit. Each step offers one
+//! open-loop rate for a few seconds, reads the node's `/metrics` before and
+//! after, and hands the difference to the simulator, which builds a model of
+//! the node (admission, CPU per request, WAL group commit) and names its
+//! capacity. The CPU a request costs falls as the node gets busier (a core
+//! that idles between requests pays for waking up, cold caches and, in a
+//! virtual machine, the hypervisor), so a model calibrated at a light load
+//! underestimates the node: the next step runs at 90% of the capacity the
+//! last one predicted, until two predictions agree. The simulator then
+//! searches, in virtual time, the highest rate that meets the SLO: the
+//! figure `strata sweep` measures the slow way.
+//!
+//! Owns that loop; must not model anything itself (`strata_sim` does) nor
+//! pace requests (the driver does).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use strata_sim::predict::{breaking_point, Bound, Objective, Prediction};
+use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
+
+use crate::driver::{self, Pace, Plan};
+use crate::load::{Progress, TargetArgs};
+use crate::scrape::{fetch_metrics, parse_metrics};
+use crate::slo::{fmt_num, positive, Slo};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Latency objective of the predicted breaking point, as for sweep.
+    #[arg(long, default_value = "p99<=10ms")]
+    pub slo: String,
+    /// Error budget, as for sweep.
+    #[arg(long, default_value = "0.1%")]
+    pub max_errors: String,
+    /// Rate of the first step, in requests per second.
+    #[arg(long, default_value_t = 2000.0)]
+    pub start_rate: f64,
+    /// Seconds each step is measured (after its warm-up).
+    #[arg(long, default_value_t = 5.0)]
+    pub duration: f64,
+    /// At most this many steps.
+    #[arg(long, default_value_t = 8)]
+    pub steps: usize,
+    /// Stop when two successive predictions of the capacity differ by less
+    /// than this fraction.
+    #[arg(long, default_value_t = 0.05)]
+    pub tolerance: f64,
+    /// CPU cores the node may use [default: the CPUs the node reports it
+    /// may run on].
+    #[arg(long)]
+    pub cores: Option<u32>,
+}
+
+/// The next step runs at this share of the last predicted capacity: busy
+/// enough to measure the node's cost under load, below its limit.
+pub const NEXT_STEP_SHARE: f64 = 0.9;
+
+/// One calibration step.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub offered: f64,
+    pub achieved: f64,
+    /// The node's CPU over the step, in cores.
+    pub node_cpu_cores: Option<f64>,
+    /// Process CPU per request over the step, µs.
+    pub cpu_per_request_us: Option<f64>,
+    /// The capacity the model built from this step predicts.
+    pub capacity: f64,
+    pub bottleneck: Option<String>,
+}
+
+/// What `strata calibrate` found (written as `calibration.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Calibration {
+    pub target: String,
+    pub workload: String,
+    pub slo: String,
+    pub steps: Vec<Step>,
+    pub converged: bool,
+    pub prediction: Prediction,
+    /// The model of the last step, as `strata sim` reads it.
+    pub scenario_file: PathBuf,
+}
+
+/// The next rate, or `None` when the last two capacities agree.
+pub fn next_step(capacities: &[f64], tolerance: f64) -> Option<f64> {
+    let last = *capacities.last()?;
+    if let [.., prev, _] = capacities {
+        if ((last - prev) / last).abs() < tolerance {
+            return None;
+        }
+    }
+    Some(last * NEXT_STEP_SHARE)
+}
+
+/// The SLO in the simulator's terms.
+pub fn objective(slo: &Slo) -> Objective {
+    Objective {
+        bounds: slo
+            .bounds
+            .iter()
+            .map(|b| Bound {
+                quantile: b.quantile,
+                limit_ns: (b.limit_ms * 1e6).round() as u64,
+            })
+            .collect(),
+        max_errors: slo.max_errors,
+    }
+}
+
+fn delta(before: &str, after: &str, name: &str) -> Option<f64> {
+    let (b, a) = (parse_metrics(before), parse_metrics(after));
+    Some(a.get(name)? - b.get(name).copied().unwrap_or(0.0))
+}
+
+/// Run the calibration; `on_line` receives the table as it grows.
+pub fn run(
+    a: &CalibrateArgs,
+    out: &Path,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<Calibration, String> {
+    let slo = Slo::parse(&a.slo, &a.max_errors)?;
+    if !positive(a.start_rate) || !positive(a.duration) || a.steps == 0 {
+        return Err("--start-rate, --duration and --steps must be positive".into());
+    }
+    let t = &a.target;
+    let target = t.target()?;
+    let workload = t.workload()?;
+    t.maybe_preload(&target, &workload)?;
+    let url = t.url.trim_end_matches('/').to_string();
+    let progress = Progress::new(t.quiet || t.json);
+    on_line(&format!(
+        "{:>10} {:>10} {:>9} {:>12} {:>12}  {}",
+        "offered", "achieved", "node cpu", "cpu/req µs", "capacity", "bottleneck"
+    ));
+    let mut steps: Vec<Step> = Vec::new();
+    let mut capacities = Vec::new();
+    let mut last_scenario = None;
+    let mut rate = a.start_rate;
+    let mut converged = false;
+    for i in 0..a.steps {
+        let before = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+        let plan = Plan {
+            target: target.clone(),
+            pace: Pace::Open {
+                rate,
+                arrivals: t.arrivals(),
+                connections: t.connections,
+            },
+            threads: t.threads.max(1),
+            warmup: Duration::from_secs_f64(t.warmup),
+            duration: Duration::from_secs_f64(a.duration),
+            workload: workload.clone(),
+            seed: t.seed.wrapping_add(i as u64),
+        };
+        let prefix = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
+        let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
+        progress.finish();
+        let after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+        let opts = CalibrateOptions {
+            cores: a.cores,
+            baseline: Some(before.clone()),
+            name: Some(format!("{} calibrated at {} req/s", url, fmt_num(rate))),
+            ..Default::default()
+        };
+        let sc = scenario_from_metrics(&after, &opts).map_err(|e| e.to_string())?;
+        let (_, an) = simulate(&sc, Path::new("."), sc.seed).map_err(|e| e.to_string())?;
+        // The window the node's counters cover includes the warm-up.
+        let secs = o.elapsed.as_secs_f64() + t.warmup;
+        let cpu = delta(&before, &after, "process_cpu_seconds_total");
+        let reqs = delta(&before, &after, "strata_http_requests_total");
+        let step = Step {
+            offered: rate,
+            achieved: o.achieved_rate(),
+            node_cpu_cores: cpu.map(|c| c / secs),
+            cpu_per_request_us: cpu.zip(reqs).map(|(c, n)| c / n.max(1.0) * 1e6),
+            capacity: an.capacity,
+            bottleneck: an.bottleneck.clone(),
+        };
+        on_line(&format!(
+            "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
+            step.offered,
+            step.achieved,
+            step.node_cpu_cores
+                .map(fmt_num)
+                .unwrap_or_else(|| "-".into()),
+            step.cpu_per_request_us
+                .map(fmt_num)
+                .unwrap_or_else(|| "-".into()),
+            step.capacity,
+            step.bottleneck.as_deref().unwrap_or("-")
+        ));
+        capacities.push(an.capacity);
+        steps.push(step);
+        last_scenario = Some(sc);
+        match next_step(&capacities, a.tolerance) {
+            Some(r) => rate = r,
+            None => {
+                converged = true;
+                break;
+            }
+        }
+    }
+    let sc = last_scenario.ok_or("no step ran")?;
+    let prediction = breaking_point(&sc, Path::new("."), sc.seed, &objective(&slo), 0.02)?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let scenario_file = out.join("scenario.toml");
+    std::fs::write(&scenario_file, sc.to_toml()?)
+        .map_err(|e| format!("{}: {e}", scenario_file.display()))?;
+    let c = Calibration {
+        target: t.url.clone(),
+        workload: workload.describe(),
+        slo: slo.describe(),
+        steps,
+        converged,
+        prediction,
+        scenario_file,
+    };
+    let json = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?;
+    let p = out.join("calibration.json");
+    std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(c)
+}
+
+/// The closing lines: the prediction and how to check it.
+pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
+    let p = &c.prediction;
+    let mut v = vec![String::new()];
+    if !c.converged {
+        v.push(format!(
+            "Not converged after {} steps: the last two predictions differ by {}% or more; \
+             the figures below come from the last step.",
+            c.steps.len(),
+            fmt_num(a.tolerance * 100.0)
+        ));
+    }
+    v.push(format!(
+        "Predicted capacity: {} req/s ({}: {}).",
+        fmt_num(p.capacity.round()),
+        p.bottleneck.as_deref().unwrap_or("no bottleneck"),
+        p.capacity_text
+    ));
+    v.push(match p.breaking_point {
+        Some(b) => format!(
+            "Predicted breaking point for {}: {} req/s.",
+            c.slo,
+            fmt_num(b.round())
+        ),
+        None => format!(
+            "Predicted breaking point for {}: none (no rate met it).",
+            c.slo
+        ),
+    });
+    let t = &a.target;
+    v.push(format!(
+        "Check it: strata sweep {} --workload {} --keys {} --value-size {} --slo '{}' --max-errors {}",
+        t.url, t.workload, t.keys, t.value_size, a.slo, a.max_errors
+    ));
+    v.push(format!("Model: strata sim {}", c.scenario_file.display()));
+    v
+}
+
+/// `strata calibrate`: run, print the steps and the prediction, write
+/// `calibration.json` and `scenario.toml`.
+pub fn main(a: &CalibrateArgs) -> Result<(), String> {
+    let json = a.target.json;
+    let dir = a.target.out_dir("calibrate");
+    let c = run(a, &dir, &mut |line| {
+        if !json {
+            println!("{line}");
+        }
+    })?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?
+        );
+    } else {
+        for line in conclusion(a, &c) {
+            println!("{line}");
+        }
+        println!("Report: {}", dir.join("calibration.json").display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_follow_the_prediction_until_two_agree() {
+        assert_eq!(next_step(&[], 0.05), None);
+        assert_eq!(next_step(&[40_000.0], 0.05), Some(36_000.0));
+        assert_eq!(next_step(&[40_000.0, 60_000.0], 0.05), Some(54_000.0));
+        assert_eq!(next_step(&[40_000.0, 60_000.0, 62_000.0], 0.05), None);
+        // A falling prediction counts too.
+        assert_eq!(next_step(&[60_000.0, 59_000.0], 0.05), None);
+    }
+
+    #[test]
+    fn the_slo_becomes_the_simulator_objective() {
+        let o = objective(&Slo::parse("p99<=10ms,max<=1s", "0.1%").unwrap());
+        assert_eq!(
+            o.bounds,
+            vec![
+                Bound {
+                    quantile: 0.99,
+                    limit_ns: 10_000_000
+                },
+                Bound {
+                    quantile: 1.0,
+                    limit_ns: 1_000_000_000
+                }
+            ]
+        );
+        assert!((o.max_errors - 0.001).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,223 @@
+//! The breaking point a scenario predicts: the highest open-loop rate at
+//! which the simulated request lifetime meets latency bounds (p99 ≤ 10 ms,
+//! ...), the error share stays within a budget and at least 95% of the
+//! offered rate is answered: the same test `strata sweep` applies to a
+//! real node, so the two figures compare directly. Owns the search over
+//! rates in virtual time; must not build scenarios (calibrate does) nor
+//! print.
+
+use std::path::Path;
+
+use crate::analysis::analyse;
+use crate::model::{Run, Sim};
+use crate::scenario::{Clients, Scenario};
+
+/// A latency bound on the request lifetime: `quantile` (0.99 for p99, 1.0
+/// for max) at most `limit_ns`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bound {
+    pub quantile: f64,
+    pub limit_ns: u64,
+}
+
+/// A sweep's pass test, in virtual time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Objective {
+    pub bounds: Vec<Bound>,
+    /// Largest acceptable share of failed requests (refused, timed out,
+    /// dropped).
+    pub max_errors: f64,
+}
+
+/// A trial's share of the offered rate that must be answered (the lab's
+/// sweep uses the same).
+pub const MIN_ACHIEVED: f64 = 0.95;
+
+/// One simulated trial.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Trial {
+    pub rate: f64,
+    pub achieved: f64,
+    /// The lifetime at each bound's quantile, ns.
+    pub at_bounds_ns: Vec<u64>,
+    pub error_share: f64,
+    pub met: bool,
+}
+
+/// What the search found.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Prediction {
+    /// The bottleneck's capacity, requests per second.
+    pub capacity: f64,
+    pub capacity_text: String,
+    pub bottleneck: Option<String>,
+    /// The highest rate that met the objective (None: not even the lowest
+    /// tried).
+    pub breaking_point: Option<f64>,
+    pub trials: Vec<Trial>,
+}
+
+fn with_rate(sc: &Scenario, rate: f64) -> Result<Scenario, String> {
+    let mut s = sc.clone();
+    match &mut s.clients {
+        Clients::Open { rate: r, .. } => *r = rate,
+        Clients::Closed { .. } => {
+            return Err("the breaking point is searched with open-loop clients".into())
+        }
+    }
+    Ok(s)
+}
+
+fn judge(run: &Run, rate: f64, obj: &Objective) -> Trial {
+    let secs = run.window_ns as f64 / 1e9;
+    let p = &run.probes;
+    let failed = p.request_refused
+        + p.request_timeout
+        + p.request_failed
+        + p.persist_failed
+        + p.arrivals_dropped;
+    let arrived = p.request_start + p.arrivals_dropped;
+    let error_share = failed as f64 / arrived.max(1) as f64;
+    let achieved = p.request_done as f64 / secs;
+    let at_bounds_ns: Vec<u64> = obj
+        .bounds
+        .iter()
+        .map(|b| {
+            if b.quantile >= 1.0 {
+                run.lifetime.hist.max()
+            } else {
+                run.lifetime.hist.value_at_quantile(b.quantile)
+            }
+        })
+        .collect();
+    let met = achieved >= MIN_ACHIEVED * rate
+        && error_share <= obj.max_errors
+        && obj
+            .bounds
+            .iter()
+            .zip(&at_bounds_ns)
+            .all(|(b, v)| *v <= b.limit_ns);
+    Trial {
+        rate,
+        achieved,
+        at_bounds_ns,
+        error_share,
+        met,
+    }
+}
+
+/// Search the open-loop rate of `sc` for the highest that meets `obj`:
+/// first the capacity the analysis names, then bisection between a
+/// passing and a failing rate until they are within `precision` (a
+/// fraction) of each other.
+pub fn breaking_point(
+    sc: &Scenario,
+    base: &Path,
+    seed: u64,
+    obj: &Objective,
+    precision: f64,
+) -> Result<Prediction, String> {
+    let first = Sim::new(sc, base, seed)?.run();
+    let a = analyse(&first);
+    let capacity = a.capacity;
+    if !capacity.is_finite() || capacity <= 0.0 {
+        return Err("the scenario names no finite capacity to search below".into());
+    }
+    let mut trials = Vec::new();
+    let mut run_at = |rate: f64| -> Result<bool, String> {
+        let run = Sim::new(&with_rate(sc, rate)?, base, seed)?.run();
+        let t = judge(&run, rate, obj);
+        let met = t.met;
+        trials.push(t);
+        Ok(met)
+    };
+    // Bracket: a failing rate at or above capacity, a passing one below.
+    let mut hi = capacity * 1.02;
+    let mut lo = None;
+    if run_at(hi)? {
+        // Queueing never broke the bounds up to capacity: the limit is
+        // the capacity itself.
+        lo = Some(hi);
+    } else {
+        let mut r = capacity * 0.5;
+        for _ in 0..8 {
+            if run_at(r)? {
+                lo = Some(r);
+                break;
+            }
+            hi = r;
+            r /= 2.0;
+        }
+    }
+    if let Some(mut l) = lo.filter(|&l| l < hi) {
+        while (hi - l) / l > precision {
+            let mid = (l + hi) / 2.0;
+            if run_at(mid)? {
+                l = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo = Some(l);
+    }
+    Ok(Prediction {
+        capacity,
+        capacity_text: a.capacity_text,
+        bottleneck: a.bottleneck,
+        breaking_point: lo,
+        trials,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An M/D/1 server of 100 µs: capacity 10,000 req/s. With a bound far
+    /// above any wait the breaking point is the capacity's neighbourhood;
+    /// with a tight bound it is lower.
+    #[test]
+    fn tighter_bounds_break_earlier() {
+        let sc: Scenario = toml::from_str(
+            r#"
+name = "md1"
+duration = "20s"
+warmup = "1s"
+[clients]
+mode = "open"
+rate = 5000.0
+arrivals = "poisson"
+[[stages]]
+kind = "workers"
+name = "cpu"
+servers = 1
+service = { dist = "constant", value = "100us" }
+"#,
+        )
+        .unwrap();
+        let loose = Objective {
+            bounds: vec![Bound {
+                quantile: 0.99,
+                limit_ns: 1_000_000_000,
+            }],
+            max_errors: 0.001,
+        };
+        let p = breaking_point(&sc, Path::new("."), 1, &loose, 0.02).unwrap();
+        let b = p.breaking_point.unwrap();
+        assert!((p.capacity - 10_000.0).abs() < 1.0, "{}", p.capacity);
+        assert!((9_000.0..=10_300.0).contains(&b), "{b}");
+        // p99 ≤ 1 ms: M/D/1 waits reach that near 90-95% utilisation.
+        let tight = Objective {
+            bounds: vec![Bound {
+                quantile: 0.99,
+                limit_ns: 1_000_000,
+            }],
+            max_errors: 0.001,
+        };
+        let t = breaking_point(&sc, Path::new("."), 1, &tight, 0.02)
+            .unwrap()
+            .breaking_point
+            .unwrap();
+        assert!(t < b && t > 5_000.0, "tight {t}, loose {b}");
+    }
+}

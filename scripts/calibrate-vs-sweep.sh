@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The simulator's prediction of a node's breaking point against the
+# breaking point strata sweep measures (issue 5's calibration check).
+#
+# One fresh node, pinned to core 1 with one runtime thread; the lab on core
+# 0. First `strata calibrate` (short steps below the node's limit, each
+# modelled by the simulator from the node's /metrics), then `strata sweep`
+# on the same node, workload and SLO. Prints both figures and the gap.
+#
+# Knobs (environment): WORKLOAD (get), KEYS (100000), SLO (p99<=10ms),
+# SWEEP_DURATION (5), STRATA_BIN.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+WORKLOAD=${WORKLOAD:-get}
+KEYS=${KEYS:-100000}
+SLO=${SLO:-p99<=10ms}
+SWEEP_DURATION=${SWEEP_DURATION:-5}
+ADDR=127.0.0.1:8094
+if [[ -z ${STRATA_BIN:-} ]]; then
+    cargo build --release -q -p strata
+    STRATA_BIN=target/release/strata
+fi
+TMP=$(mktemp -d)
+NODE=
+cleanup() {
+    [[ -n $NODE ]] && kill "$NODE" 2>/dev/null && wait "$NODE" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+taskset -c 1 "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn \
+    --worker-threads 1 >/dev/null &
+NODE=$!
+for _ in $(seq 50); do curl -sf "http://$ADDR/v0/status" >/dev/null && break; sleep 0.1; done
+
+common=(--workload "$WORKLOAD" --keys "$KEYS" --quiet)
+echo "== strata calibrate"
+taskset -c 0 "$STRATA_BIN" calibrate "http://$ADDR" "${common[@]}" --preload --slo "$SLO" \
+    --out "$TMP/cal"
+echo
+echo "== strata sweep"
+taskset -c 0 "$STRATA_BIN" sweep "http://$ADDR" "${common[@]}" --slo "$SLO" \
+    --start-rate 5000 --duration "$SWEEP_DURATION" --precision 0.03 --json \
+    --out "$TMP/sweep" >"$TMP/sweep.json"
+python3 - "$TMP/cal/calibration.json" "$TMP/sweep.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[2]))
+for t in s["trials"]:
+    print(f"  offered {t['offered_rate']:>8.0f}  achieved {t['achieved_rate']:>8.0f}  "
+          f"p99 {t['latency']['p99_ms']:>9.3f} ms  {'met' if t.get('meets_slo') else 'FAILED'}")
+pred = c["prediction"]["breaking_point"]
+cap = c["prediction"]["capacity"]
+meas = s["breaking_point"]
+print()
+print(f"Predicted capacity:       {cap:,.0f} req/s ({len(c['steps'])} calibration steps, "
+      f"converged: {c['converged']})")
+print(f"Predicted breaking point: {pred:,.0f} req/s" if pred else "Predicted breaking point: none")
+print(f"Measured breaking point:  {meas:,.0f} req/s" if meas else "Measured breaking point: none")
+if pred and meas:
+    print(f"Gap: {100 * (pred - meas) / meas:+.1f}% of the measured figure")
+EOF
