@@ -14,17 +14,17 @@
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
 //! pace requests (the driver does).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Serialize;
 use strata_sim::predict::{breaking_point, Bound, Objective, Prediction};
 use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
 
-use crate::driver::{self, Pace, Plan};
+use crate::driver;
 use crate::load::{Progress, TargetArgs};
 use crate::scrape::{fetch_metrics, parse_metrics};
-use crate::slo::{fmt_num, positive, Slo};
+use crate::slo::{fmt_num, positive, Slo, MIN_ACHIEVED};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CalibrateArgs {
@@ -109,12 +109,13 @@ pub fn objective(slo: &Slo) -> Objective {
             })
             .collect(),
         max_errors: slo.max_errors,
+        min_achieved: MIN_ACHIEVED,
     }
 }
 
-fn delta(before: &str, after: &str, name: &str) -> Option<f64> {
-    let (b, a) = (parse_metrics(before), parse_metrics(after));
-    Some(a.get(name)? - b.get(name).copied().unwrap_or(0.0))
+/// `name`'s increase from `before` to `after` (parsed `/metrics`).
+fn delta(before: &HashMap<String, f64>, after: &HashMap<String, f64>, name: &str) -> Option<f64> {
+    Some(after.get(name)? - before.get(name).copied().unwrap_or(0.0))
 }
 
 /// Run the calibration; `on_line` receives the table as it grows.
@@ -144,19 +145,8 @@ pub fn run(
     let mut converged = false;
     for i in 0..a.steps {
         let before = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
-        let plan = Plan {
-            target: target.clone(),
-            pace: Pace::Open {
-                rate,
-                arrivals: t.arrivals(),
-                connections: t.connections,
-            },
-            threads: t.threads.max(1),
-            warmup: Duration::from_secs_f64(t.warmup),
-            duration: Duration::from_secs_f64(a.duration),
-            workload: workload.clone(),
-            seed: t.seed.wrapping_add(i as u64),
-        };
+        let seed = t.seed.wrapping_add(i as u64);
+        let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
         let prefix = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
         let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
         progress.finish();
@@ -171,8 +161,9 @@ pub fn run(
         let (_, an) = simulate(&sc, Path::new("."), sc.seed).map_err(|e| e.to_string())?;
         // The window the node's counters cover includes the warm-up.
         let secs = o.elapsed.as_secs_f64() + t.warmup;
-        let cpu = delta(&before, &after, "process_cpu_seconds_total");
-        let reqs = delta(&before, &after, "strata_http_requests_total");
+        let (m0, m1) = (parse_metrics(&before), parse_metrics(&after));
+        let cpu = delta(&m0, &m1, "process_cpu_seconds_total");
+        let reqs = delta(&m0, &m1, "strata_http_requests_total");
         let step = Step {
             offered: rate,
             achieved: o.achieved_rate(),

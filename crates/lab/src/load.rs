@@ -85,6 +85,36 @@ impl TargetArgs {
         Ok(())
     }
 
+    /// A trial of `pace` for `duration` seconds after this target's
+    /// warm-up, its keys drawn from `seed`.
+    pub fn plan(
+        &self,
+        target: &Target,
+        workload: &Arc<Workload>,
+        pace: Pace,
+        duration: f64,
+        seed: u64,
+    ) -> Plan {
+        Plan {
+            target: target.clone(),
+            pace,
+            threads: self.threads.max(1),
+            warmup: Duration::from_secs_f64(self.warmup),
+            duration: Duration::from_secs_f64(duration),
+            workload: workload.clone(),
+            seed,
+        }
+    }
+
+    /// Open loop at `rate` over this target's connections and arrivals.
+    pub fn open(&self, rate: f64) -> Pace {
+        Pace::Open {
+            rate,
+            arrivals: self.arrivals(),
+            connections: self.connections,
+        }
+    }
+
     pub fn arrivals(&self) -> Arrivals {
         if self.arrivals == "poisson" {
             Arrivals::Poisson
@@ -278,24 +308,12 @@ impl LoadArgs {
                 think: Duration::from_secs_f64(self.think.max(0.0)),
             }
         } else {
-            Pace::Open {
-                rate: match self.uploads_per_day {
-                    Some(u) => crate::workload::libri_rate_from_uploads_per_day(u),
-                    None => self.rate,
-                },
-                arrivals: t.arrivals(),
-                connections: t.connections,
-            }
+            t.open(match self.uploads_per_day {
+                Some(u) => crate::workload::libri_rate_from_uploads_per_day(u),
+                None => self.rate,
+            })
         };
-        Ok(Plan {
-            target: t.target()?,
-            pace,
-            threads: t.threads.max(1),
-            warmup: Duration::from_secs_f64(t.warmup),
-            duration: Duration::from_secs_f64(self.duration),
-            workload: t.workload()?,
-            seed: t.seed,
-        })
+        Ok(t.plan(&t.target()?, &t.workload()?, pace, self.duration, t.seed))
     }
 }
 

@@ -8,7 +8,6 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::driver::{Pace, Plan};
 use crate::load::{rfc3339, run_trial, Progress, TargetArgs};
 use crate::report::model::{Report, RunKind, Trial};
 use crate::scrape::{Sampler, Scrapes};
@@ -164,19 +163,8 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             if !trials.is_empty() && a.pause > 0.0 {
                 std::thread::sleep(Duration::from_secs_f64(a.pause));
             }
-            let plan = Plan {
-                target: target.clone(),
-                pace: Pace::Open {
-                    rate,
-                    arrivals: t.arrivals(),
-                    connections: t.connections,
-                },
-                threads: t.threads.max(1),
-                warmup: Duration::from_secs_f64(t.warmup),
-                duration: Duration::from_secs_f64(a.duration),
-                workload: workload.clone(),
-                seed: t.seed.wrapping_add(trials.len() as u64),
-            };
+            let seed = t.seed.wrapping_add(trials.len() as u64);
+            let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
             let cpu0 = own_cpu();
             let wall0 = Instant::now();
             let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));

@@ -56,8 +56,7 @@ fn parse_dur(s: &str) -> Result<Dur, String> {
 }
 
 /// The files a lab report directory keeps the target's `/metrics` in,
-/// before and after the run (the lab writes them; named here too because
-/// this crate depends on no other).
+/// before and after the run (the lab writes them under these names).
 pub const REPORT_METRICS_START: &str = "metrics-start.txt";
 pub const REPORT_METRICS_END: &str = "metrics-end.txt";
 

@@ -7,8 +7,11 @@
 //! lab on CPU 0 when `taskset` can pin them, as in the script, so that the
 //! generator does not take the node's core.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod support;
+
+use std::process::Command;
+
+use support::NodeProc;
 
 fn taskset_works() -> bool {
     Command::new("taskset")
@@ -31,18 +34,8 @@ fn pinned(cpu: &str, pin: bool) -> Command {
 fn calibrate_predicts_what_sweep_measures() {
     let pin = taskset_works();
     let data = tempfile::tempdir().unwrap();
-    let mut node = pinned("1", pin)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data.path())
-        .args(["--log-level", "warn", "--worker-threads", "1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start strata serve");
-    let mut line = String::new();
-    BufReader::new(node.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = format!("http://{}", line.trim().rsplit("http://").next().unwrap());
+    let node = NodeProc::start_with(pinned("1", pin), data.path(), &["--worker-threads", "1"]);
+    let url = format!("http://{}", node.addr);
     let out = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
         let o = pinned("0", pin).args(args).output().expect("run strata");
@@ -73,8 +66,7 @@ fn calibrate_predicts_what_sweep_measures() {
     args.extend(common);
     args.extend(["--out", sweep_dir.to_str().unwrap()]);
     let sweep = run(&args);
-    let _ = node.kill();
-    let _ = node.wait();
+    node.stop();
 
     // The calibration's bookkeeping: steps that rise toward the limit,
     // each below it, and a model strata sim can run again.
@@ -118,17 +110,5 @@ fn calibrate_predicts_what_sweep_measures() {
     assert!(
         (1.0 / 1.5..=1.5).contains(&ratio),
         "predicted {predicted:.0} req/s, measured {measured:.0} req/s (ratio {ratio:.2})"
-    );
-}
-
-#[test]
-fn the_lab_writes_the_metrics_files_the_simulator_reads() {
-    assert_eq!(
-        strata_lab::report::METRICS_START,
-        strata_sim::REPORT_METRICS_START
-    );
-    assert_eq!(
-        strata_lab::report::METRICS_END,
-        strata_sim::REPORT_METRICS_END
     );
 }

@@ -21,10 +21,9 @@ pub use model::{
     SpectrumPoint, Trial,
 };
 
-/// The target's `/metrics` text before the run, as served.
-pub const METRICS_START: &str = "metrics-start.txt";
-/// The target's `/metrics` text after the run, as served.
-pub const METRICS_END: &str = "metrics-end.txt";
+/// The target's `/metrics` text before and after the run, as served, under
+/// the names `strata sim --from-report` reads.
+pub use strata_sim::{REPORT_METRICS_END as METRICS_END, REPORT_METRICS_START as METRICS_START};
 
 /// Write `report.json` (pretty), `report.md` and `report.html` into `dir`,
 /// creating it if needed, and the target's `/metrics` before and after the

@@ -16,7 +16,13 @@ pub struct NodeProc {
 
 impl NodeProc {
     pub fn start(dir: &Path, extra: &[&str]) -> NodeProc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        Self::start_with(Command::new(env!("CARGO_BIN_EXE_strata")), dir, extra)
+    }
+
+    /// Start `strata serve` through `cmd`: the binary itself, or a wrapper
+    /// such as `taskset -c 1 strata` that the serve arguments follow.
+    pub fn start_with(mut cmd: Command, dir: &Path, extra: &[&str]) -> NodeProc {
+        let mut child = cmd
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
             .args(["--log-level", "warn"])
