@@ -6,6 +6,14 @@
 //! refused (the node's `request-nonblock` / `request-block` figures), and
 //! the adaptive mode that moves the in-service limit to hold service time
 //! near a target; must not know about HTTP.
+//!
+//! The adaptive mode checks each cut: by Little's law a window's mean
+//! concurrency is (time in service) / (window length). If latency comes
+//! from requests queueing behind each other in service, it falls with that
+//! concurrency; if it comes from somewhere else (the node's core taken by
+//! refusing 10x its capacity, a slow disk), a cut only lowers throughput.
+//! A cut after which service time fell by less than half as much as
+//! concurrency did is undone, and the limit is not cut again for a while.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,6 +37,47 @@ pub enum Mode {
 
 /// How often the adaptive limit is adjusted.
 pub const ADJUST_EVERY: Duration = Duration::from_millis(100);
+
+/// Windows without cuts after a cut that did not help.
+const HOLD_WINDOWS: u32 = 20;
+/// Windows a cut waits for concurrency to fall before it is judged.
+const JUDGE_WITHIN: u32 = 3;
+
+/// What the controller saw in one window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    /// Mean requests in service (time in service / window length).
+    pub concurrency: f64,
+    /// Mean time in service.
+    pub mean: Duration,
+}
+
+/// Whether a cut helped: `Some(true)` if, from `before` to `after`, mean
+/// service time fell by at least half as much (relatively) as mean
+/// concurrency did; `Some(false)` if concurrency fell and latency did not
+/// follow; `None` while concurrency has not fallen by 3% yet (permits come
+/// back as requests finish, so a cut takes effect gradually).
+pub fn cut_helped(before: Window, after: Window) -> Option<bool> {
+    if before.concurrency <= 0.0 || before.mean.is_zero() {
+        return None;
+    }
+    let fell_n = 1.0 - after.concurrency / before.concurrency;
+    if fell_n < 0.03 {
+        return None;
+    }
+    let fell_w = 1.0 - after.mean.as_secs_f64() / before.mean.as_secs_f64();
+    Some(fell_w >= 0.5 * fell_n)
+}
+
+/// The adaptive controller's memory between windows.
+struct Controller {
+    window_start: Instant,
+    /// A cut waiting for its verdict: the limit before it, the window
+    /// that prompted it, and how many windows are left to judge it.
+    cut: Option<(usize, Window, u32)>,
+    /// Windows left during which the limit is not cut.
+    hold: u32,
+}
 
 /// The adaptive rule, as a function: the next limit from the current one,
 /// the window's mean service time and the most requests in service seen.
@@ -72,6 +121,7 @@ pub struct Admission {
     max_waiting: usize,
     max_wait: Duration,
     waiting: AtomicUsize,
+    controller: std::sync::Mutex<Controller>,
     pub admitted_at_once: AtomicU64,
     pub admitted_after_wait: AtomicU64,
     pub refused_full: AtomicU64,
@@ -136,6 +186,11 @@ impl Admission {
             max_waiting,
             max_wait,
             waiting: AtomicUsize::new(0),
+            controller: std::sync::Mutex::new(Controller {
+                window_start: Instant::now(),
+                cut: None,
+                hold: 0,
+            }),
             admitted_at_once: AtomicU64::new(0),
             admitted_after_wait: AtomicU64::new(0),
             refused_full: AtomicU64::new(0),
@@ -234,14 +289,52 @@ impl Admission {
             return limit;
         };
         let s = &self.shared;
+        let mut c = self.controller.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let length = now.duration_since(c.window_start).as_secs_f64();
+        c.window_start = now;
         let n = s.window_count.swap(0, Ordering::AcqRel);
         let nanos = s.window_nanos.swap(0, Ordering::AcqRel);
         let peak = s.window_peak.swap(self.in_service(), Ordering::AcqRel);
-        if n == 0 {
+        if n == 0 || length <= 0.0 {
             return limit;
         }
-        let mean = Duration::from_nanos(nanos / n);
-        let next = next_limit(limit, mean, peak, target, min.max(1), self.max_in_service);
+        let window = Window {
+            concurrency: nanos as f64 / 1e9 / length,
+            mean: Duration::from_nanos(nanos / n),
+        };
+        if let Some((before_limit, before, left)) = c.cut.take() {
+            match cut_helped(before, window) {
+                Some(true) => {}
+                Some(false) => {
+                    // Latency did not follow concurrency down: undo.
+                    c.hold = HOLD_WINDOWS;
+                    self.set_limit(before_limit);
+                    return before_limit;
+                }
+                None if left > 1 => {
+                    c.cut = Some((before_limit, before, left - 1));
+                    return limit;
+                }
+                None => {}
+            }
+        }
+        let mut next = next_limit(
+            limit,
+            window.mean,
+            peak,
+            target,
+            min.max(1),
+            self.max_in_service,
+        );
+        if next < limit {
+            if c.hold > 0 {
+                next = limit;
+            } else {
+                c.cut = Some((limit, window, JUDGE_WITHIN));
+            }
+        }
+        c.hold = c.hold.saturating_sub(1);
         if next != limit {
             self.set_limit(next);
         }
@@ -317,6 +410,91 @@ mod tests {
         assert_eq!(next_limit(256, ms(2), 256, t, 4, 256), 256);
         // Fast but mostly idle: stay.
         assert_eq!(next_limit(100, ms(2), 10, t, 4, 256), 100);
+    }
+
+    #[test]
+    fn a_cut_is_judged_by_whether_latency_followed_concurrency() {
+        let w = |concurrency: f64, ms: u64| Window {
+            concurrency,
+            mean: Duration::from_millis(ms),
+        };
+        // Queueing in service: 10% less concurrency, 10% less latency.
+        assert_eq!(cut_helped(w(100.0, 50), w(90.0, 45)), Some(true));
+        // Half as much is still worth it.
+        assert_eq!(cut_helped(w(100.0, 50), w(90.0, 47)), Some(true));
+        // Latency stayed (the core is taken by something else): undo.
+        assert_eq!(cut_helped(w(100.0, 50), w(90.0, 50)), Some(false));
+        assert_eq!(cut_helped(w(100.0, 50), w(80.0, 60)), Some(false));
+        // The cut has not taken effect yet.
+        assert_eq!(cut_helped(w(100.0, 50), w(99.0, 30)), None);
+        assert_eq!(cut_helped(w(0.0, 50), w(0.0, 30)), None);
+    }
+
+    /// A node whose service time does not depend on concurrency (every
+    /// request takes 20 ms whatever the limit, as when refusals take the
+    /// core): the AIMD rule alone would cut to the floor; the check undoes
+    /// the cut and holds.
+    #[tokio::test]
+    async fn cuts_that_do_not_lower_latency_are_undone() {
+        let a = Arc::new(Admission::new(
+            Mode::Adaptive {
+                target: Duration::from_millis(10),
+                min: 1,
+            },
+            100,
+            1000,
+            Duration::from_secs(10),
+        ));
+        let seen = drive(&a, 25, |_| Duration::from_millis(20)).await;
+        let lowest = *seen.iter().min().unwrap();
+        assert!(lowest >= 80, "limit fell to {lowest}: {seen:?}");
+        assert!(
+            seen.contains(&90),
+            "the limit was never tried lower: {seen:?}"
+        );
+    }
+
+    /// And a node where requests queue behind each other in service (time
+    /// in service grows with the number in service) is still brought down
+    /// to its target: 0.4 ms per request in service, 10 ms target, so about
+    /// 25 in service.
+    #[tokio::test]
+    async fn cuts_that_lower_latency_go_on() {
+        let a = Arc::new(Admission::new(
+            Mode::Adaptive {
+                target: Duration::from_millis(10),
+                min: 1,
+            },
+            100,
+            1000,
+            Duration::from_secs(10),
+        ));
+        let seen = drive(&a, 25, |n| Duration::from_micros(400 * n as u64)).await;
+        let last = *seen.last().unwrap();
+        assert!(last <= 40, "limit stayed at {last}: {seen:?}");
+    }
+
+    /// Run `windows` adjustment windows, each five waves of `limit`
+    /// requests holding their ticket for `hold(in service)`; return the
+    /// limit after each.
+    async fn drive(a: &Arc<Admission>, windows: usize, hold: fn(usize) -> Duration) -> Vec<usize> {
+        let mut seen = vec![];
+        for _ in 0..windows {
+            let mut tasks = vec![];
+            for _ in 0..a.limit() * 5 {
+                let a = a.clone();
+                tasks.push(tokio::spawn(async move {
+                    let t = a.admit(|| ()).await.unwrap();
+                    tokio::time::sleep(hold(a.in_service())).await;
+                    drop(t);
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+            seen.push(a.adjust());
+        }
+        seen
     }
 
     #[tokio::test]

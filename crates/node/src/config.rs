@@ -33,7 +33,8 @@ pub struct ServeArgs {
     #[arg(long, env = "STRATA_MAX_IN_SERVICE")]
     pub max_in_service: Option<usize>,
     /// Admission mode: `fixed` (the limit is max-in-service) or `adaptive`
-    /// (AIMD on service time, between min-in-service and max-in-service)
+    /// (AIMD on service time, between min-in-service and max-in-service;
+    /// a cut that does not lower service time is undone)
     /// [default: fixed].
     #[arg(long, env = "STRATA_ADMISSION")]
     pub admission: Option<String>,
