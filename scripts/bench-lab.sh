@@ -5,16 +5,22 @@
 #      `http-ceiling --raw` (a trivial server that answers a fixed 100-byte
 #      body, no hyper) on core 1, at rising constant rates. For each rate:
 #      achieved / offered, the share of sends more than 1 ms late, and the
-#      generator's CPU (user + system seconds per second).
+#      generator's CPU (user + system seconds per second). Before the rates,
+#      the same core's closed-loop ceiling against the same server: `wrk -t1`
+#      and `strata load --clients` (no schedule: as many requests as one
+#      core can exchange), so that the rates can be read against what any
+#      generator gets from this machine's loopback TCP that day.
 #   2. Closed loop against wrk: the Strata node (GET of pre-filled keys),
 #      `strata load --clients C` and `wrk -t1 -cC` (scripts/wrk/get.lua), same
 #      connections and duration, run alternately, as a ratio. The node runs
 #      on core 1 and the client on core 0, so that the cheaper client does not
 #      hand the node more CPU than the other: both then measure the node.
+#      ROUNDS rounds, alternating which tool goes first; the median ratio is
+#      the figure (single rounds on this shared machine range over ±20%).
 #
 # Installs wrk with apt-get when missing. Knobs (environment): RATES
 # ("100000 150000 200000"), DURATION (10), CONNECTIONS (64), KEYS (100000),
-# STRATA_BIN.
+# ROUNDS (5), STRATA_BIN.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,6 +28,7 @@ RATES=${RATES:-100000 150000 200000}
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 KEYS=${KEYS:-100000}
+ROUNDS=${ROUNDS:-5}
 CEILING=127.0.0.1:8094
 NODE=127.0.0.1:8095
 if ! command -v wrk >/dev/null; then
@@ -47,6 +54,12 @@ echo
 taskset -c 1 target/release/http-ceiling --listen "$CEILING" --threads 1 --raw 2>/dev/null &
 PIDS+=($!)
 sleep 0.5
+wrk_ceiling=$(taskset -c 0 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "http://$CEILING/" | awk '/Requests\/sec/ {printf "%d", $2}')
+taskset -c 0 "$STRATA_BIN" load "http://$CEILING" --workload get --keys 1000000 --clients "$CONNECTIONS" \
+    --duration "$DURATION" --json --quiet --out "$TMP/gcl" >"$TMP/gcl.json"
+ours_ceiling=$(python3 -c "import json; print(round(json.load(open('$TMP/gcl.json'))['trials'][0]['achieved_rate']))")
+echo "Closed loop on core 0, $CONNECTIONS connections, no schedule: wrk -t1 $wrk_ceiling req/s, strata load --clients $ours_ceiling req/s"
+echo
 echo "| offered req/s | achieved req/s | achieved / offered | late sends (>1 ms) | worst lag | generator CPU |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
 for rate in $RATES; do
@@ -74,11 +87,27 @@ sleep 0.5
     --quiet --out "$TMP/pre" >/dev/null
 echo "| round | strata load req/s | wrk req/s | strata / wrk |"
 echo "| ---: | ---: | ---: | ---: |"
-for round in 1 2 3; do
+ours_run() {
     taskset -c 0 "$STRATA_BIN" load "http://$NODE" --workload get --keys "$KEYS" --clients "$CONNECTIONS" \
         --duration "$DURATION" --json --quiet --out "$TMP/cl" >"$TMP/cl.json"
-    ours=$(python3 -c "import json; print(round(json.load(open('$TMP/cl.json'))['trials'][0]['achieved_rate']))")
-    theirs=$(taskset -c 0 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s scripts/wrk/get.lua "http://$NODE" -- "$KEYS" |
-        awk '/Requests\/sec/ {printf "%d", $2}')
-    echo "| $round | $ours | $theirs | $(python3 -c "print(f'{$ours / $theirs:.3f}')") |"
+    python3 -c "import json; print(round(json.load(open('$TMP/cl.json'))['trials'][0]['achieved_rate']))"
+}
+wrk_run() {
+    taskset -c 0 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s scripts/wrk/get.lua "http://$NODE" -- "$KEYS" |
+        awk '/Requests\/sec/ {printf "%d", $2}'
+}
+ratios=()
+for round in $(seq "$ROUNDS"); do
+    if ((round % 2)); then
+        ours=$(ours_run)
+        theirs=$(wrk_run)
+    else
+        theirs=$(wrk_run)
+        ours=$(ours_run)
+    fi
+    ratio=$(python3 -c "print(f'{$ours / $theirs:.3f}')")
+    ratios+=("$ratio")
+    echo "| $round | $ours | $theirs | $ratio |"
 done
+echo
+echo "Median strata / wrk: $(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
