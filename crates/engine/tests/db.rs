@@ -348,6 +348,13 @@ fn concurrent_writers_readers_and_scanners_under_flush_and_compaction() {
                     format!("{i:08}").as_bytes(),
                 );
                 db.write(b).unwrap();
+                // Read your write: a group is visible before its writers
+                // return, even while the next group is being logged.
+                assert_eq!(
+                    db.get(k.as_bytes()).unwrap().as_deref(),
+                    Some(format!("{i:08}").as_bytes()),
+                    "writer {w} does not see its own write {i}"
+                );
                 if i % 7 == 0 {
                     db.delete(format!("w{w}-del").as_bytes()).unwrap();
                 }
