@@ -31,35 +31,12 @@ NODE_ARGS=${NODE_ARGS:---max-waiting 128 --max-wait-ms 50 --worker-threads 1}
 TARGET_MS=${TARGET_MS:-10}
 ADDR=127.0.0.1:8093
 WORKLOAD=scripts/workloads/range-200.toml
-if [[ -z ${STRATA_BIN:-} ]]; then
-    cargo build --release -q -p strata
-    STRATA_BIN=target/release/strata
-fi
-TMP=$(mktemp -d)
-NODE=
-cleanup() {
-    [[ -n $NODE ]] && kill "$NODE" 2>/dev/null && wait "$NODE" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-start_node() { # args: extra serve flags
-    rm -rf "$TMP/data"
-    # shellcheck disable=SC2086
-    taskset -c 1 "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn $NODE_ARGS "$@" >/dev/null &
-    NODE=$!
-    for _ in $(seq 50); do curl -sf "http://$ADDR/v0/status" >/dev/null && return; sleep 0.1; done
-    echo "node did not start" >&2
-    exit 1
-}
-stop_node() {
-    kill "$NODE"
-    wait "$NODE" 2>/dev/null || true
-    NODE=
-}
+# shellcheck source=scripts/lib/node.sh
+. scripts/lib/node.sh
 
 # Capacity: 64 closed-loop clients against default admission.
-start_node
+# shellcheck disable=SC2086 # NODE_ARGS is a list of flags
+start_node $NODE_ARGS
 taskset -c 0 "$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --clients 64 \
     --duration 10 --warmup 2 --quiet --json --out "$TMP/cap" >"$TMP/cap.json" 2>/dev/null
 stop_node
@@ -72,7 +49,8 @@ for mode in fixed adaptive; do
     for x in 2 10; do
         extra=(--admission "$mode")
         [[ $mode == adaptive ]] && extra+=(--target-latency-ms "$TARGET_MS")
-        start_node "${extra[@]}"
+        # shellcheck disable=SC2086
+        start_node $NODE_ARGS "${extra[@]}"
         rate=$((CAP * x))
         taskset -c 0 "$STRATA_BIN" load "http://$ADDR" --workload "$WORKLOAD" --preload --rate "$rate" \
             --connections "$CONNECTIONS" --duration "$DURATION" --warmup "$WARMUP" --quiet --json \

@@ -17,22 +17,9 @@ KEYS=${KEYS:-100000}
 SLO=${SLO:-p99<=10ms}
 SWEEP_DURATION=${SWEEP_DURATION:-5}
 ADDR=127.0.0.1:8094
-if [[ -z ${STRATA_BIN:-} ]]; then
-    cargo build --release -q -p strata
-    STRATA_BIN=target/release/strata
-fi
-TMP=$(mktemp -d)
-NODE=
-cleanup() {
-    [[ -n $NODE ]] && kill "$NODE" 2>/dev/null && wait "$NODE" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-taskset -c 1 "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn \
-    --worker-threads 1 >/dev/null &
-NODE=$!
-for _ in $(seq 50); do curl -sf "http://$ADDR/v0/status" >/dev/null && break; sleep 0.1; done
+# shellcheck source=scripts/lib/node.sh
+. scripts/lib/node.sh
+start_node --worker-threads 1
 
 common=(--workload "$WORKLOAD" --keys "$KEYS" --quiet)
 echo "== strata calibrate"

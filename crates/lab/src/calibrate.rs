@@ -24,18 +24,15 @@ use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
 use crate::driver;
 use crate::load::{Progress, TargetArgs};
 use crate::scrape::{fetch_metrics, parse_metrics};
-use crate::slo::{fmt_num, positive, Slo, MIN_ACHIEVED};
+use crate::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CalibrateArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Latency objective of the predicted breaking point, as for sweep.
-    #[arg(long, default_value = "p99<=10ms")]
-    pub slo: String,
-    /// Error budget, as for sweep.
-    #[arg(long, default_value = "0.1%")]
-    pub max_errors: String,
+    /// The objective of the predicted breaking point, as for sweep.
+    #[command(flatten)]
+    pub objective: SloArgs,
     /// Rate of the first step, in requests per second.
     #[arg(long, default_value_t = 2000.0)]
     pub start_rate: f64,
@@ -124,7 +121,7 @@ pub fn run(
     out: &Path,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Calibration, String> {
-    let slo = Slo::parse(&a.slo, &a.max_errors)?;
+    let slo = a.objective.parse()?;
     if !positive(a.start_rate) || !positive(a.duration) || a.steps == 0 {
         return Err("--start-rate, --duration and --steps must be positive".into());
     }
@@ -249,7 +246,7 @@ pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
     let t = &a.target;
     v.push(format!(
         "Check it: strata sweep {} --workload {} --keys {} --value-size {} --slo '{}' --max-errors {}",
-        t.url, t.workload, t.keys, t.value_size, a.slo, a.max_errors
+        t.url, t.workload, t.keys, t.value_size, a.objective.slo, a.objective.max_errors
     ));
     v.push(format!("Model: strata sim {}", c.scenario_file.display()));
     v

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::load::TargetArgs;
+use crate::slo::SloArgs;
 use crate::sweep::{self, SweepArgs};
 
 #[derive(clap::Args, Clone, Debug)]
@@ -98,8 +99,10 @@ pub fn run(a: &DemoArgs, mut serve: Command) -> Result<(), String> {
             json: false,
             quiet: false,
         },
-        slo: a.slo.clone(),
-        max_errors: "0.1%".into(),
+        objective: SloArgs {
+            slo: a.slo.clone(),
+            max_errors: "0.1%".into(),
+        },
         start_rate: 2000.0,
         max_rate: 1_000_000.0,
         duration: a.trial,

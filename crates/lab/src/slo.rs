@@ -27,25 +27,19 @@ pub const MIN_ACHIEVED: f64 = 0.95;
 /// does not fail a trial by itself; the table and the verdict say it.
 pub const MAX_LATE: f64 = 0.01;
 
+/// A latency bound in milliseconds: the simulator's duration syntax, but
+/// the unit may not be left out (is "10" seconds or milliseconds?) and the
+/// bound must be above zero.
 fn parse_duration_ms(s: &str) -> Result<f64, String> {
     let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix("us") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1000.0)
-    } else {
+    if !s.ends_with(|c: char| c.is_alphabetic()) {
         return Err(format!("{s}: give a unit (us, ms or s)"));
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s}: not a duration"))?;
-    if !positive(v) {
+    }
+    let ms = strata_sim::Dur::parse(s)?.secs() * 1e3;
+    if !positive(ms) {
         return Err(format!("{s}: must be positive"));
     }
-    Ok(v * scale)
+    Ok(ms)
 }
 
 /// A finite number above zero (NaN is not).
@@ -65,6 +59,24 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
         return Err(format!("{s}: must be between 0 and 100%"));
     }
     Ok(v)
+}
+
+/// The objective as the command line gives it (`strata sweep` and
+/// `strata calibrate` take the same two flags).
+#[derive(clap::Args, Clone, Debug)]
+pub struct SloArgs {
+    /// Latency objective: comma-separated bounds such as p99<=10ms,p99.9<=50ms.
+    #[arg(long, default_value = "p99<=10ms")]
+    pub slo: String,
+    /// Error budget (5xx answers and failed connections), e.g. 0.1%.
+    #[arg(long, default_value = "0.1%")]
+    pub max_errors: String,
+}
+
+impl SloArgs {
+    pub fn parse(&self) -> Result<Slo, String> {
+        Slo::parse(&self.slo, &self.max_errors)
+    }
 }
 
 impl Slo {

@@ -11,19 +11,15 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::load::{rfc3339, run_trial, Progress, TargetArgs};
 use crate::report::model::{Report, RunKind, Trial};
 use crate::scrape::{Sampler, Scrapes};
-use crate::slo::{fmt_num, positive, Slo};
+use crate::slo::{fmt_num, positive, SloArgs};
 use crate::verdict::{verdict, Evidence};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SweepArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Latency objective: comma-separated bounds such as p99<=10ms,p99.9<=50ms.
-    #[arg(long, default_value = "p99<=10ms")]
-    pub slo: String,
-    /// Error budget (5xx answers and failed connections), e.g. 0.1%.
-    #[arg(long, default_value = "0.1%")]
-    pub max_errors: String,
+    #[command(flatten)]
+    pub objective: SloArgs,
     /// First offered rate, in requests per second.
     #[arg(long, default_value_t = 1000.0)]
     pub start_rate: f64,
@@ -125,7 +121,7 @@ pub fn row(t: &Trial, why: &[String]) -> String {
 /// verdict. Returns the report and the target's `/metrics` before the
 /// first trial and after the last.
 pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scrapes), String> {
-    let slo = Slo::parse(&a.slo, &a.max_errors)?;
+    let slo = a.objective.parse()?;
     if !positive(a.start_rate) || !positive(a.duration) || a.max_trials == 0 {
         return Err("--start-rate, --duration and --max-trials must be positive".into());
     }

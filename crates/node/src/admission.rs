@@ -436,15 +436,7 @@ mod tests {
     /// the cut and holds.
     #[tokio::test]
     async fn cuts_that_do_not_lower_latency_are_undone() {
-        let a = Arc::new(Admission::new(
-            Mode::Adaptive {
-                target: Duration::from_millis(10),
-                min: 1,
-            },
-            100,
-            1000,
-            Duration::from_secs(10),
-        ));
+        let a = adaptive_10ms();
         let seen = drive(&a, 25, |_| Duration::from_millis(20)).await;
         let lowest = *seen.iter().min().unwrap();
         assert!(lowest >= 80, "limit fell to {lowest}: {seen:?}");
@@ -460,7 +452,15 @@ mod tests {
     /// 25 in service.
     #[tokio::test]
     async fn cuts_that_lower_latency_go_on() {
-        let a = Arc::new(Admission::new(
+        let a = adaptive_10ms();
+        let seen = drive(&a, 25, |n| Duration::from_micros(400 * n as u64)).await;
+        let last = *seen.last().unwrap();
+        assert!(last <= 40, "limit stayed at {last}: {seen:?}");
+    }
+
+    /// Adaptive, 10 ms target, limit 1 to 100, room for every waiter.
+    fn adaptive_10ms() -> Arc<Admission> {
+        Arc::new(Admission::new(
             Mode::Adaptive {
                 target: Duration::from_millis(10),
                 min: 1,
@@ -468,10 +468,7 @@ mod tests {
             100,
             1000,
             Duration::from_secs(10),
-        ));
-        let seen = drive(&a, 25, |n| Duration::from_micros(400 * n as u64)).await;
-        let last = *seen.last().unwrap();
-        assert!(last <= 40, "limit stayed at {last}: {seen:?}");
+        ))
     }
 
     /// Run `windows` adjustment windows, each five waves of `limit`

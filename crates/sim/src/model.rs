@@ -290,6 +290,17 @@ enum Rt {
     },
 }
 
+/// Draw a service time from `d` and count it if the window is open.
+#[inline]
+fn serve(d: &Sampler, rng: &mut SimRng, st: &mut StageStats, win: bool) -> u64 {
+    let x = d.sample(rng);
+    if win {
+        st.service_n += 1;
+        st.service_ns += x as f64;
+    }
+    x
+}
+
 struct StageRt {
     only: Only,
     rt: Rt,
@@ -899,11 +910,7 @@ impl Sim {
                     if *busy < *servers {
                         *busy += 1;
                         stage.st.busy.add(now, t0, 1);
-                        let x = d.sample(&mut stage.rng);
-                        if win {
-                            stage.st.service_n += 1;
-                            stage.st.service_ns += x as f64;
-                        }
+                        let x = serve(d, &mut stage.rng, &mut stage.st, win);
                         self.q
                             .push(round_up(now + x, *tick), Ev::new(EV_WORK, 0, r));
                     } else {
@@ -959,11 +966,7 @@ impl Sim {
                         if *busy < *slots {
                             *busy += 1;
                             started += 1;
-                            let x = d.sample(&mut stage.rng);
-                            if win {
-                                stage.st.service_n += 1;
-                                stage.st.service_ns += x as f64;
-                            }
+                            let x = serve(d, &mut stage.rng, &mut stage.st, win);
                             self.q
                                 .push(round_up(now + x, *tick), Ev::new(EV_PART, 0, w));
                         } else {
@@ -1161,11 +1164,7 @@ impl Sim {
         };
         if let Some(next) = queue.pop_front() {
             stage.st.queue.add(now, t0, -1);
-            let x = d.sample(&mut stage.rng);
-            if win {
-                stage.st.service_n += 1;
-                stage.st.service_ns += x as f64;
-            }
+            let x = serve(d, &mut stage.rng, &mut stage.st, win);
             self.q
                 .push(round_up(now + x, *tick), Ev::new(EV_WORK, 0, next));
             let (waited, holders) = (now - self.reqs[next].mark, self.reqs[next].tickets);
@@ -1196,11 +1195,7 @@ impl Sim {
         };
         if let Some(next) = queue.pop_front() {
             stage.st.queue.add(now, t0, -1);
-            let x = d.sample(&mut stage.rng);
-            if win {
-                stage.st.service_n += 1;
-                stage.st.service_ns += x as f64;
-            }
+            let x = serve(d, &mut stage.rng, &mut stage.st, win);
             self.q
                 .push(round_up(now + x, *tick), Ev::new(EV_PART, 0, next));
             let nw = &mut self.writes[next];
