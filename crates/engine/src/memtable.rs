@@ -1,10 +1,10 @@
 //! The memtable: an arena skiplist (see `skiplist`) of internal keys to
-//! values, with the byte size that decides when it becomes immutable. Owns
+//! values, with a hash index for point lookups and the byte size that
+//! decides when it becomes immutable. Owns
 //! snapshot reads and iteration over the in-memory data; must not touch the
 //! WAL or files. Inserts come from one thread at a time (the commit leader,
 //! or recovery); reads come from anywhere, without locks.
 
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -13,48 +13,30 @@ use crate::error::Result;
 use crate::iterator::{InternalIterator, Lookup};
 use crate::key::{self, Kind};
 use crate::skiplist::{Cursor, SkipList};
-use crate::sstable::bloom;
 
 pub struct Memtable {
+    /// Its hash index answers point lookups: a key the memtable does not
+    /// hold (the common case for reads) costs one bucket, a key it holds a
+    /// node or two, where a skiplist search would cost a cache miss on
+    /// most of twenty levels.
     list: SkipList,
-    /// A bloom filter over the user keys inserted, so that a lookup of a key
-    /// the memtable does not hold (the common case for reads) skips the
-    /// skiplist search and its cache misses. Bits are set before the entry
-    /// is published, so a reader that can see an entry sees its bits.
-    filter: Box<[AtomicU64]>,
     /// Number of the WAL file whose records this memtable holds.
     wal: u64,
 }
 
-const FILTER_PROBES: u32 = 4;
+/// Capacity bytes per hash bucket: entries of 100-byte values take about
+/// 200 bytes of arena, so this is about one bucket per entry (4 MiB of
+/// buckets for a 64 MiB memtable).
+const BYTES_PER_BUCKET: usize = 128;
 
 impl Memtable {
-    /// A memtable for WAL segment `wal`, sized for about `capacity` bytes
-    /// (the filter gets one bit per 8 bytes of capacity).
+    /// A memtable for WAL segment `wal`, sized for about `capacity` bytes.
     pub fn new(wal: u64, capacity: usize) -> Self {
-        let words = (capacity / 8 / 64).clamp(16, 1 << 24);
+        let buckets = (capacity / BYTES_PER_BUCKET).clamp(1 << 10, 1 << 24);
         Memtable {
-            list: SkipList::new(),
-            filter: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            list: SkipList::new(buckets),
             wal,
         }
-    }
-
-    #[inline]
-    fn filter_bits(&self, hash: u64) -> impl Iterator<Item = (usize, u64)> + '_ {
-        let nbits = self.filter.len() as u64 * 64;
-        let delta = hash.rotate_left(21) | 1;
-        (0..FILTER_PROBES as u64).map(move |i| {
-            let bit = hash.wrapping_add(i.wrapping_mul(delta)) % nbits;
-            ((bit / 64) as usize, 1u64 << (bit % 64))
-        })
-    }
-
-    /// False if `user` (with filter hash `hash`) was certainly never inserted.
-    #[inline]
-    pub fn may_contain(&self, hash: u64) -> bool {
-        self.filter_bits(hash)
-            .all(|(w, m)| self.filter[w].load(AtomicOrdering::Relaxed) & m != 0)
     }
 
     pub fn wal(&self) -> u64 {
@@ -62,11 +44,10 @@ impl Memtable {
     }
 
     /// Insert one entry. Callers serialise inserts (one writer at a time).
+    /// Entries of one key come in sequence order (the WAL's order).
     pub fn insert(&self, user: &[u8], seq: u64, kind: Kind, value: &[u8]) {
-        for (w, m) in self.filter_bits(bloom::hash(user)) {
-            self.filter[w].fetch_or(m, AtomicOrdering::Relaxed);
-        }
-        self.list.insert(user, key::trailer(seq, kind), value);
+        self.list
+            .insert(user, key_hash(user), key::trailer(seq, kind), value);
     }
 
     /// Bytes of memory held.
@@ -79,14 +60,10 @@ impl Memtable {
     }
 
     /// Newest version of `user` with sequence <= `snapshot`; `hash` is
-    /// `bloom::hash(user)`.
+    /// `key_hash(user)`.
     pub fn get(&self, user: &[u8], hash: u64, snapshot: u64) -> Option<Lookup> {
-        if !self.may_contain(hash) {
-            return None;
-        }
-        let mut c = self.list.cursor();
-        c.seek(user, key::seek_trailer(snapshot));
-        if !c.valid() || c.user_key() != user {
+        let c = self.list.find(user, hash, key::seek_trailer(snapshot));
+        if !c.valid() {
             return None;
         }
         Some(match key::trailer_kind(c.trailer()) {
@@ -103,6 +80,13 @@ impl Memtable {
             _mem: self.clone(),
         }
     }
+}
+
+/// The hash the memtable indexes `user` by (the tables' bloom hash, so a
+/// lookup computes it once for both).
+#[inline]
+pub fn key_hash(user: &[u8]) -> u64 {
+    crate::sstable::bloom::hash(user)
 }
 
 /// An owning iterator over a memtable in internal-key order.
@@ -174,17 +158,17 @@ mod tests {
         m.insert(b"a", 3, Kind::Put, b"v3");
         m.insert(b"a", 5, Kind::Delete, b"");
         m.insert(b"ab", 2, Kind::Put, b"x");
-        assert_eq!(m.get(b"a", bloom::hash(b"a"), 0), None);
+        assert_eq!(m.get(b"a", key_hash(b"a"), 0), None);
         assert_eq!(
-            m.get(b"a", bloom::hash(b"a"), 1),
+            m.get(b"a", key_hash(b"a"), 1),
             Some(Lookup::Value(Bytes::from_static(b"v1")))
         );
         assert_eq!(
-            m.get(b"a", bloom::hash(b"a"), 4),
+            m.get(b"a", key_hash(b"a"), 4),
             Some(Lookup::Value(Bytes::from_static(b"v3")))
         );
-        assert_eq!(m.get(b"a", bloom::hash(b"a"), 9), Some(Lookup::Deleted));
-        assert_eq!(m.get(b"b", bloom::hash(b"b"), 9), None);
+        assert_eq!(m.get(b"a", key_hash(b"a"), 9), Some(Lookup::Deleted));
+        assert_eq!(m.get(b"b", key_hash(b"b"), 9), None);
         assert!(m.size() > 0);
     }
 
