@@ -10,6 +10,11 @@
 #      KEYS keys (curl), then wrk GET of existing keys (scripts/wrk/get.lua) and
 #      wrk PUT of random new keys with 100-byte values (scripts/wrk/put.lua).
 #
+# The wrk scripts send POOL pre-drawn random requests per thread round and
+# round (see scripts/wrk/get.lua): drawing and formatting a key in Lua for
+# every request cost about 10% of the machine at 100k req/s, CPU the client
+# took from the server beside it. POOL=0 draws a key per request.
+#
 # wrk runs closed-loop (CONNECTIONS connections, each sending its next request
 # when the previous one is answered), so its p99 is that of a saturated server.
 # If wrk2 is installed (as `wrk2`, or a `wrk` that takes --rate) the node is
@@ -20,7 +25,8 @@
 # Installs wrk, redis-server and redis-tools with apt-get when missing.
 # Knobs (environment): CONNECTIONS (64), DURATION seconds (10), THREADS (wrk
 # threads, 2), SERVER_THREADS (http-ceiling worker threads, 2), KEYS (node
-# pre-fill, 100000), PUT_KEYSPACE (1000000000), REDIS_REQUESTS (1000000),
+# pre-fill, 100000), PUT_KEYSPACE (1000000000), POOL (requests pre-drawn per
+# wrk thread, 200000), REDIS_REQUESTS (1000000),
 # NODE_ARGS (extra `strata serve` flags, e.g. "--durability none"), STRATA_BIN
 # (a strata binary to use instead of building target/release/strata).
 set -euo pipefail
@@ -34,6 +40,7 @@ THREADS=${THREADS:-2}
 SERVER_THREADS=${SERVER_THREADS:-2}
 KEYS=${KEYS:-100000}
 PUT_KEYSPACE=${PUT_KEYSPACE:-1000000000}
+POOL=${POOL:-200000}
 REDIS_REQUESTS=${REDIS_REQUESTS:-1000000}
 NODE_ARGS=${NODE_ARGS:-}
 CEILING_ADDR=127.0.0.1:8090
@@ -188,9 +195,9 @@ CEILING_RPS=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
 # The same server driven by the node runs' wrk scripts: generating a random
 # key in Lua for every request costs the client CPU it shares with the
 # server, so the node is compared with the ceiling under the same client.
-wrk_run http-ceiling "get.lua requests" -s scripts/wrk/get.lua "http://$CEILING_ADDR" -- "$KEYS"
+wrk_run http-ceiling "get.lua requests" -s scripts/wrk/get.lua "http://$CEILING_ADDR" -- "$KEYS" "$POOL"
 CEIL_GET=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
-wrk_run http-ceiling "put.lua requests" -s scripts/wrk/put.lua "http://$CEILING_ADDR" -- "$PUT_KEYSPACE"
+wrk_run http-ceiling "put.lua requests" -s scripts/wrk/put.lua "http://$CEILING_ADDR" -- "$PUT_KEYSPACE" "$POOL"
 CEIL_PUT=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
 stop
 
@@ -218,17 +225,17 @@ if [[ -n $STRATA ]] && "$STRATA" serve --help >/dev/null 2>&1; then
     log "pre-fill: $codes in $(awk -v s="$fill_start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}') s"
     [[ $codes == "201 x$KEYS" ]] || NOTES+=("node pre-fill answered: $codes (expected 201 x$KEYS)")
 
-    wrk_run "strata node" "GET existing key" -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS"
+    wrk_run "strata node" "GET existing key" -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS" "$POOL"
     node_get_rps=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
-    wrk_run "strata node" "PUT random key, 100 B" -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE"
+    wrk_run "strata node" "PUT random key, 100 B" -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE" "$POOL"
     node_put_rps=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
 
     if [[ -n $WRK2 ]]; then
         for pct in 25 50 75 90; do
             wrk_run "strata node" "GET @ ${pct}% (open loop)" -R $((node_get_rps * pct / 100)) \
-                -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS"
+                -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS" "$POOL"
             wrk_run "strata node" "PUT @ ${pct}% (open loop)" -R $((node_put_rps * pct / 100)) \
-                -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE"
+                -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE" "$POOL"
         done
     else
         NOTES+=("no wrk2 here: the node was measured closed-loop only ($CONNECTIONS connections), no fixed-rate runs")
