@@ -220,8 +220,9 @@ impl SkipList {
         }
     }
 
-    /// Bytes of arena memory used by entries (chunks hold up to 2 MiB more,
-    /// and the hash index 8 bytes a bucket).
+    /// Bytes of arena memory used by entries. Not counted: up to 2 MiB of
+    /// a chunk not yet used, and the hash index (8 bytes a bucket, fixed
+    /// when the list is made).
     pub fn memory(&self) -> usize {
         self.bytes.load(AtomicOrdering::Relaxed)
     }
