@@ -1,8 +1,9 @@
 //! The memtable: an arena skiplist (see `skiplist`) of internal keys to
 //! values, with a hash index for point lookups and the byte size that
 //! decides when it becomes immutable. Owns snapshot reads and iteration
-//! over the in-memory data; must not touch the WAL or files. Inserts come from one thread at a time (the commit leader,
-//! or recovery); reads come from anywhere, without locks.
+//! over the in-memory data; must not touch the WAL or files. Inserts come
+//! from one thread at a time (the commit leader, or recovery); reads come
+//! from anywhere, without locks.
 
 use std::sync::Arc;
 
