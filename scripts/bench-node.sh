@@ -8,7 +8,9 @@
 #      100-byte values, with 1 and with 2 client threads.
 #   3. If `strata serve` exists: the node on a fresh data dir, pre-filled with
 #      KEYS keys (curl), then wrk GET of existing keys (scripts/wrk/get.lua) and
-#      wrk PUT of random new keys with 100-byte values (scripts/wrk/put.lua).
+#      wrk PUT of random new keys with 100-byte values (scripts/wrk/put.lua);
+#      then both again at rising load (more connections a step: the LADDER)
+#      until p99 passes P99_MS.
 #
 # The wrk scripts send POOL pre-drawn random requests per thread round and
 # round (see scripts/wrk/get.lua): drawing and formatting a key in Lua for
@@ -26,7 +28,10 @@
 # Knobs (environment): CONNECTIONS (64), DURATION seconds (10), THREADS (wrk
 # threads, 2), SERVER_THREADS (http-ceiling worker threads, 2), KEYS (node
 # pre-fill, 100000), PUT_KEYSPACE (1000000000), POOL (requests pre-drawn per
-# wrk thread, 200000), REDIS_REQUESTS (1000000),
+# wrk thread, 200000), LADDER (connection counts of the node's rising-load
+# steps, "16 32 64 128 256"; empty to skip), LADDER_DURATION (seconds a
+# step, 5), P99_MS (the latency bound the ladder reports against, 5),
+# REDIS_REQUESTS (1000000),
 # NODE_ARGS (extra `strata serve` flags, e.g. "--durability none"), STRATA_BIN
 # (a strata binary to use instead of building target/release/strata).
 set -euo pipefail
@@ -41,6 +46,9 @@ SERVER_THREADS=${SERVER_THREADS:-2}
 KEYS=${KEYS:-100000}
 PUT_KEYSPACE=${PUT_KEYSPACE:-1000000000}
 POOL=${POOL:-200000}
+LADDER=${LADDER-16 32 64 128 256}
+LADDER_DURATION=${LADDER_DURATION:-5}
+P99_MS=${P99_MS:-5}
 REDIS_REQUESTS=${REDIS_REQUESTS:-1000000}
 NODE_ARGS=${NODE_ARGS:-}
 CEILING_ADDR=127.0.0.1:8090
@@ -154,7 +162,8 @@ to_ms() {
 wrk_run() {
     local target=$1 workload=$2 out rps p99 bad errs
     shift 2
-    local cmd=(wrk --latency -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "$@")
+    local cmd=(wrk --latency -t"$THREADS" -c"${WRK_CONNECTIONS:-$CONNECTIONS}"
+        -d"${WRK_DURATION:-$DURATION}s" "$@")
     [[ " $* " == *" -R "* ]] && cmd[0]=$WRK2
     show "${cmd[@]}"
     out=$("${cmd[@]}")
@@ -238,7 +247,28 @@ if [[ -n $STRATA ]] && "$STRATA" serve --help >/dev/null 2>&1; then
                 -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE" "$POOL"
         done
     else
-        NOTES+=("no wrk2 here: the node was measured closed-loop only ($CONNECTIONS connections), no fixed-rate runs")
+        NOTES+=("no wrk2 here: no fixed-rate runs; the ladder below raises the load by connections instead")
+    fi
+
+    # Rising load until latency breaks: closed loop, more connections each
+    # step; the best rate whose p99 stays within P99_MS is reported.
+    best_get=0 best_put=0 best_get_at=- best_put_at=-
+    for c in $LADDER; do
+        WRK_CONNECTIONS=$c WRK_DURATION=$LADDER_DURATION wrk_run "strata node" \
+            "GET, $c connections (ladder)" -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS" "$POOL"
+        IFS='|' read -r _ _ rps p99 <<<"${ROWS[-1]}"
+        if awk -v p="$p99" -v b="$P99_MS" -v r="$rps" -v m="$best_get" 'BEGIN {exit !(p < b && r > m)}'; then
+            best_get=$rps best_get_at=$c
+        fi
+        WRK_CONNECTIONS=$c WRK_DURATION=$LADDER_DURATION wrk_run "strata node" \
+            "PUT, $c connections (ladder)" -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE" "$POOL"
+        IFS='|' read -r _ _ rps p99 <<<"${ROWS[-1]}"
+        if awk -v p="$p99" -v b="$P99_MS" -v r="$rps" -v m="$best_put" 'BEGIN {exit !(p < b && r > m)}'; then
+            best_put=$rps best_put_at=$c
+        fi
+    done
+    if [[ -n $LADDER ]]; then
+        NOTES+=("ladder: best rate with p99 < $P99_MS ms: GET $best_get req/s ($best_get_at connections), PUT $best_put req/s ($best_put_at connections)")
     fi
     stop
 else
