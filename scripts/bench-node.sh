@@ -196,6 +196,18 @@ redis_run() {
     done
 }
 
+# wrk_script GET|PUT ADDR TARGET WORKLOAD [WRK-ARGS...]: wrk_run with the
+# method's script (get.lua over the pre-filled keys, put.lua over
+# PUT_KEYSPACE) against ADDR.
+wrk_script() {
+    local method=$1 addr=$2 target=$3 workload=$4
+    shift 4
+    case $method in
+        GET) wrk_run "$target" "$workload" "$@" -s scripts/wrk/get.lua "http://$addr" -- "$KEYS" "$POOL" ;;
+        PUT) wrk_run "$target" "$workload" "$@" -s scripts/wrk/put.lua "http://$addr" -- "$PUT_KEYSPACE" "$POOL" ;;
+    esac
+}
+
 # --- 1. HTTP ceiling -------------------------------------------------------------
 start http-ceiling "$CEILING_ADDR" \
     "$TARGET_DIR/release/http-ceiling" --listen "$CEILING_ADDR" --threads "$SERVER_THREADS"
@@ -204,9 +216,9 @@ CEILING_RPS=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
 # The same server driven by the node runs' wrk scripts: generating a random
 # key in Lua for every request costs the client CPU it shares with the
 # server, so the node is compared with the ceiling under the same client.
-wrk_run http-ceiling "get.lua requests" -s scripts/wrk/get.lua "http://$CEILING_ADDR" -- "$KEYS" "$POOL"
+wrk_script GET "$CEILING_ADDR" http-ceiling "get.lua requests"
 CEIL_GET=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
-wrk_run http-ceiling "put.lua requests" -s scripts/wrk/put.lua "http://$CEILING_ADDR" -- "$PUT_KEYSPACE" "$POOL"
+wrk_script PUT "$CEILING_ADDR" http-ceiling "put.lua requests"
 CEIL_PUT=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
 stop
 
@@ -234,17 +246,18 @@ if [[ -n $STRATA ]] && "$STRATA" serve --help >/dev/null 2>&1; then
     log "pre-fill: $codes in $(awk -v s="$fill_start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}') s"
     [[ $codes == "201 x$KEYS" ]] || NOTES+=("node pre-fill answered: $codes (expected 201 x$KEYS)")
 
-    wrk_run "strata node" "GET existing key" -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS" "$POOL"
-    node_get_rps=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
-    wrk_run "strata node" "PUT random key, 100 B" -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE" "$POOL"
-    node_put_rps=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
+    declare -A node_rps
+    wrk_script GET "$NODE_ADDR" "strata node" "GET existing key"
+    node_rps[GET]=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
+    wrk_script PUT "$NODE_ADDR" "strata node" "PUT random key, 100 B"
+    node_rps[PUT]=$(cut -d'|' -f3 <<<"${ROWS[-1]}")
 
     if [[ -n $WRK2 ]]; then
         for pct in 25 50 75 90; do
-            wrk_run "strata node" "GET @ ${pct}% (open loop)" -R $((node_get_rps * pct / 100)) \
-                -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS" "$POOL"
-            wrk_run "strata node" "PUT @ ${pct}% (open loop)" -R $((node_put_rps * pct / 100)) \
-                -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE" "$POOL"
+            for m in GET PUT; do
+                wrk_script "$m" "$NODE_ADDR" "strata node" "$m @ ${pct}% (open loop)" \
+                    -R $((node_rps[$m] * pct / 100))
+            done
         done
     else
         NOTES+=("no wrk2 here: no fixed-rate runs; the ladder below raises the load by connections instead")
@@ -252,23 +265,20 @@ if [[ -n $STRATA ]] && "$STRATA" serve --help >/dev/null 2>&1; then
 
     # Rising load until latency breaks: closed loop, more connections each
     # step; the best rate whose p99 stays within P99_MS is reported.
-    best_get=0 best_put=0 best_get_at=- best_put_at=-
+    declare -A best=([GET]=0 [PUT]=0) best_at=([GET]=- [PUT]=-)
     for c in $LADDER; do
-        WRK_CONNECTIONS=$c WRK_DURATION=$LADDER_DURATION wrk_run "strata node" \
-            "GET, $c connections (ladder)" -s scripts/wrk/get.lua "http://$NODE_ADDR" -- "$KEYS" "$POOL"
-        IFS='|' read -r _ _ rps p99 <<<"${ROWS[-1]}"
-        if awk -v p="$p99" -v b="$P99_MS" -v r="$rps" -v m="$best_get" 'BEGIN {exit !(p < b && r > m)}'; then
-            best_get=$rps best_get_at=$c
-        fi
-        WRK_CONNECTIONS=$c WRK_DURATION=$LADDER_DURATION wrk_run "strata node" \
-            "PUT, $c connections (ladder)" -s scripts/wrk/put.lua "http://$NODE_ADDR" -- "$PUT_KEYSPACE" "$POOL"
-        IFS='|' read -r _ _ rps p99 <<<"${ROWS[-1]}"
-        if awk -v p="$p99" -v b="$P99_MS" -v r="$rps" -v m="$best_put" 'BEGIN {exit !(p < b && r > m)}'; then
-            best_put=$rps best_put_at=$c
-        fi
+        for m in GET PUT; do
+            WRK_CONNECTIONS=$c WRK_DURATION=$LADDER_DURATION \
+                wrk_script "$m" "$NODE_ADDR" "strata node" "$m, $c connections (ladder)"
+            IFS='|' read -r _ _ rps p99 <<<"${ROWS[-1]}"
+            if awk -v p="$p99" -v b="$P99_MS" -v r="$rps" -v m="${best[$m]}" \
+                'BEGIN {exit !(p < b && r > m)}'; then
+                best[$m]=$rps best_at[$m]=$c
+            fi
+        done
     done
     if [[ -n $LADDER ]]; then
-        NOTES+=("ladder: best rate with p99 < $P99_MS ms: GET $best_get req/s ($best_get_at connections), PUT $best_put req/s ($best_put_at connections)")
+        NOTES+=("ladder: best rate with p99 < $P99_MS ms: GET ${best[GET]} req/s (${best_at[GET]} connections), PUT ${best[PUT]} req/s (${best_at[PUT]} connections)")
     fi
     stop
 else

@@ -8,7 +8,6 @@
 
 use std::path::Path;
 
-use crate::analysis::analyse;
 use crate::model::{Run, Sim};
 use crate::scenario::{Clients, Scenario};
 
@@ -115,8 +114,7 @@ pub fn breaking_point(
     obj: &Objective,
     precision: f64,
 ) -> Result<Prediction, String> {
-    let first = Sim::new(sc, base, seed)?.run();
-    let a = analyse(&first);
+    let (_, a) = crate::simulate(sc, base, seed).map_err(|e| e.to_string())?;
     let capacity = a.capacity;
     if !capacity.is_finite() || capacity <= 0.0 {
         return Err("the scenario names no finite capacity to search below".into());
