@@ -14,10 +14,9 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
-use strata_cluster::{Cluster, ClusterError, Replication, Write};
+use strata_cluster::{Cluster, ClusterError, Replication};
 
 use crate::admission::{Admission, Refused, Ticket};
-use crate::committer::Committer;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::probes;
@@ -36,7 +35,6 @@ pub struct Node {
     pub admission: Arc<Admission>,
     pub config: Config,
     pub metrics: Metrics,
-    pub committer: Committer,
     /// False while starting and once draining: `/v0/status` answers 503.
     pub serving: AtomicBool,
 }
@@ -49,10 +47,8 @@ impl Node {
             config.max_waiting,
             config.max_wait,
         ));
-        metrics.watch(admission.clone(), cluster.local().clone());
-        let committer = Committer::start(cluster.clone(), config.max_in_service);
+        metrics.watch(admission.clone(), cluster.clone());
         Node {
-            committer,
             admission,
             cluster,
             config,
@@ -109,6 +105,8 @@ pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<
         "/v0/entity" => entity(&node, id, req).await.unwrap_or_else(|r| r),
         "/v0/entities" => entities(&node, id, req).await.unwrap_or_else(|r| r),
         "/v0/status" => status(&node, &req),
+        "/v0/cluster" => cluster_view(&node, &req),
+        "/v0/internal" => internal(&node, req),
         "/metrics" => metrics(&node, &req),
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
@@ -214,7 +212,12 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
     // Held until the answer is ready.
     let _ticket = admit(node, id).await?;
     match method {
-        Method::GET => match node.cluster.get(&key, rep).map_err(cluster_error)? {
+        Method::GET => match node
+            .cluster
+            .get(id, &key, rep)
+            .await
+            .map_err(cluster_error)?
+        {
             Some(v) => Ok(full(StatusCode::OK, v)),
             None => Ok(text(StatusCode::NOT_FOUND, "not found")),
         },
@@ -238,17 +241,17 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
                 }
                 Ok(Ok(b)) => b.to_bytes(),
             };
-            node.committer
-                .submit(id, Write::Put(key, value), rep)
-                .await
-                .map_err(cluster_error)?;
+            probes::persist__start!(|| id);
+            let r = node.cluster.put(id, Bytes::from(key), value, rep).await;
+            probes::persist__done!(|| id);
+            r.map_err(cluster_error)?;
             Ok(full(StatusCode::CREATED, Bytes::new()))
         }
         _ => {
-            node.committer
-                .submit(id, Write::Delete(key), rep)
-                .await
-                .map_err(cluster_error)?;
+            probes::persist__start!(|| id);
+            let r = node.cluster.delete(id, Bytes::from(key), rep).await;
+            probes::persist__done!(|| id);
+            r.map_err(cluster_error)?;
             Ok(full(StatusCode::ACCEPTED, Bytes::new()))
         }
     }
@@ -264,7 +267,28 @@ async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
         None => None,
         Some(_) => Some(q.required("end")?.to_vec()),
     };
+    let cluster_scope = match q.get("scope") {
+        None | Some(b"node") => false,
+        Some(b"cluster") => true,
+        Some(_) => {
+            return Err(text(
+                StatusCode::BAD_REQUEST,
+                "scope must be node or cluster",
+            ))
+        }
+    };
     let ticket = admit(node, id).await?;
+    if cluster_scope {
+        let body = MergedBody {
+            scan: node
+                .cluster
+                .scan_cluster(Bytes::from(start), end.map(Bytes::from)),
+            ticket: Some(ticket),
+        };
+        let mut r = Response::new(body.boxed());
+        *r.status_mut() = StatusCode::OK;
+        return Ok(r);
+    }
     let iter = node
         .cluster
         .scan(&start, end.as_deref())
@@ -294,7 +318,7 @@ const RANGE_TURN: u32 = 32;
 /// ends or the client goes away.
 struct RangeBody {
     /// A mutex only to make the body `Sync`; never contended.
-    iter: std::sync::Mutex<strata_engine::DbIterator>,
+    iter: std::sync::Mutex<strata_cluster::scan::LiveIter>,
     ticket: Option<Ticket>,
     turn: u32,
 }
@@ -337,4 +361,126 @@ impl hyper::body::Body for RangeBody {
             }
         }
     }
+}
+
+/// A cluster-scoped range: entries merged by the cluster, one chunk each.
+struct MergedBody {
+    scan: strata_cluster::scan::ClusterScan,
+    ticket: Option<Ticket>,
+}
+
+impl hyper::body::Body for MergedBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        use std::task::Poll;
+        if self.ticket.is_none() {
+            return Poll::Ready(None);
+        }
+        match self.scan.poll_next(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok((k, v)))) => {
+                let mut b = Vec::with_capacity(k.len() + 1 + v.len());
+                b.extend_from_slice(&k);
+                b.push(b'\n');
+                b.extend_from_slice(&v);
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from(b)))))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                tracing::error!(error = %e, "cluster range failed");
+                self.ticket = None;
+                Poll::Ready(Some(Err(std::io::Error::other(e))))
+            }
+            Poll::Ready(None) => {
+                self.ticket = None;
+                Poll::Ready(None)
+            }
+        }
+    }
+}
+
+/// `GET /v0/cluster`: this node's view of the cluster as JSON.
+fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+    }
+    let v = node.cluster.view();
+    let members: Vec<serde_json::Value> = v
+        .members
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "url": m.url,
+                "id": format!("{:016x}", m.id),
+                "self": m.is_self,
+                "state": m.state.as_str(),
+                "last_heard_ms": m.last_heard.map(|d| d.as_millis() as u64),
+                "connections": m.connections,
+                "hints": {
+                    "count": m.hints.count,
+                    "bytes": m.hints.bytes,
+                    "written": m.hints.written,
+                    "delivered": m.hints.delivered,
+                    "dropped": m.hints.dropped,
+                },
+            })
+        })
+        .collect();
+    let body = serde_json::json!({
+        "node": v.node,
+        "replication": v.replication,
+        "members": members,
+    });
+    let mut r = full(StatusCode::OK, format!("{body}\n"));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// `GET /v0/internal` with `Upgrade: strata-internal/0`: a peer opening an
+/// internal connection. Without a valid token made with the cluster secret
+/// the answer is 403 and nothing else happens.
+fn internal(node: &Arc<Node>, mut req: Request<Incoming>) -> Response<Body> {
+    use crate::peer::{AUTH_HEADER, FROM_HEADER, UPGRADE};
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (from, token) = (header(FROM_HEADER), header(AUTH_HEADER));
+    if req.method() != Method::GET
+        || !header("upgrade").eq_ignore_ascii_case(UPGRADE)
+        || !node.cluster.check_upgrade(&from, &token)
+    {
+        return text(
+            StatusCode::FORBIDDEN,
+            "internal traffic needs the cluster secret",
+        );
+    }
+    let upgrade = hyper::upgrade::on(&mut req);
+    let n = node.clone();
+    tokio::spawn(async move {
+        match upgrade.await {
+            Ok(up) => {
+                let io = hyper_util::rt::TokioIo::new(up);
+                if let Err(e) = n.cluster.serve_peer(Box::new(io)).await {
+                    tracing::debug!(peer = %from, error = %e, "internal connection ended");
+                }
+            }
+            Err(e) => tracing::warn!(peer = %from, error = %e, "upgrade failed"),
+        }
+    });
+    let mut r = full(StatusCode::SWITCHING_PROTOCOLS, Bytes::new());
+    r.headers_mut().insert(
+        hyper::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    r.headers_mut()
+        .insert(hyper::header::UPGRADE, HeaderValue::from_static(UPGRADE));
+    r
 }

@@ -80,6 +80,51 @@ pub struct ServeArgs {
     /// Log level: error, warn, info, debug or trace [default: info].
     #[arg(long, env = "STRATA_LOG_LEVEL")]
     pub log_level: Option<String>,
+    /// Every member's URL, comma-separated, this node's included
+    /// [default: none, a cluster of one].
+    #[arg(long, env = "STRATA_CLUSTER")]
+    pub cluster: Option<String>,
+    /// This node's entry in --cluster [default: http:// + the listen address].
+    #[arg(long, env = "STRATA_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Replicas per key [default: min(3, cluster size)].
+    #[arg(long, env = "STRATA_REPLICATION")]
+    pub replication: Option<usize>,
+    /// The secret shared by the cluster's members (at least 16 bytes).
+    #[arg(long, env = "STRATA_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    /// A file holding the cluster secret.
+    #[arg(long, env = "STRATA_CLUSTER_SECRET_FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// Time a coordinator waits for enough replicas before it answers 504,
+    /// in ms [default: 1000].
+    #[arg(long, env = "STRATA_REPLICA_TIMEOUT_MS")]
+    pub replica_timeout_ms: Option<u64>,
+    /// Bytes of hints kept for one peer at most [default: 268435456 = 256 MiB].
+    #[arg(long, env = "STRATA_HINT_MAX_BYTES")]
+    pub hint_max_bytes: Option<u64>,
+    /// Hints older than this many seconds are dropped (and counted)
+    /// [default: 3600].
+    #[arg(long, env = "STRATA_HINT_MAX_AGE_S")]
+    pub hint_max_age_s: Option<u64>,
+    /// Hints delivered to one peer per second at most [default: 5000].
+    #[arg(long, env = "STRATA_HINT_RATE")]
+    pub hint_rate: Option<u32>,
+    /// Internal connections per peer [default: 2].
+    #[arg(long, env = "STRATA_PEER_CONNECTIONS")]
+    pub peer_connections: Option<usize>,
+    /// Test only: shift this node's clock by this many ms (signed).
+    #[arg(
+        long,
+        env = "STRATA_TEST_CLOCK_OFFSET_MS",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub test_clock_offset_ms: Option<i64>,
+    /// Test only, deliberately unsafe: last write wins on bare wall clocks
+    /// (proves the consistency checker catches it).
+    #[arg(long, env = "STRATA_TEST_UNSAFE_WALL_CLOCK", hide = true)]
+    pub test_unsafe_wall_clock: Option<bool>,
 }
 
 fn de_parse<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durability>, D::Error> {
@@ -108,6 +153,7 @@ pub struct Config {
     pub block_cache_bytes: usize,
     pub worker_threads: usize,
     pub log_level: String,
+    pub cluster: strata_cluster::ClusterConfig,
 }
 
 impl Config {
@@ -157,6 +203,60 @@ impl Config {
             block_cache_bytes: pick!(block_cache_bytes, 256 << 20),
             worker_threads: pick!(worker_threads, cores),
             log_level: pick!(log_level, "info".to_string()),
+            cluster: strata_cluster::ClusterConfig::default(),
+        };
+        let mut c = c;
+        let advertise = pick!(advertise, format!("http://{}", c.listen));
+        let members: Vec<String> = pick!(cluster, String::new())
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        for m in members.iter().chain(std::iter::once(&advertise)) {
+            if !m.starts_with("http://") {
+                return Err(format!("cluster member {m:?} must be an http:// URL"));
+            }
+        }
+        let secret = match (
+            args.cluster_secret.clone().or(file.cluster_secret.clone()),
+            args.cluster_secret_file
+                .clone()
+                .or(file.cluster_secret_file.clone()),
+        ) {
+            (Some(s), _) => Some(strata_cluster::Secret::new(s)?),
+            (None, Some(f)) => {
+                let b = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                Some(strata_cluster::Secret::new(b).map_err(|e| format!("{}: {e}", f.display()))?)
+            }
+            (None, None) => None,
+        };
+        let defaults = strata_cluster::HintsConfig::default();
+        c.cluster = strata_cluster::ClusterConfig {
+            members,
+            advertise,
+            replication: args.replication.or(file.replication),
+            secret,
+            timeout: Duration::from_millis(pick!(replica_timeout_ms, 1000)),
+            hints: strata_cluster::HintsConfig {
+                max_bytes_per_peer: pick!(hint_max_bytes, defaults.max_bytes_per_peer),
+                max_age_ms: pick!(hint_max_age_s, defaults.max_age_ms / 1000) * 1000,
+                rate: pick!(hint_rate, defaults.rate),
+            },
+            transport: strata_cluster::TransportConfig {
+                pool: pick!(peer_connections, 2).max(1),
+                ..Default::default()
+            },
+            apply_capacity: c.max_in_service.max(1024),
+            clock_offset_ms: pick!(test_clock_offset_ms, 0),
+            unsafe_wall_clock: pick!(test_unsafe_wall_clock, false),
+            hints_dir: c.data_dir.join("hints"),
+            hints_engine: strata_engine::Options {
+                durability: c.durability,
+                memtable_size: 8 << 20,
+                block_cache_size: 8 << 20,
+                ..Default::default()
+            },
+            ..Default::default()
         };
         if c.max_in_service == 0 {
             return Err("max_in_service must be at least 1".into());

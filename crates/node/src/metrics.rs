@@ -17,7 +17,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use strata_engine::{Db, Event, EventListener};
+use strata_cluster::{Cluster, OpKind};
+use strata_engine::{Event, EventListener};
 
 use crate::admission::Admission;
 
@@ -61,10 +62,49 @@ impl EventListener for EngineEvents {
     }
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReplicaLabels {
+    pub peer: String,
+    pub op: String,
+}
+
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<MethodLabels, Histogram>,
+    replica_latency: Family<ReplicaLabels, Histogram>,
+    replica_errors: Family<ReplicaLabels, Counter>,
+}
+
+/// Turns the cluster's replica operations into metrics and USDT probes.
+pub struct ClusterObserver {
+    latency: Family<ReplicaLabels, Histogram>,
+    errors: Family<ReplicaLabels, Counter>,
+}
+
+impl strata_cluster::Observer for ClusterObserver {
+    fn replica_send(&self, id: u64, peer: &str, op: OpKind) {
+        crate::probes::replica__send!(|| (id, peer, op.as_str()));
+    }
+    fn replica_answer(&self, id: u64, peer: &str, op: OpKind, elapsed: Duration, ok: bool) {
+        crate::probes::replica__answer!(|| (
+            id,
+            peer,
+            op.as_str(),
+            ok as u8,
+            elapsed.as_micros() as u64
+        ));
+        let l = ReplicaLabels {
+            peer: peer.to_string(),
+            op: op.as_str().to_string(),
+        };
+        self.latency
+            .get_or_create(&l)
+            .observe(elapsed.as_secs_f64());
+        if !ok {
+            self.errors.get_or_create(&l).inc();
+        }
+    }
 }
 
 impl Metrics {
@@ -97,15 +137,41 @@ impl Metrics {
             "Writes per WAL commit group (group commit batch size)",
             events.commit_group.clone(),
         );
+        let replica_latency = Family::<ReplicaLabels, Histogram>::new_with_constructor(|| {
+            // 25 µs .. ~13 s
+            Histogram::new(exponential_buckets(25e-6, 2.0, 20))
+        });
+        registry.register_with_unit(
+            "strata_replica_duration",
+            "Replica operations sent to peers, by peer and operation (write, read, repair, hint), send to answer",
+            prometheus_client::registry::Unit::Seconds,
+            replica_latency.clone(),
+        );
+        let replica_errors = Family::<ReplicaLabels, Counter>::default();
+        registry.register(
+            "strata_replica_errors",
+            "Replica operations that failed (timeout, connection, refusal), by peer and operation",
+            replica_errors.clone(),
+        );
         Metrics {
             registry,
             requests,
             latency,
+            replica_latency,
+            replica_errors,
         }
     }
 
+    /// The observer to hand to the cluster.
+    pub fn cluster_observer(&self) -> Arc<ClusterObserver> {
+        Arc::new(ClusterObserver {
+            latency: self.replica_latency.clone(),
+            errors: self.replica_errors.clone(),
+        })
+    }
+
     /// Register the collector of live state (admission, engine, process).
-    pub fn watch(&mut self, admission: Arc<Admission>, db: Arc<Db>) {
+    pub fn watch(&mut self, admission: Arc<Admission>, cluster: Arc<Cluster>) {
         let (service, wait) = admission.histograms();
         self.registry.register_with_unit(
             "strata_admission_service_duration",
@@ -124,7 +190,7 @@ impl Metrics {
             .map(|h| h.metrics());
         self.registry.register_collector(Box::new(StateCollector {
             admission,
-            db,
+            cluster,
             runtime,
         }));
     }
@@ -152,7 +218,7 @@ impl Metrics {
 
 struct StateCollector {
     admission: Arc<Admission>,
-    db: Arc<Db>,
+    cluster: Arc<Cluster>,
     /// The runtime serving HTTP, when the node was built inside one.
     runtime: Option<tokio::runtime::RuntimeMetrics>,
 }
@@ -256,7 +322,8 @@ impl Collector for StateCollector {
             load(&a.refused_timeout),
         )?;
 
-        let s = self.db.stats();
+        self.encode_cluster(&mut e)?;
+        let s = self.cluster.local().stats();
         gauge(
             &mut e,
             "strata_engine_memtable_bytes",
@@ -438,6 +505,115 @@ impl Collector for StateCollector {
             "Open file descriptors",
             p.open_fds as f64,
         )?;
+        Ok(())
+    }
+}
+
+impl StateCollector {
+    fn encode_cluster(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let c = &self.cluster;
+        let st = c.stats();
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
+        counter(
+            e,
+            "strata_cluster_not_enough_replicas_total",
+            "Requests answered 504: fewer than ack replicas answered in time",
+            get(&st.not_enough_replicas),
+        )?;
+        counter(
+            e,
+            "strata_cluster_read_repairs_total",
+            "Stale replicas written back to by reads",
+            get(&st.read_repairs),
+        )?;
+        counter(
+            e,
+            "strata_cluster_superseded_retries_total",
+            "Writes stamped again because a replica held a newer version",
+            get(&st.superseded_retries),
+        )?;
+        counter(
+            e,
+            "strata_cluster_clock_clamped_total",
+            "Peer timestamps too far ahead of this node's clock, followed only up to the bound",
+            c.hlc().clamped.load(Ordering::Relaxed) as f64,
+        )?;
+        let view = c.view();
+        gauge(
+            e,
+            "strata_cluster_members",
+            "Members of the cluster, this node included",
+            view.members.len() as f64,
+        )?;
+        let peers: Vec<_> = view.members.iter().filter(|m| !m.is_self).collect();
+        let mut fam = e.encode_descriptor(
+            "strata_cluster_member_state",
+            "This node's failure detector: 1 for the state each peer is in",
+            None,
+            ConstGauge::new(0i64).metric_type(),
+        )?;
+        for m in &peers {
+            for s in [
+                strata_cluster::State::Up,
+                strata_cluster::State::Suspect,
+                strata_cluster::State::Down,
+            ] {
+                ConstGauge::new((m.state == s) as i64).encode(fam.encode_family(&[
+                    ("peer", m.url.clone()),
+                    ("state", s.as_str().to_string()),
+                ])?)?;
+            }
+        }
+        type HintField = fn(&strata_cluster::PeerHints) -> u64;
+        let hint_metrics: [(&str, &str, HintField, bool); 5] = [
+            (
+                "strata_hints_pending",
+                "Hints waiting for each peer",
+                |h| h.count,
+                false,
+            ),
+            (
+                "strata_hints_pending_bytes",
+                "Bytes of hints waiting for each peer",
+                |h| h.bytes,
+                false,
+            ),
+            (
+                "strata_hints_written",
+                "Hints kept for each peer",
+                |h| h.written,
+                true,
+            ),
+            (
+                "strata_hints_delivered",
+                "Hints delivered to each peer",
+                |h| h.delivered,
+                true,
+            ),
+            (
+                "strata_hints_dropped",
+                "Hints dropped (over the byte bound, expired, or the writer queue full), by peer",
+                |h| h.dropped,
+                true,
+            ),
+        ];
+        for (name, help, f, is_counter) in hint_metrics {
+            if is_counter {
+                let mut fam =
+                    e.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
+                for m in &peers {
+                    ConstCounter::new(f(&m.hints))
+                        .encode(fam.encode_family(&[("peer", m.url.clone())])?)?;
+                }
+            } else {
+                let mut fam =
+                    e.encode_descriptor(name, help, None, ConstGauge::new(0i64).metric_type())?;
+                for m in &peers {
+                    ConstGauge::new(f(&m.hints) as i64)
+                        .encode(fam.encode_family(&[("peer", m.url.clone())])?)?;
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -22,6 +22,12 @@ mod strata_provider {
     fn persist__start(id: u64) {}
     /// The write is durable as configured: request id.
     fn persist__done(id: u64) {}
+    /// A replica operation goes to a peer: request id (0 for background
+    /// work), peer URL, operation (write, read, repair, hint).
+    fn replica__send(id: u64, peer: &str, op: &str) {}
+    /// Its answer (or failure): request id, peer, operation, 1 if it
+    /// succeeded, microseconds since the send.
+    fn replica__answer(id: u64, peer: &str, op: &str, ok: u8, micros: u64) {}
     fn flush__start(job: u64, memtable_bytes: u64) {}
     fn flush__done(job: u64, bytes: u64) {}
     fn compaction__start(job: u64, input_level: u64, input_bytes: u64) {}

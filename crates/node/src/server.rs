@@ -9,7 +9,6 @@ use std::sync::Arc;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use strata_cluster::Cluster;
 use strata_engine::Db;
 use tokio::net::TcpListener;
@@ -47,8 +46,17 @@ pub fn run(config: Config) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("opening {}: {e}", config.data_dir.display()))?;
-        let cluster = Arc::new(Cluster::single(Arc::new(db)));
-        let node = Arc::new(Node::new(cluster.clone(), config, Metrics::new(events)));
+        let dialer = Arc::new(crate::peer::UpgradeDialer::default());
+        let metrics = Metrics::new(events);
+        let cluster = Arc::new(Cluster::open(
+            Arc::new(db),
+            config.cluster.clone(),
+            Some(dialer.clone()),
+            Some(metrics.cluster_observer()),
+        )?);
+        let _ = dialer.cluster.set(cluster.clone());
+        cluster.start();
+        let node = Arc::new(Node::new(cluster.clone(), config, metrics));
         if matches!(node.admission.mode(), Mode::Adaptive { .. }) {
             let n = node.clone();
             tokio::spawn(async move {
@@ -64,6 +72,9 @@ pub fn run(config: Config) -> Result<(), String> {
         println!("strata node listening on http://{addr}");
         tracing::info!(%addr, data_dir = %node.config.data_dir.display(), "serving");
         serve(node.clone(), listener, shutdown_signal()).await;
+        if let Err(e) = cluster.close().await {
+            tracing::warn!(error = %e, "closing the cluster");
+        }
         let db = cluster.local().clone();
         tokio::task::spawn_blocking(move || db.close())
             .await
@@ -100,8 +111,10 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let graceful = GracefulShutdown::new();
-    let conns = Arc::new(Semaphore::new(node.config.max_connections));
+    let max = node.config.max_connections;
+    let conns = Arc::new(Semaphore::new(max));
+    // Tells every connection to finish its request and close.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -122,24 +135,35 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let node2 = node.clone();
         let service = service_fn(move |req| handle(node2.clone(), req));
+        // With upgrades: peers open internal connections on this port.
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(node.config.header_timeout)
             .max_buf_size(MAX_HEAD_BYTES)
             .keep_alive(true)
-            .serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        let mut stop = stop_rx.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            if let Err(e) = conn.await {
+            tokio::pin!(conn);
+            let r = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = async { let _ = stop.wait_for(|s| *s).await; } => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = r {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         });
     }
     node.serving.store(false, Ordering::Release);
     drop(listener);
+    let _ = stop_tx.send(true);
     tokio::select! {
-        _ = graceful.shutdown() => tracing::info!("all connections closed"),
+        _ = conns.acquire_many(max as u32) => tracing::info!("all connections closed"),
         _ = tokio::time::sleep(node.config.shutdown_timeout) => {
             tracing::warn!("shutdown timeout: closing remaining connections")
         }

@@ -1,0 +1,527 @@
+//! The coordinator: the node that receives a request sends it to the key's
+//! `from` replicas in parallel (itself directly, others over the internal
+//! transport) and answers once `ack` of them succeed. Writes are stamped
+//! with the hybrid logical clock; a replica that holds a newer version says
+//! so, and the coordinator moves its clock past it and writes again, so a
+//! write acknowledged before this one began can never win over it, whatever
+//! the clocks say. A replica that misses a write gets a durable hint. Reads
+//! take the newest of `ack` answers and write it back to stale replicas
+//! before answering (read repair). A replica the failure detector holds
+//! down is not waited for: if `ack` is out of reach the answer is at once.
+//! Also the peer-facing handler, heartbeats and hint delivery. Owns the
+//! replication protocol; must not know about HTTP or how bytes are stored.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use crate::membership::{State, HEARTBEAT};
+use crate::record::{Record, Version};
+use crate::store::Outcome;
+use crate::transport::{CallError, Handler};
+use crate::wire::{Request, Response};
+use crate::{ClusterError, Inner, OpKind, Replication, Result};
+
+/// Attempts of a write that replicas keep answering with newer versions.
+const MAX_ATTEMPTS: usize = 4;
+/// Hints read and delivered per round.
+const HINT_BATCH: usize = 256;
+/// Largest scan page a peer serves.
+pub(crate) const MAX_PAGE: u32 = 4096;
+
+enum Replicated {
+    Done,
+    Superseded(Version),
+    Short(usize, Option<ClusterError>),
+}
+
+/// Real wall-clock milliseconds (hint ages; not versions).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Inner {
+    fn stamp(&self) -> Version {
+        let hlc = if self.cfg.unsafe_wall_clock {
+            (self.hlc.wall_ms() << crate::hlc::LOGICAL_BITS) | (self.hlc.now() & 0xffff)
+        } else {
+            self.hlc.now()
+        };
+        Version {
+            hlc,
+            node: self.my_id,
+        }
+    }
+
+    pub(crate) fn is_down(&self, m: usize, now: Instant) -> bool {
+        self.detectors[m].state(now) == State::Down
+    }
+
+    pub(crate) async fn write(
+        self: Arc<Self>,
+        id: u64,
+        key: Bytes,
+        value: Option<Bytes>,
+        r: Replication,
+    ) -> Result<()> {
+        let replicas = self.placement.replicas(&key, r.from);
+        for _ in 0..MAX_ATTEMPTS {
+            let record = Record {
+                version: self.stamp(),
+                value: value.clone(),
+            };
+            match self
+                .clone()
+                .replicate(id, key.clone(), record, &replicas, r.ack)
+                .await
+            {
+                Replicated::Done => return Ok(()),
+                Replicated::Superseded(v) => {
+                    self.hlc.observe(v.hlc);
+                    self.stats
+                        .superseded_retries
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                Replicated::Short(got, err) => {
+                    if let Some(e) = err {
+                        if replicas.len() == 1 || !matches!(e, ClusterError::Failed(_)) {
+                            return Err(e);
+                        }
+                    }
+                    self.stats
+                        .not_enough_replicas
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Err(ClusterError::NotEnoughReplicas { got, need: r.ack });
+                }
+            }
+        }
+        self.stats
+            .not_enough_replicas
+            .fetch_add(1, Ordering::Relaxed);
+        Err(ClusterError::NotEnoughReplicas {
+            got: 0,
+            need: r.ack,
+        })
+    }
+
+    async fn replicate(
+        self: Arc<Self>,
+        id: u64,
+        key: Bytes,
+        record: Record,
+        replicas: &[usize],
+        ack: usize,
+    ) -> Replicated {
+        // The common single-replica case on this node: no task, no channel.
+        if replicas == [self.me] {
+            return match self.store.apply(key, record).await {
+                Ok(Outcome::Applied) => Replicated::Done,
+                Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => Replicated::Done,
+                Ok(Outcome::Superseded(v)) => Replicated::Superseded(v),
+                Err(e) => Replicated::Short(0, Some(e)),
+            };
+        }
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Outcome>)>(replicas.len());
+        let now = Instant::now();
+        let mut outstanding = 0usize;
+        for &m in replicas {
+            if m == self.me {
+                let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
+                tokio::spawn(async move {
+                    let r = s.store.apply(k, rec).await;
+                    let _ = tx.send((m, r)).await;
+                });
+            } else if self.is_down(m, now) {
+                self.keep_hint(m, key.clone(), record.clone());
+                continue;
+            } else {
+                let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
+                tokio::spawn(async move {
+                    let r = s
+                        .send_write(id, m, k.clone(), rec.clone(), OpKind::Write)
+                        .await;
+                    let failed = r.is_err();
+                    let _ = tx.send((m, r)).await;
+                    if failed {
+                        s.keep_hint(m, k, rec);
+                    }
+                });
+            }
+            outstanding += 1;
+        }
+        drop(tx);
+        let deadline = tokio::time::Instant::now() + self.cfg.timeout;
+        let mut applied = 0usize;
+        let mut local_err = None;
+        loop {
+            if applied >= ack {
+                return Replicated::Done;
+            }
+            if applied + outstanding < ack {
+                return Replicated::Short(applied, local_err);
+            }
+            let got = match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(g)) => g,
+                _ => return Replicated::Short(applied, local_err),
+            };
+            outstanding -= 1;
+            match got.1 {
+                Ok(Outcome::Applied) => applied += 1,
+                Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => applied += 1,
+                Ok(Outcome::Superseded(v)) => return Replicated::Superseded(v),
+                Err(e) if got.0 == self.me => local_err = Some(e),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// One write to a peer, observed; a failure is an error (the caller
+    /// keeps a hint).
+    async fn send_write(
+        &self,
+        id: u64,
+        m: usize,
+        key: Bytes,
+        record: Record,
+        op: OpKind,
+    ) -> Result<Outcome> {
+        let peer = self.peers[m].as_ref().expect("a peer, not this node");
+        if let Some(o) = &self.observer {
+            o.replica_send(id, &peer.url, op);
+        }
+        let t = Instant::now();
+        let r = peer
+            .call(&Request::Write { key, record }, self.cfg.timeout)
+            .await;
+        if let Some(o) = &self.observer {
+            o.replica_answer(id, &peer.url, op, t.elapsed(), r.is_ok());
+        }
+        match r {
+            Ok(Response::Written(o)) => Ok(o),
+            Ok(_) => Err(ClusterError::Failed(format!(
+                "{}: unexpected answer to a write",
+                peer.url
+            ))),
+            Err(e) => Err(ClusterError::Failed(format!("{}: {e}", peer.url))),
+        }
+    }
+
+    async fn send_read(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Record>> {
+        let peer = self.peers[m].as_ref().expect("a peer, not this node");
+        if let Some(o) = &self.observer {
+            o.replica_send(id, &peer.url, OpKind::Read);
+        }
+        let t = Instant::now();
+        let r = peer.call(&Request::Read { key }, self.cfg.timeout).await;
+        if let Some(o) = &self.observer {
+            o.replica_answer(id, &peer.url, OpKind::Read, t.elapsed(), r.is_ok());
+        }
+        match r {
+            Ok(Response::Read(rec)) => Ok(rec),
+            Ok(_) => Err(ClusterError::Failed(format!(
+                "{}: unexpected answer to a read",
+                peer.url
+            ))),
+            Err(e) => Err(ClusterError::Failed(format!("{}: {e}", peer.url))),
+        }
+    }
+
+    pub(crate) async fn read(
+        self: Arc<Self>,
+        id: u64,
+        key: Bytes,
+        r: Replication,
+    ) -> Result<Option<Bytes>> {
+        let replicas = self.placement.replicas(&key, r.from);
+        if replicas == [self.me] {
+            return Ok(self.store.read(&key)?.and_then(|r| r.value));
+        }
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
+        let now = Instant::now();
+        let mut answers: Vec<(usize, Option<Record>)> = Vec::with_capacity(replicas.len());
+        let mut outstanding = 0usize;
+        let mut local_err = None;
+        for &m in &replicas {
+            if m == self.me {
+                match self.store.read(&key) {
+                    Ok(rec) => answers.push((m, rec)),
+                    Err(e) => local_err = Some(e),
+                }
+            } else if !self.is_down(m, now) {
+                let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
+                tokio::spawn(async move {
+                    let r = s.send_read(id, m, k).await;
+                    let _ = tx.send((m, r)).await;
+                });
+                outstanding += 1;
+            }
+        }
+        drop(tx);
+        let deadline = tokio::time::Instant::now() + self.cfg.timeout;
+        while answers.len() < r.ack && answers.len() + outstanding >= r.ack {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some((m, res))) => {
+                    outstanding -= 1;
+                    if let Ok(rec) = res {
+                        answers.push((m, rec));
+                    }
+                }
+                _ => break,
+            }
+        }
+        if answers.len() < r.ack {
+            if let (Some(e), 1) = (local_err, replicas.len()) {
+                return Err(e);
+            }
+            self.stats
+                .not_enough_replicas
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(ClusterError::NotEnoughReplicas {
+                got: answers.len(),
+                need: r.ack,
+            });
+        }
+        let newest = answers
+            .iter()
+            .filter_map(|(_, rec)| rec.as_ref())
+            .max_by_key(|rec| rec.version)
+            .cloned();
+        if let Some(newest) = &newest {
+            let stale: Vec<usize> = answers
+                .iter()
+                .filter(|(_, rec)| rec.as_ref().is_none_or(|x| x.version < newest.version))
+                .map(|(m, _)| *m)
+                .collect();
+            if !stale.is_empty() {
+                // Bring the stale replicas level before answering, so the
+                // newest version is on `ack` replicas and the next quorum
+                // read cannot go back in time.
+                let repaired = self.clone().repair(id, &key, newest, &stale).await;
+                let holders = answers.len() - stale.len() + repaired;
+                if holders < r.ack {
+                    self.stats
+                        .not_enough_replicas
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Err(ClusterError::NotEnoughReplicas {
+                        got: holders,
+                        need: r.ack,
+                    });
+                }
+            }
+            if outstanding > 0 {
+                // Late answers are repaired in the background.
+                let (s, k, newest) = (self.clone(), key.clone(), newest.clone());
+                tokio::spawn(async move {
+                    while let Some((m, res)) = rx.recv().await {
+                        if let Ok(rec) = res {
+                            if rec.as_ref().is_none_or(|x| x.version < newest.version) {
+                                s.clone().repair(0, &k, &newest, &[m]).await;
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        Ok(newest.and_then(|r| r.value))
+    }
+
+    /// Write `record` to the replicas in `stale`; returns how many took it.
+    async fn repair(
+        self: Arc<Self>,
+        id: u64,
+        key: &Bytes,
+        record: &Record,
+        stale: &[usize],
+    ) -> usize {
+        let mut set = tokio::task::JoinSet::new();
+        for &m in stale {
+            self.stats.read_repairs.fetch_add(1, Ordering::Relaxed);
+            let (s, k, rec) = (self.clone(), key.clone(), record.clone());
+            set.spawn(async move {
+                let r = if m == s.me {
+                    s.store.apply(k.clone(), rec.clone()).await
+                } else {
+                    let r = s
+                        .send_write(id, m, k.clone(), rec.clone(), OpKind::Repair)
+                        .await;
+                    if r.is_err() {
+                        s.keep_hint(m, k, rec);
+                    }
+                    r
+                };
+                r.is_ok()
+            });
+        }
+        let mut ok = 0;
+        while let Some(r) = set.join_next().await {
+            if r.unwrap_or(false) {
+                ok += 1;
+            }
+        }
+        ok
+    }
+
+    /// Keep a write that member `m` missed, in the background.
+    pub(crate) fn keep_hint(&self, m: usize, key: Bytes, record: Record) {
+        if let Some(w) = &self.hint_writer {
+            w.keep(self.members[m].id, key, record);
+        }
+    }
+
+    pub(crate) async fn heartbeat_loop(self: Arc<Self>, i: usize) {
+        let peer = self.peers[i].as_ref().expect("a peer");
+        let mut tick = tokio::time::interval(HEARTBEAT);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            match peer.call(&Request::Ping, Duration::from_secs(1)).await {
+                Ok(Response::Pong) => self.detectors[i].heartbeat(Instant::now()),
+                Err(CallError::Refused) => self.detectors[i].refused(),
+                _ => {}
+            }
+        }
+    }
+
+    /// Deliver member `i`'s hints while it is up: oldest first, in batches,
+    /// at most `rate` a second.
+    pub(crate) async fn hint_loop(self: Arc<Self>, i: usize) {
+        let Some(hints) = &self.hints else {
+            return;
+        };
+        let pid = self.members[i].id;
+        let rate = self.cfg.hints.rate.max(1) as f64;
+        loop {
+            tokio::time::sleep(HEARTBEAT).await;
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            if hints.pending(pid) == 0 || self.detectors[i].state(Instant::now()) != State::Up {
+                continue;
+            }
+            let s = self.clone();
+            let batch = match tokio::task::spawn_blocking(move || {
+                s.hints
+                    .as_ref()
+                    .expect("hints")
+                    .oldest(pid, HINT_BATCH, now_ms())
+            })
+            .await
+            {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "reading hints failed");
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            let started = Instant::now();
+            let mut set = tokio::task::JoinSet::new();
+            for (n, h) in batch.iter().enumerate() {
+                let (s, k, rec) = (self.clone(), h.key.clone(), h.record.clone());
+                set.spawn(
+                    async move { (n, s.send_write(0, i, k, rec, OpKind::Hint).await.is_ok()) },
+                );
+            }
+            let mut ok = vec![false; batch.len()];
+            while let Some(r) = set.join_next().await {
+                if let Ok((n, true)) = r {
+                    ok[n] = true;
+                }
+            }
+            let failed = ok.iter().any(|o| !o);
+            let done: Vec<_> = batch
+                .into_iter()
+                .zip(ok)
+                .filter_map(|(h, o)| o.then_some(h))
+                .collect();
+            let n = done.len() as u64;
+            let s = self.clone();
+            let r = tokio::task::spawn_blocking(move || {
+                s.hints.as_ref().expect("hints").delivered(pid, &done)
+            })
+            .await;
+            if let Ok(Err(e)) = r {
+                tracing::warn!(error = %e, "removing delivered hints failed");
+            }
+            self.stats.hints_delivered.fetch_add(n, Ordering::Relaxed);
+            let pace = Duration::from_secs_f64(HINT_BATCH as f64 / rate);
+            let spent = started.elapsed();
+            if failed {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            } else if spent < pace {
+                tokio::time::sleep(pace - spent).await;
+            }
+        }
+    }
+
+    fn scan_page(&self, start: &[u8], end: Option<&[u8]>, limit: u32) -> Response {
+        let limit = limit.clamp(1, MAX_PAGE) as usize;
+        let mut entries = Vec::new();
+        let mut more = false;
+        let it = match self.store.scan(start, end) {
+            Ok(it) => it,
+            Err(e) => return error(e),
+        };
+        for e in it {
+            match e {
+                Ok(kr) => {
+                    if entries.len() == limit {
+                        more = true;
+                        break;
+                    }
+                    entries.push(kr);
+                }
+                Err(e) => return error(e),
+            }
+        }
+        Response::Scanned { entries, more }
+    }
+}
+
+fn error(e: ClusterError) -> Response {
+    Response::Error {
+        transient: matches!(e, ClusterError::Busy(_) | ClusterError::Closed),
+        message: e.to_string(),
+    }
+}
+
+impl Handler for Inner {
+    fn handle(
+        self: Arc<Self>,
+        _from: u64,
+        req: Request,
+    ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
+        Box::pin(async move {
+            match req {
+                Request::Write { key, record } => match self.store.apply(key, record).await {
+                    Ok(o) => Response::Written(o),
+                    Err(e) => error(e),
+                },
+                Request::Read { key } => match self.store.read(&key) {
+                    Ok(r) => Response::Read(r),
+                    Err(e) => error(e),
+                },
+                Request::Ping => Response::Pong,
+                Request::Scan { start, end, limit } => {
+                    self.scan_page(&start, end.as_deref(), limit)
+                }
+            }
+        })
+    }
+
+    fn heard(&self, from: u64) {
+        if let Some(i) = self.members.iter().position(|m| m.id == from) {
+            self.detectors[i].heard(Instant::now());
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! This node's replica of its keys: versioned records in the local engine.
+//! Every write to the engine goes through one applier thread, which takes
+//! the writes of many requests (coordinated here, sent by peers, hint
+//! deliveries, read repairs) as one commit group: for each it compares the
+//! incoming version with the stored one and keeps only newer writes, so a
+//! late, re-delivered or frozen-then-resumed write can never overwrite a
+//! newer one; then one WAL write and one fsync for the group. Because the
+//! applier is the only writer, compare-then-write needs no lock. Owns the
+//! local apply rule and local reads; must not talk to other nodes.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use strata_engine::{Db, DbIterator, WriteBatch};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::record::{Record, Version};
+use crate::{ClusterError, Result};
+
+/// Writes taken into one group at most.
+const MAX_GROUP: usize = 512;
+
+/// What a replica did with a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Stored (or the same version was already stored).
+    Applied,
+    /// The replica holds a newer version; nothing was written.
+    Superseded(Version),
+}
+
+enum Op {
+    Apply(Record),
+    /// Remove the key's record if it is still this tombstone.
+    Purge(Version),
+}
+
+struct Job {
+    key: Bytes,
+    op: Op,
+    done: oneshot::Sender<Result<Outcome>>,
+}
+
+pub struct Store {
+    db: Arc<Db>,
+    tx: mpsc::Sender<Job>,
+}
+
+impl Store {
+    /// Start the applier. `check_versions` false skips the comparison: only
+    /// for a cluster of one, where every write is stamped by this node's
+    /// monotonic clock and arrives in order.
+    pub fn open(db: Arc<Db>, capacity: usize, check_versions: bool) -> Store {
+        let (tx, mut rx) = mpsc::channel::<Job>(capacity.max(1));
+        let d = db.clone();
+        std::thread::Builder::new()
+            .name("strata-apply".into())
+            .spawn(move || {
+                while let Some(first) = rx.blocking_recv() {
+                    let mut jobs = vec![first];
+                    while jobs.len() < MAX_GROUP {
+                        match rx.try_recv() {
+                            Ok(j) => jobs.push(j),
+                            Err(_) => break,
+                        }
+                    }
+                    apply_group(&d, jobs, check_versions);
+                }
+            })
+            .expect("spawn applier thread");
+        Store { db, tx }
+    }
+
+    pub fn db(&self) -> &Arc<Db> {
+        &self.db
+    }
+
+    /// Apply a write if it is newer than what is stored; returns once it is
+    /// durable as the engine is configured.
+    pub async fn apply(&self, key: Bytes, record: Record) -> Result<Outcome> {
+        self.submit(key, Op::Apply(record)).await
+    }
+
+    /// Drop a tombstone if the key still holds exactly it.
+    pub async fn purge(&self, key: Bytes, tombstone: Version) -> Result<Outcome> {
+        self.submit(key, Op::Purge(tombstone)).await
+    }
+
+    async fn submit(&self, key: Bytes, op: Op) -> Result<Outcome> {
+        let (done, wait) = oneshot::channel();
+        self.tx
+            .send(Job { key, op, done })
+            .await
+            .map_err(|_| ClusterError::Closed)?;
+        wait.await.map_err(|_| ClusterError::Closed)?
+    }
+
+    /// The stored record, tombstones included.
+    pub fn read(&self, key: &[u8]) -> Result<Option<Record>> {
+        match self.db.get(key)? {
+            None => Ok(None),
+            Some(b) => Ok(Some(decode(key, &b)?)),
+        }
+    }
+
+    /// Records with `start <= key < end`, tombstones included, streaming.
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<RecordIter> {
+        let end = end.map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(RecordIter(self.db.scan((Bound::Included(start), end))?))
+    }
+}
+
+fn decode(key: &[u8], b: &Bytes) -> Result<Record> {
+    Record::decode(b).map_err(|e| {
+        ClusterError::Failed(format!(
+            "stored record of key {:?} is damaged: {e}",
+            String::from_utf8_lossy(key)
+        ))
+    })
+}
+
+/// A scan of stored records in key order.
+pub struct RecordIter(DbIterator);
+
+impl Iterator for RecordIter {
+    type Item = Result<(Bytes, Record)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(match self.0.next()? {
+            Ok((k, v)) => decode(&k, &v).map(|r| (k, r)),
+            Err(e) => Err(e.into()),
+        })
+    }
+}
+
+fn apply_group(db: &Db, jobs: Vec<Job>, check: bool) {
+    // Versions written earlier in this group, which the engine does not
+    // show yet.
+    let mut pending: HashMap<Bytes, Option<Version>> = HashMap::new();
+    let mut batch = WriteBatch::new();
+    let mut answers: Vec<(oneshot::Sender<Result<Outcome>>, Result<Outcome>)> =
+        Vec::with_capacity(jobs.len());
+    let mut buf = Vec::new();
+    for j in jobs {
+        let current = if check || matches!(j.op, Op::Purge(_)) {
+            match pending.get(&j.key) {
+                Some(v) => Ok(*v),
+                None => db
+                    .get(&j.key)
+                    .map_err(ClusterError::from)
+                    .and_then(|o| match o {
+                        None => Ok(None),
+                        Some(b) => Record::decode_version(&b).map(Some).map_err(|e| {
+                            ClusterError::Failed(format!(
+                                "stored record of key {:?} is damaged: {e}",
+                                String::from_utf8_lossy(&j.key)
+                            ))
+                        }),
+                    }),
+            }
+        } else {
+            Ok(None)
+        };
+        let current = match current {
+            Ok(c) => c,
+            Err(e) => {
+                answers.push((j.done, Err(e)));
+                continue;
+            }
+        };
+        let outcome = match j.op {
+            Op::Apply(rec) => match current {
+                Some(c) if c > rec.version => Outcome::Superseded(c),
+                Some(c) if c == rec.version => Outcome::Applied,
+                _ => {
+                    buf.clear();
+                    rec.encode_into(&mut buf);
+                    batch.put(&j.key, &buf);
+                    pending.insert(j.key.clone(), Some(rec.version));
+                    Outcome::Applied
+                }
+            },
+            Op::Purge(v) => match current {
+                Some(c) if c == v => {
+                    batch.delete(&j.key);
+                    pending.insert(j.key.clone(), None);
+                    Outcome::Applied
+                }
+                Some(c) => Outcome::Superseded(c),
+                None => Outcome::Applied,
+            },
+        };
+        answers.push((j.done, Ok(outcome)));
+    }
+    let r = if batch.is_empty() {
+        Ok(())
+    } else {
+        db.write(batch).map_err(ClusterError::from)
+    };
+    if let Err(e) = &r {
+        tracing::warn!(error = %e, writes = answers.len(), "apply group failed");
+    }
+    for (done, a) in answers {
+        let a = match &r {
+            Ok(()) => a,
+            Err(e) => a.and(Err(e.share())),
+        };
+        let _ = done.send(a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(hlc: u64, v: Option<&'static [u8]>) -> Record {
+        Record {
+            version: Version { hlc, node: 1 },
+            value: v.map(Bytes::from_static),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_newer_versions_are_applied() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
+        let s = Store::open(db, 64, true);
+        let k = Bytes::from_static(b"k");
+        assert_eq!(
+            s.apply(k.clone(), rec(10, Some(b"new"))).await.unwrap(),
+            Outcome::Applied
+        );
+        // Older and equal versions: the newer stays.
+        assert_eq!(
+            s.apply(k.clone(), rec(5, Some(b"old"))).await.unwrap(),
+            Outcome::Superseded(Version { hlc: 10, node: 1 })
+        );
+        assert_eq!(
+            s.apply(k.clone(), rec(10, Some(b"new"))).await.unwrap(),
+            Outcome::Applied
+        );
+        assert_eq!(s.read(b"k").unwrap().unwrap(), rec(10, Some(b"new")));
+        // A tombstone is a record like any other.
+        s.apply(k.clone(), rec(11, None)).await.unwrap();
+        assert!(s.read(b"k").unwrap().unwrap().is_tombstone());
+        assert_eq!(
+            s.apply(k.clone(), rec(9, Some(b"zombie"))).await.unwrap(),
+            Outcome::Superseded(Version { hlc: 11, node: 1 })
+        );
+        // Purge only the very tombstone.
+        assert!(matches!(
+            s.purge(k.clone(), Version { hlc: 3, node: 1 })
+                .await
+                .unwrap(),
+            Outcome::Superseded(_)
+        ));
+        assert_eq!(
+            s.purge(k.clone(), Version { hlc: 11, node: 1 })
+                .await
+                .unwrap(),
+            Outcome::Applied
+        );
+        assert!(s.read(b"k").unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_group_sees_its_own_writes() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
+        let s = Arc::new(Store::open(db, 1024, true));
+        // Many concurrent writes of one key in random version order: the
+        // highest version wins whatever the grouping.
+        let mut tasks = Vec::new();
+        let mut hlcs: Vec<u64> = (1..=300).collect();
+        use rand::seq::SliceRandom;
+        hlcs.shuffle(&mut rand::rng());
+        for h in hlcs {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                s.apply(Bytes::from_static(b"x"), rec(h, Some(b"v")))
+                    .await
+                    .unwrap()
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(s.read(b"x").unwrap().unwrap().version.hlc, 300);
+        let all: Vec<_> = s.scan(b"", None).unwrap().map(|r| r.unwrap().0).collect();
+        assert_eq!(all, [Bytes::from_static(b"x")]);
+    }
+}

@@ -1,0 +1,366 @@
+//! Internal traffic: a bounded pool of persistent, authenticated
+//! connections per peer, each carrying many replica operations at once.
+//! Requests are matched to answers by id; a writer task per connection
+//! drains everything queued into one buffer and one `write`, so operations
+//! issued together travel together (batching without waiting). Each
+//! connection has a window of operations in flight; when it is full a call
+//! fails at once instead of queueing (the coordinator then keeps a hint).
+//! The accepting side runs the same framing in reverse and bounds the
+//! operations it works on per connection. Owns connections, framing and
+//! timeouts; must not decide what a request means (that is `coordinator`
+//! and the handler it is given) nor how a connection is opened (the
+//! `Dialer`, which the node provides: the cluster does not speak HTTP).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use crate::auth::{self, Secret};
+use crate::hlc::Hlc;
+use crate::wire::{self, Request, Response};
+
+/// A byte stream to a peer, however it was opened.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {}
+pub type BoxStream = Box<dyn Stream>;
+pub type DialFuture<'a> = Pin<Box<dyn Future<Output = io::Result<BoxStream>> + Send + 'a>>;
+
+/// Opens a raw internal connection to a member's URL (the node does it
+/// with an HTTP upgrade carrying the secret's token).
+pub trait Dialer: Send + Sync + 'static {
+    fn dial<'a>(&'a self, url: &'a str) -> DialFuture<'a>;
+}
+
+/// Serves requests arriving from peers.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(
+        self: Arc<Self>,
+        from: u64,
+        req: Request,
+    ) -> Pin<Box<dyn Future<Output = Response> + Send>>;
+    /// A frame from member `from` arrived (for the failure detector).
+    fn heard(&self, _from: u64) {}
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct TransportConfig {
+    /// Connections per peer.
+    pub pool: usize,
+    /// Operations in flight per connection.
+    pub window: usize,
+    /// Time allowed to open and authenticate a connection.
+    pub connect_timeout: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            pool: 2,
+            window: 1024,
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum CallError {
+    #[error("connection refused")]
+    Refused,
+    #[error("cannot connect: {0}")]
+    Unreachable(String),
+    #[error("no answer in time")]
+    Timeout,
+    #[error("connection lost")]
+    Lost,
+    #[error("too many operations in flight")]
+    Overloaded,
+    #[error("peer answered: {message}")]
+    Remote { transient: bool, message: String },
+    #[error("unexpected answer")]
+    Protocol,
+}
+
+/// What the client side shares with every connection.
+pub struct Ctx {
+    pub dialer: Arc<dyn Dialer>,
+    pub secret: Secret,
+    pub my_id: u64,
+    pub hlc: Arc<Hlc>,
+    pub cfg: TransportConfig,
+}
+
+/// The connections to one peer.
+pub struct Peer {
+    pub url: String,
+    pub id: u64,
+    ctx: Arc<Ctx>,
+    slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
+    next: AtomicUsize,
+    /// Called with every answer's arrival (failure detector).
+    on_answer: Arc<dyn Fn() + Send + Sync>,
+}
+
+struct Conn {
+    tx: mpsc::Sender<BytesMut>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Response>>>,
+    next_id: AtomicU64,
+    alive: AtomicBool,
+    window: Arc<Semaphore>,
+}
+
+impl Peer {
+    pub fn new(
+        url: String,
+        id: u64,
+        ctx: Arc<Ctx>,
+        on_answer: Arc<dyn Fn() + Send + Sync>,
+    ) -> Peer {
+        let slots = (0..ctx.cfg.pool.max(1))
+            .map(|_| tokio::sync::Mutex::new(None))
+            .collect();
+        Peer {
+            url,
+            id,
+            ctx,
+            slots,
+            next: AtomicUsize::new(0),
+            on_answer,
+        }
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| {
+                s.try_lock()
+                    .map(|c| c.as_ref().is_some_and(|c| c.alive.load(Ordering::Relaxed)))
+                    .unwrap_or(true)
+            })
+            .count()
+    }
+
+    async fn conn(&self) -> Result<Arc<Conn>, CallError> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let mut slot = self.slots[i].lock().await;
+        if let Some(c) = slot.as_ref() {
+            if c.alive.load(Ordering::Acquire) {
+                return Ok(c.clone());
+            }
+        }
+        *slot = None;
+        let c = tokio::time::timeout(self.ctx.cfg.connect_timeout, self.open())
+            .await
+            .map_err(|_| CallError::Unreachable("connect timed out".into()))??;
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn open(&self) -> Result<Arc<Conn>, CallError> {
+        let mut s = self
+            .ctx
+            .dialer
+            .dial(&self.url)
+            .await
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::ConnectionRefused => CallError::Refused,
+                _ => CallError::Unreachable(e.to_string()),
+            })?;
+        auth::dial(&mut s, &self.ctx.secret, self.ctx.my_id)
+            .await
+            .map_err(|e| CallError::Unreachable(e.to_string()))?;
+        let (r, w) = tokio::io::split(s);
+        let (tx, rx) = mpsc::channel(self.ctx.cfg.window.max(1));
+        let conn = Arc::new(Conn {
+            tx,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            alive: AtomicBool::new(true),
+            window: Arc::new(Semaphore::new(self.ctx.cfg.window.max(1))),
+        });
+        let c = conn.clone();
+        tokio::spawn(async move {
+            if let Err(e) = write_loop(w, rx).await {
+                tracing::debug!(error = %e, "peer connection writer ended");
+            }
+            c.kill();
+        });
+        let c = conn.clone();
+        let hlc = self.ctx.hlc.clone();
+        let on_answer = self.on_answer.clone();
+        tokio::spawn(async move {
+            let r = read_answers(r, &c, &hlc, on_answer).await;
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "peer connection reader ended");
+            }
+            c.kill();
+        });
+        Ok(conn)
+    }
+
+    /// Send one request and wait for its answer, at most `timeout`.
+    pub async fn call(&self, req: &Request, timeout: Duration) -> Result<Response, CallError> {
+        let deadline = Instant::now() + timeout;
+        let conn = tokio::time::timeout(timeout, self.conn())
+            .await
+            .map_err(|_| CallError::Timeout)??;
+        let _permit = conn
+            .window
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| CallError::Overloaded)?;
+        let id = conn.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        conn.pending.lock().insert(id, tx);
+        let mut buf = BytesMut::with_capacity(64);
+        wire::encode_request(&mut buf, id, self.ctx.hlc.peek(), req);
+        if conn.tx.send(buf).await.is_err() {
+            conn.pending.lock().remove(&id);
+            return Err(CallError::Lost);
+        }
+        match tokio::time::timeout_at(deadline.into(), rx).await {
+            Ok(Ok(Response::Error { transient, message })) => {
+                Err(CallError::Remote { transient, message })
+            }
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(_)) => Err(CallError::Lost),
+            Err(_) => {
+                conn.pending.lock().remove(&id);
+                Err(CallError::Timeout)
+            }
+        }
+    }
+
+    /// Close every connection (their pending calls fail with `Lost`).
+    pub async fn close(&self) {
+        for s in &self.slots {
+            if let Some(c) = s.lock().await.take() {
+                c.kill();
+            }
+        }
+    }
+}
+
+impl Conn {
+    fn kill(&self) {
+        self.alive.store(false, Ordering::Release);
+        // Dropping the senders fails the waiting calls with `Lost`.
+        self.pending.lock().clear();
+    }
+}
+
+async fn read_answers<R: AsyncRead + Unpin>(
+    mut r: R,
+    conn: &Conn,
+    hlc: &Hlc,
+    heard: Arc<dyn Fn() + Send + Sync>,
+) -> Result<(), String> {
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    loop {
+        while let Some((id, kind, their_hlc, body)) =
+            wire::split_frame(&mut buf).map_err(|e| e.to_string())?
+        {
+            hlc.observe(their_hlc);
+            let resp = wire::decode_response(kind, body).map_err(|e| e.to_string())?;
+            heard();
+            if let Some(tx) = conn.pending.lock().remove(&id) {
+                let _ = tx.send(resp);
+            }
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(64 << 10);
+        }
+        let n = r.read_buf(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("closed by peer".into());
+        }
+    }
+}
+
+/// Drain queued frames into one buffer and one write, until the channel
+/// closes.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::Receiver<BytesMut>,
+) -> io::Result<()> {
+    let mut out = BytesMut::with_capacity(64 << 10);
+    while let Some(first) = rx.recv().await {
+        out.extend_from_slice(&first);
+        while out.len() < (1 << 20) {
+            match rx.try_recv() {
+                Ok(more) => out.extend_from_slice(&more),
+                Err(_) => break,
+            }
+        }
+        w.write_all(&out).await?;
+        out.clear();
+    }
+    w.shutdown().await
+}
+
+/// Operations one accepted connection works on at once.
+const SERVE_WINDOW: usize = 4096;
+
+/// Serve one accepted internal connection until it closes: authenticate,
+/// then answer requests (each in its own task, at most `SERVE_WINDOW` at
+/// once; beyond that the connection is not read, which pushes back on the
+/// sender through TCP).
+pub async fn serve<S: Stream, H: Handler>(
+    mut s: S,
+    secret: &Secret,
+    hlc: Arc<Hlc>,
+    handler: Arc<H>,
+) -> Result<(), String> {
+    let from = auth::accept(&mut s, secret)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut r, w) = tokio::io::split(s);
+    let (tx, rx) = mpsc::channel::<BytesMut>(SERVE_WINDOW);
+    let writer = tokio::spawn(write_loop(w, rx));
+    let permits = Arc::new(Semaphore::new(SERVE_WINDOW));
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    let result = loop {
+        let frame = match wire::split_frame(&mut buf) {
+            Ok(f) => f,
+            Err(e) => break Err(e.to_string()),
+        };
+        let Some((id, kind, their_hlc, body)) = frame else {
+            if buf.capacity() - buf.len() < 4096 {
+                buf.reserve(64 << 10);
+            }
+            match r.read_buf(&mut buf).await {
+                Ok(0) => break Ok(()),
+                Ok(_) => continue,
+                Err(e) => break Err(e.to_string()),
+            }
+        };
+        hlc.observe(their_hlc);
+        handler.heard(from);
+        let req = match wire::decode_request(kind, body) {
+            Ok(r) => r,
+            Err(e) => break Err(e.to_string()),
+        };
+        let permit = permits.clone().acquire_owned().await.expect("never closed");
+        let (h, tx, hlc) = (handler.clone(), tx.clone(), hlc.clone());
+        let fut = h.handle(from, req);
+        tokio::spawn(async move {
+            let resp = fut.await;
+            let mut out = BytesMut::with_capacity(64);
+            wire::encode_response(&mut out, id, hlc.peek(), &resp);
+            let _ = tx.send(out).await;
+            drop(permit);
+        });
+    };
+    drop(tx);
+    let _ = writer.await;
+    result
+}

@@ -1,0 +1,78 @@
+//! How this node opens an internal connection to a peer: a TCP connection
+//! to the peer's public port and an HTTP/1.1 upgrade to
+//! `strata-internal/0`, carrying this node's URL and a token made with the
+//! cluster secret; after `101 Switching Protocols` the raw connection is
+//! the cluster's. The node owns this because it is HTTP; the cluster only
+//! sees a byte stream. Must not read or write anything after the upgrade.
+
+use std::io;
+use std::sync::{Arc, OnceLock};
+
+use strata_cluster::{BoxStream, Cluster, DialFuture, Dialer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub const UPGRADE: &str = "strata-internal/0";
+pub const FROM_HEADER: &str = "x-strata-from";
+pub const AUTH_HEADER: &str = "x-strata-auth";
+
+/// Largest answer head read before giving up.
+const MAX_HEAD: usize = 8 << 10;
+
+/// The dialer; it needs the cluster (for tokens), which needs the dialer,
+/// so the cluster is set once it exists.
+#[derive(Default)]
+pub struct UpgradeDialer {
+    pub cluster: OnceLock<Arc<Cluster>>,
+}
+
+impl Dialer for UpgradeDialer {
+    fn dial<'a>(&'a self, url: &'a str) -> DialFuture<'a> {
+        Box::pin(async move {
+            let cluster = self
+                .cluster
+                .get()
+                .ok_or_else(|| io::Error::other("cluster not ready"))?;
+            let (from, token) = cluster
+                .upgrade_token()
+                .ok_or_else(|| io::Error::other("no cluster secret"))?;
+            let hostport = url
+                .strip_prefix("http://")
+                .unwrap_or(url)
+                .split('/')
+                .next()
+                .unwrap_or("");
+            let mut s = TcpStream::connect(hostport).await?;
+            s.set_nodelay(true)?;
+            let req = format!(
+                "GET /v0/internal HTTP/1.1\r\nHost: {hostport}\r\nConnection: Upgrade\r\nUpgrade: {UPGRADE}\r\n{FROM_HEADER}: {from}\r\n{AUTH_HEADER}: {token}\r\n\r\n"
+            );
+            s.write_all(req.as_bytes()).await?;
+            // Read the answer's head a byte at a time: whatever follows it
+            // belongs to the cluster's handshake.
+            let mut head = Vec::with_capacity(256);
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if head.len() > MAX_HEAD {
+                    return Err(io::Error::other("answer head too long"));
+                }
+                if s.read(&mut b).await? == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "closed during upgrade",
+                    ));
+                }
+                head.push(b[0]);
+            }
+            let status = String::from_utf8_lossy(&head);
+            let line = status.lines().next().unwrap_or("");
+            if !line.starts_with("HTTP/1.1 101") {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("upgrade refused: {line}"),
+                ));
+            }
+            Ok(Box::new(s) as BoxStream)
+        })
+    }
+}
