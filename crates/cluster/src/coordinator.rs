@@ -128,8 +128,18 @@ impl Inner {
                 Err(e) => Replicated::Short(0, Some(e)),
             };
         }
-        let (tx, mut rx) = mpsc::channel::<(usize, Result<Outcome>)>(replicas.len());
         let now = Instant::now();
+        // The failure detector already knows `ack` is out of reach: answer
+        // at once and write nothing (no partial write, no hints), with
+        // the number of replicas that could have answered.
+        let live = replicas
+            .iter()
+            .filter(|&&m| m == self.me || !self.is_down(m, now))
+            .count();
+        if live < ack {
+            return Replicated::Short(live, None);
+        }
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Outcome>)>(replicas.len());
         let mut outstanding = 0usize;
         for &m in replicas {
             if m == self.me {
@@ -243,8 +253,21 @@ impl Inner {
         if replicas == [self.me] {
             return Ok(self.store.read(&key)?.and_then(|r| r.value));
         }
-        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
         let now = Instant::now();
+        let live = replicas
+            .iter()
+            .filter(|&&m| m == self.me || !self.is_down(m, now))
+            .count();
+        if live < r.ack {
+            self.stats
+                .not_enough_replicas
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(ClusterError::NotEnoughReplicas {
+                got: live,
+                need: r.ack,
+            });
+        }
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
         let mut answers: Vec<(usize, Option<Record>)> = Vec::with_capacity(replicas.len());
         let mut outstanding = 0usize;
         let mut local_err = None;

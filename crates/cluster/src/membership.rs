@@ -59,10 +59,13 @@ pub struct Detector {
 }
 
 impl Default for Detector {
+    /// A new detector counts as having heard its peer when it was made: a
+    /// starting node tries its peers before it has had time to hear them,
+    /// and they turn down within a second if they are not there.
     fn default() -> Self {
         Detector {
             inner: Mutex::new(Inner {
-                last_heard: None,
+                last_heard: Some(Instant::now()),
                 last_beat: None,
                 intervals: Vec::with_capacity(WINDOW),
                 at: 0,
@@ -145,7 +148,12 @@ mod tests {
     fn silence_makes_a_peer_suspect_then_down() {
         let d = Detector::default();
         let t0 = Instant::now();
-        assert_eq!(d.state(t0), State::Down, "never heard");
+        assert_eq!(d.state(t0), State::Up, "a grace period at start");
+        assert_eq!(
+            d.state(t0 + Duration::from_secs(2)),
+            State::Down,
+            "never heard"
+        );
         for i in 0..20 {
             d.heartbeat(t0 + HEARTBEAT * i);
         }

@@ -22,8 +22,13 @@ impl NodeProc {
     /// Start `strata serve` through `cmd`: the binary itself, or a wrapper
     /// such as `taskset -c 1 strata` that the serve arguments follow.
     pub fn start_with(mut cmd: Command, dir: &Path, extra: &[&str]) -> NodeProc {
+        cmd.arg("serve");
+        // An ephemeral port unless the caller names one.
+        if !extra.contains(&"--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
         let mut child = cmd
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg("--data-dir")
             .arg(dir)
             .args(["--log-level", "warn"])
             .args(extra)
@@ -160,4 +165,102 @@ pub fn read_response(s: &mut TcpStream) -> Response {
         resp.body = b;
     }
     resp
+}
+
+/// A local cluster of real `strata serve` processes on loopback ports.
+pub struct ClusterProcs {
+    pub nodes: Vec<Option<NodeProc>>,
+    pub urls: Vec<String>,
+    pub dirs: Vec<PathBuf>,
+    pub extra: Vec<String>,
+    _tmp: tempfile::TempDir,
+}
+
+pub const TEST_SECRET: &str = "test-cluster-secret-0123456789";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl ClusterProcs {
+    pub fn start(n: usize, extra: &[&str]) -> ClusterProcs {
+        let tmp = tempfile::tempdir().unwrap();
+        let urls: Vec<String> = (0..n)
+            .map(|_| format!("http://127.0.0.1:{}", free_port()))
+            .collect();
+        let dirs = (0..n)
+            .map(|i| tmp.path().join(format!("node-{i}")))
+            .collect();
+        let mut c = ClusterProcs {
+            nodes: (0..n).map(|_| None).collect(),
+            urls,
+            dirs,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            _tmp: tmp,
+        };
+        for i in 0..n {
+            c.start_node(i);
+        }
+        let up = vec!["up"; n];
+        for i in 0..n {
+            assert!(
+                c.wait_states(i, &up, 10),
+                "node {i} never saw every peer up"
+            );
+        }
+        c
+    }
+
+    pub fn start_node(&mut self, i: usize) {
+        let listen = self.urls[i].trim_start_matches("http://").to_string();
+        let list = self.urls.join(",");
+        let mut args: Vec<&str> = vec![
+            "--cluster",
+            &list,
+            "--cluster-secret",
+            TEST_SECRET,
+            "--listen",
+        ];
+        args.push(&listen);
+        let extra: Vec<&str> = self.extra.iter().map(|s| s.as_str()).collect();
+        args.extend(extra);
+        let p = NodeProc::start(&self.dirs[i], &args);
+        self.nodes[i] = Some(p);
+    }
+
+    pub fn node(&self, i: usize) -> &NodeProc {
+        self.nodes[i].as_ref().expect("node running")
+    }
+
+    /// SIGKILL node i.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut p) = self.nodes[i].take() {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+    }
+
+    /// Wait until node `observer` sees every member in `state`.
+    pub fn wait_states(&self, observer: usize, want: &[&str], secs: u64) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        while std::time::Instant::now() < deadline {
+            let r = self.node(observer).request("GET", "/v0/cluster", b"");
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            let states: Vec<String> = v["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["state"].as_str().unwrap().to_string())
+                .collect();
+            if states.iter().zip(want).all(|(a, b)| a == b) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
 }

@@ -1,0 +1,215 @@
+//! The cluster on real processes and loopback ports: replication parameters,
+//! quorums that cannot be met, reads and writes at different `ack`, a node
+//! away while keys change and level again by itself, exact copy counts.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{ClusterProcs, NodeProc};
+
+fn put(n: &NodeProc, key: &str, q: &str, v: &str) -> u16 {
+    n.request("PUT", &format!("/v0/entity?id={key}{q}"), v.as_bytes())
+        .status
+}
+
+fn get(n: &NodeProc, key: &str, q: &str) -> (u16, String) {
+    let r = n.request("GET", &format!("/v0/entity?id={key}{q}"), b"");
+    (r.status, String::from_utf8_lossy(&r.body).into_owned())
+}
+
+fn delete(n: &NodeProc, key: &str, q: &str) -> u16 {
+    n.request("DELETE", &format!("/v0/entity?id={key}{q}"), b"")
+        .status
+}
+
+/// Does node `n` hold a live value for `key` in its own store?
+fn holds(n: &NodeProc, key: &str) -> Option<String> {
+    let r = n.request(
+        "GET",
+        &format!("/v0/entities?start={key}&end={key}%00"),
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    body.strip_prefix(&format!("{key}\n")).map(str::to_string)
+}
+
+#[test]
+fn replication_parameters_out_of_range_are_400_on_two_and_three_nodes() {
+    for n in [2usize, 3] {
+        let c = ClusterProcs::start(n, &[]);
+        let a = c.node(0);
+        assert_eq!(put(a, "k", "", "v"), 201);
+        assert_eq!(get(a, "k", &format!("&ack={n}&from={n}")).0, 200);
+        for q in [
+            format!("&from={}", n + 1),
+            "&ack=0".to_string(),
+            "&from=0".to_string(),
+            "&ack=2&from=1".to_string(),
+            format!("&ack={}", n + 1),
+            "&ack=x".to_string(),
+            "&from=-1".to_string(),
+        ] {
+            assert_eq!(put(a, "k", &q, "v"), 400, "PUT {q} on {n} nodes");
+            assert_eq!(get(a, "k", &q).0, 400, "GET {q} on {n} nodes");
+            assert_eq!(delete(a, "k", &q), 400, "DELETE {q} on {n} nodes");
+        }
+        // The view names every member and the replication factor.
+        let v: serde_json::Value =
+            serde_json::from_slice(&a.request("GET", "/v0/cluster", b"").body).unwrap();
+        assert_eq!(v["replication"], n.min(3));
+        assert_eq!(v["members"].as_array().unwrap().len(), n);
+    }
+}
+
+#[test]
+fn internal_traffic_without_the_secret_is_403() {
+    let c = ClusterProcs::start(2, &[]);
+    let a = c.node(0);
+    let r = a.request("GET", "/v0/internal", b"");
+    assert_eq!(r.status, 403);
+    let mut s = a.connect();
+    let head = format!(
+        "GET /v0/internal HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: strata-internal/0\r\nx-strata-from: {}\r\nx-strata-auth: 00112233.4455\r\n\r\n",
+        c.urls[1]
+    );
+    std::io::Write::write_all(&mut s, head.as_bytes()).unwrap();
+    assert_eq!(support::read_response(&mut s).status, 403);
+}
+
+#[test]
+fn a_stopped_node_makes_full_ack_a_prompt_504() {
+    // A long replica timeout: the 504s must come from the failure
+    // detector's knowledge, not from waiting the timeout out.
+    let mut c = ClusterProcs::start(3, &["--replica-timeout-ms", "30000"]);
+    assert_eq!(put(c.node(0), "k", "&ack=3", "v"), 201);
+    c.kill(2);
+    assert!(c.wait_states(0, &["up", "up", "down"], 10));
+    let t = Instant::now();
+    let r = c.node(0).request("PUT", "/v0/entity?id=k&ack=3", b"v2");
+    assert_eq!(r.status, 504);
+    assert_eq!(
+        String::from_utf8_lossy(&r.body).trim(),
+        "not enough replicas: got 2 of 3"
+    );
+    assert_eq!(get(c.node(0), "k", "&ack=3").0, 504);
+    assert_eq!(delete(c.node(0), "k", "&ack=3"), 504);
+    assert!(
+        t.elapsed() < Duration::from_secs(25),
+        "waited out the timeout"
+    );
+    // Reads and deletes still work at the default quorum with one node down.
+    assert_eq!(get(c.node(1), "k", "").0, 200);
+    assert_eq!(delete(c.node(1), "k", ""), 202);
+    assert_eq!(get(c.node(0), "k", "").0, 404);
+}
+
+#[test]
+fn writes_at_low_ack_read_back_at_high_ack_and_the_reverse() {
+    let c = ClusterProcs::start(3, &[]);
+    for i in 0..30 {
+        let k = format!("low{i}");
+        assert_eq!(
+            put(c.node(i % 3), &k, "&ack=1&from=3", &format!("v{i}")),
+            201
+        );
+        assert_eq!(
+            get(c.node((i + 1) % 3), &k, "&ack=3&from=3"),
+            (200, format!("v{i}"))
+        );
+        let k = format!("high{i}");
+        assert_eq!(
+            put(c.node(i % 3), &k, "&ack=3&from=3", &format!("w{i}")),
+            201
+        );
+        assert_eq!(
+            get(c.node((i + 2) % 3), &k, "&ack=1&from=3"),
+            (200, format!("w{i}"))
+        );
+        assert_eq!(delete(c.node(i % 3), &k, "&ack=1"), 202);
+        assert_eq!(get(c.node((i + 1) % 3), &k, "&ack=3").0, 404);
+    }
+}
+
+#[test]
+fn a_node_away_during_changes_is_level_on_its_own_store_when_back() {
+    let mut c = ClusterProcs::start(3, &[]);
+    // Keys that exist before, then change while node 2 is away.
+    for i in 0..50 {
+        assert_eq!(put(c.node(0), &format!("k{i}"), "", "before"), 201);
+    }
+    c.kill(2);
+    for i in 0..50 {
+        let k = format!("k{i}");
+        match i % 4 {
+            0 => assert_eq!(put(c.node(i % 2), &k, "", "overwritten"), 201),
+            1 => assert_eq!(delete(c.node(i % 2), &k, ""), 202),
+            2 => {
+                assert_eq!(delete(c.node(i % 2), &k, ""), 202);
+                assert_eq!(put(c.node(1 - i % 2), &k, "", "recreated"), 201);
+            }
+            _ => {}
+        }
+        assert_eq!(put(c.node(i % 2), &format!("new{i}"), "", "new"), 201);
+    }
+    c.start_node(2);
+    // Hints bring node 2 level without any read of these keys.
+    let want = |i: usize| match i % 4 {
+        0 => Some("overwritten"),
+        1 => None,
+        2 => Some("recreated"),
+        _ => Some("before"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let level = loop {
+        let ok = (0..50).all(|i| {
+            holds(c.node(2), &format!("k{i}")).as_deref() == want(i)
+                && holds(c.node(2), &format!("new{i}")).as_deref() == Some("new")
+        });
+        if ok || Instant::now() > deadline {
+            break ok;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(level, "node 2 did not become level from hints");
+    for i in 0..50 {
+        let (s, v) = get(c.node(2), &format!("k{i}"), "&ack=3");
+        match want(i) {
+            Some(w) => assert_eq!((s, v.as_str()), (200, w), "k{i}"),
+            None => assert_eq!(s, 404, "k{i}"),
+        }
+    }
+}
+
+#[test]
+fn a_put_with_from_f_leaves_exactly_f_copies() {
+    let c = ClusterProcs::start(3, &[]);
+    for f in 1..=3usize {
+        for i in 0..10 {
+            let k = format!("f{f}-{i}");
+            assert_eq!(
+                put(c.node(i % 3), &k, &format!("&ack=1&from={f}"), "x"),
+                201
+            );
+        }
+    }
+    // Copies beyond ack arrive in the background: wait for them (a PUT
+    // never goes to more than `from` replicas, so the count cannot pass f),
+    // then count each node's own store.
+    let count = |k: &str| (0..3).filter(|&n| holds(c.node(n), k).is_some()).count();
+    for f in 1..=3usize {
+        for i in 0..10 {
+            let k = format!("f{f}-{i}");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while count(&k) < f && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert_eq!(count(&k), f, "{k}");
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for f in 1..=3usize {
+        assert_eq!(count(&format!("f{f}-0")), f);
+    }
+}
