@@ -36,10 +36,16 @@ fn million_key_range_streams_in_bounded_memory() {
             },
         )
         .unwrap();
+        // Stored as the cluster stores them: versioned records.
+        let value = strata_cluster::record::Record {
+            version: strata_cluster::record::Version { hlc: 1, node: 1 },
+            value: Some(vec![b'v'; 100].into()),
+        }
+        .encode();
         for chunk in 0..N / 1000 {
             let mut b = WriteBatch::new();
             for i in chunk * 1000..(chunk + 1) * 1000 {
-                b.put(format!("key{i:07}").as_bytes(), &[b'v'; 100]);
+                b.put(format!("key{i:07}").as_bytes(), &value);
             }
             db.write(b).unwrap();
         }
