@@ -128,27 +128,24 @@ impl Inner {
                 Err(e) => Replicated::Short(0, Some(e)),
             };
         }
-        let now = Instant::now();
         // The failure detector already knows `ack` is out of reach: answer
         // at once and write nothing (no partial write, no hints), with
         // the number of replicas that could have answered.
-        let live = replicas
-            .iter()
-            .filter(|&&m| m == self.me || !self.is_down(m, now))
-            .count();
+        let reach = self.reachable(replicas);
+        let live = reach.iter().filter(|&&x| x).count();
         if live < ack {
             return Replicated::Short(live, None);
         }
         let (tx, mut rx) = mpsc::channel::<(usize, Result<Outcome>)>(replicas.len());
         let mut outstanding = 0usize;
-        for &m in replicas {
+        for (&m, &reach) in replicas.iter().zip(&reach) {
             if m == self.me {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
                     let r = s.store.apply(k, rec).await;
                     let _ = tx.send((m, r)).await;
                 });
-            } else if self.is_down(m, now) {
+            } else if !reach {
                 self.keep_hint(m, key.clone(), record.clone());
                 continue;
             } else {
@@ -192,8 +189,28 @@ impl Inner {
         }
     }
 
-    /// One write to a peer, observed; a failure is an error (the caller
-    /// keeps a hint).
+    /// One request to peer `m`, observed; no answer in time, or an error
+    /// answer, is an error.
+    async fn call_peer(&self, id: u64, m: usize, op: OpKind, req: Request) -> Result<Response> {
+        let peer = self.peers[m].as_ref().expect("a peer, not this node");
+        if let Some(o) = &self.observer {
+            o.replica_send(id, &peer.url, op);
+        }
+        let t = Instant::now();
+        let r = peer.call(req, self.cfg.timeout).await;
+        if let Some(o) = &self.observer {
+            o.replica_answer(id, &peer.url, op, t.elapsed(), r.is_ok());
+        }
+        r.map_err(|e| ClusterError::Failed(format!("{}: {e}", peer.url)))
+    }
+
+    fn unexpected(&self, m: usize, what: &str) -> ClusterError {
+        let url = self.peers[m].as_ref().map_or("", |p| p.url.as_str());
+        ClusterError::Failed(format!("{url}: unexpected answer to a {what}"))
+    }
+
+    /// One write to a peer; a failure is an error (the caller keeps a
+    /// hint).
     async fn send_write(
         &self,
         id: u64,
@@ -202,45 +219,33 @@ impl Inner {
         record: Record,
         op: OpKind,
     ) -> Result<Outcome> {
-        let peer = self.peers[m].as_ref().expect("a peer, not this node");
-        if let Some(o) = &self.observer {
-            o.replica_send(id, &peer.url, op);
-        }
-        let t = Instant::now();
-        let r = peer
-            .call(&Request::Write { key, record }, self.cfg.timeout)
-            .await;
-        if let Some(o) = &self.observer {
-            o.replica_answer(id, &peer.url, op, t.elapsed(), r.is_ok());
-        }
-        match r {
-            Ok(Response::Written(o)) => Ok(o),
-            Ok(_) => Err(ClusterError::Failed(format!(
-                "{}: unexpected answer to a write",
-                peer.url
-            ))),
-            Err(e) => Err(ClusterError::Failed(format!("{}: {e}", peer.url))),
+        match self
+            .call_peer(id, m, op, Request::Write { key, record })
+            .await?
+        {
+            Response::Written(o) => Ok(o),
+            _ => Err(self.unexpected(m, "write")),
         }
     }
 
     async fn send_read(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Record>> {
-        let peer = self.peers[m].as_ref().expect("a peer, not this node");
-        if let Some(o) = &self.observer {
-            o.replica_send(id, &peer.url, OpKind::Read);
+        match self
+            .call_peer(id, m, OpKind::Read, Request::Read { key })
+            .await?
+        {
+            Response::Read(rec) => Ok(rec),
+            _ => Err(self.unexpected(m, "read")),
         }
-        let t = Instant::now();
-        let r = peer.call(&Request::Read { key }, self.cfg.timeout).await;
-        if let Some(o) = &self.observer {
-            o.replica_answer(id, &peer.url, OpKind::Read, t.elapsed(), r.is_ok());
-        }
-        match r {
-            Ok(Response::Read(rec)) => Ok(rec),
-            Ok(_) => Err(ClusterError::Failed(format!(
-                "{}: unexpected answer to a read",
-                peer.url
-            ))),
-            Err(e) => Err(ClusterError::Failed(format!("{}: {e}", peer.url))),
-        }
+    }
+
+    /// Which of `replicas` to contact: this node, and every peer the failure
+    /// detector does not hold down.
+    fn reachable(&self, replicas: &[usize]) -> Vec<bool> {
+        let now = Instant::now();
+        replicas
+            .iter()
+            .map(|&m| m == self.me || !self.is_down(m, now))
+            .collect()
     }
 
     pub(crate) async fn read(
@@ -253,11 +258,8 @@ impl Inner {
         if replicas == [self.me] {
             return Ok(self.store.read(&key)?.and_then(|r| r.value));
         }
-        let now = Instant::now();
-        let live = replicas
-            .iter()
-            .filter(|&&m| m == self.me || !self.is_down(m, now))
-            .count();
+        let reach = self.reachable(&replicas);
+        let live = reach.iter().filter(|&&x| x).count();
         if live < r.ack {
             self.stats
                 .not_enough_replicas
@@ -271,13 +273,13 @@ impl Inner {
         let mut answers: Vec<(usize, Option<Record>)> = Vec::with_capacity(replicas.len());
         let mut outstanding = 0usize;
         let mut local_err = None;
-        for &m in &replicas {
+        for (&m, &reach) in replicas.iter().zip(&reach) {
             if m == self.me {
                 match self.store.read(&key) {
                     Ok(rec) => answers.push((m, rec)),
                     Err(e) => local_err = Some(e),
                 }
-            } else if !self.is_down(m, now) {
+            } else if reach {
                 let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
                 tokio::spawn(async move {
                     let r = s.send_read(id, m, k).await;
@@ -407,7 +409,7 @@ impl Inner {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            match peer.call(&Request::Ping, Duration::from_secs(1)).await {
+            match peer.call(Request::Ping, Duration::from_secs(1)).await {
                 Ok(Response::Pong) => self.detectors[i].heartbeat(Instant::now()),
                 Err(CallError::Refused) => self.detectors[i].refused(),
                 _ => {}
@@ -448,6 +450,7 @@ impl Inner {
                 Err(_) => continue,
             };
             let started = Instant::now();
+            let sent = batch.len();
             let mut set = tokio::task::JoinSet::new();
             for (n, h) in batch.iter().enumerate() {
                 let (s, k, rec) = (self.clone(), h.key.clone(), h.record.clone());
@@ -467,7 +470,6 @@ impl Inner {
                 .zip(ok)
                 .filter_map(|(h, o)| o.then_some(h))
                 .collect();
-            let n = done.len() as u64;
             let s = self.clone();
             let r = tokio::task::spawn_blocking(move || {
                 s.hints.as_ref().expect("hints").delivered(pid, &done)
@@ -476,8 +478,7 @@ impl Inner {
             if let Ok(Err(e)) = r {
                 tracing::warn!(error = %e, "removing delivered hints failed");
             }
-            self.stats.hints_delivered.fetch_add(n, Ordering::Relaxed);
-            let pace = Duration::from_secs_f64(HINT_BATCH as f64 / rate);
+            let pace = Duration::from_secs_f64(sent as f64 / rate);
             let spent = started.elapsed();
             if failed {
                 tokio::time::sleep(Duration::from_millis(500)).await;

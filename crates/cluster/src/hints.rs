@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
@@ -60,6 +59,7 @@ pub struct PeerHints {
     pub dropped: u64,
 }
 
+#[derive(Default)]
 struct Peer {
     next_seq: u64,
     stats: PeerHints,
@@ -69,7 +69,6 @@ pub struct Hints {
     db: Db,
     cfg: HintsConfig,
     peers: Mutex<HashMap<u64, Peer>>,
-    pub total_dropped: AtomicU64,
 }
 
 /// One hint read back for delivery.
@@ -128,10 +127,7 @@ impl Hints {
                     dir.display()
                 )));
             };
-            let p = peers.entry(peer).or_insert(Peer {
-                next_seq: 0,
-                stats: PeerHints::default(),
-            });
+            let p = peers.entry(peer).or_default();
             p.next_seq = p.next_seq.max(seq + 1);
             p.stats.count += 1;
             p.stats.bytes += h.bytes;
@@ -140,53 +136,17 @@ impl Hints {
             db,
             cfg,
             peers: Mutex::new(peers),
-            total_dropped: AtomicU64::new(0),
         })
-    }
-
-    pub fn config(&self) -> &HintsConfig {
-        &self.cfg
     }
 
     /// Keep a write for `peer`, durably (blocking: an fsync under `sync`).
     /// Returns false if it was dropped (over the peer's bound).
     pub fn add(&self, peer: u64, key: &[u8], record: &Record, now_ms: u64) -> Result<bool> {
-        let mut v = Vec::with_capacity(12 + key.len() + record.encoded_len());
-        v.extend_from_slice(&now_ms.to_le_bytes());
-        v.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        v.extend_from_slice(key);
-        record.encode_into(&mut v);
-        let bytes = (16 + v.len()) as u64;
-        let seq = {
-            let mut peers = self.peers.lock();
-            let p = peers.entry(peer).or_insert(Peer {
-                next_seq: 0,
-                stats: PeerHints::default(),
-            });
-            if p.stats.bytes + bytes > self.cfg.max_bytes_per_peer {
-                p.stats.dropped += 1;
-                self.total_dropped.fetch_add(1, Ordering::Relaxed);
-                return Ok(false);
-            }
-            let s = p.next_seq;
-            p.next_seq += 1;
-            p.stats.count += 1;
-            p.stats.bytes += bytes;
-            p.stats.written += 1;
-            s
-        };
-        if let Err(e) = self.db.put(&hint_key(peer, seq), &v) {
-            let mut peers = self.peers.lock();
-            if let Some(p) = peers.get_mut(&peer) {
-                p.stats.count -= 1;
-                p.stats.bytes -= bytes;
-                p.stats.written -= 1;
-                p.stats.dropped += 1;
-            }
-            self.total_dropped.fetch_add(1, Ordering::Relaxed);
-            return Err(e.into());
-        }
-        Ok(true)
+        let kept = self.add_many(
+            &[(peer, Bytes::copy_from_slice(key), record.clone())],
+            now_ms,
+        )?;
+        Ok(kept[0])
     }
 
     pub fn stats(&self, peer: u64) -> PeerHints {
@@ -226,13 +186,8 @@ impl Hints {
             }
         }
         if !expired.is_empty() {
-            let n = expired.len() as u64;
             self.remove(peer, &expired, false)?;
-            let mut peers = self.peers.lock();
-            if let Some(p) = peers.get_mut(&peer) {
-                p.stats.dropped += n;
-            }
-            self.total_dropped.fetch_add(n, Ordering::Relaxed);
+            self.count_dropped(peer, expired.len() as u64);
         }
         Ok(out)
     }
@@ -293,6 +248,7 @@ impl HintWriter {
                         }
                     }
                     if let Err(e) = h.add_many(&group, crate::coordinator::now_ms()) {
+                        // add_many counted them as dropped.
                         tracing::warn!(error = %e, hints = group.len(), "writing hints failed");
                     }
                 }
@@ -310,11 +266,13 @@ impl HintWriter {
 }
 
 impl Hints {
-    /// Keep several hints with one write; each is kept or dropped (over
-    /// its peer's bound) on its own. On error none was kept.
-    pub fn add_many(&self, items: &[(u64, Bytes, Record)], now_ms: u64) -> Result<()> {
+    /// Keep several hints with one write (one fsync); each is kept or
+    /// dropped (over its peer's bound) on its own: the answer says which.
+    /// On error none was kept, and all are counted as dropped.
+    pub fn add_many(&self, items: &[(u64, Bytes, Record)], now_ms: u64) -> Result<Vec<bool>> {
         let mut batch = WriteBatch::new();
         let mut taken: Vec<(u64, u64)> = Vec::new();
+        let mut kept = Vec::with_capacity(items.len());
         {
             let mut peers = self.peers.lock();
             for (peer, key, record) in items {
@@ -324,13 +282,11 @@ impl Hints {
                 v.extend_from_slice(key);
                 record.encode_into(&mut v);
                 let bytes = (16 + v.len()) as u64;
-                let p = peers.entry(*peer).or_insert(Peer {
-                    next_seq: 0,
-                    stats: PeerHints::default(),
-                });
-                if p.stats.bytes + bytes > self.cfg.max_bytes_per_peer {
+                let p = peers.entry(*peer).or_default();
+                let fits = p.stats.bytes + bytes <= self.cfg.max_bytes_per_peer;
+                kept.push(fits);
+                if !fits {
                     p.stats.dropped += 1;
-                    self.total_dropped.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
                 let seq = p.next_seq;
@@ -343,7 +299,7 @@ impl Hints {
             }
         }
         if batch.is_empty() {
-            return Ok(());
+            return Ok(kept);
         }
         if let Err(e) = self.db.write(batch) {
             let mut peers = self.peers.lock();
@@ -355,22 +311,16 @@ impl Hints {
                     p.stats.dropped += 1;
                 }
             }
-            self.total_dropped
-                .fetch_add(taken.len() as u64, Ordering::Relaxed);
             return Err(e.into());
         }
-        Ok(())
+        Ok(kept)
     }
 
     /// Count hints dropped before they reached the store.
     pub fn count_dropped(&self, peer: u64, n: u64) {
         let mut peers = self.peers.lock();
-        let p = peers.entry(peer).or_insert(Peer {
-            next_seq: 0,
-            stats: PeerHints::default(),
-        });
+        let p = peers.entry(peer).or_default();
         p.stats.dropped += n;
-        self.total_dropped.fetch_add(n, Ordering::Relaxed);
     }
 }
 

@@ -197,9 +197,6 @@ pub struct Stats {
     pub not_enough_replicas: AtomicU64,
     pub read_repairs: AtomicU64,
     pub superseded_retries: AtomicU64,
-    pub hints_written: AtomicU64,
-    pub hints_delivered: AtomicU64,
-    pub hint_write_errors: AtomicU64,
 }
 
 /// One member as this node sees it.

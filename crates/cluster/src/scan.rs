@@ -105,7 +105,7 @@ impl Cursor {
             end: end.clone(),
             limit: PAGE,
         };
-        match peer.call(&req, inner.cfg.timeout).await {
+        match peer.call(req, inner.cfg.timeout).await {
             Ok(Response::Scanned { entries, more }) => {
                 if more {
                     if let Some((k, _)) = entries.last() {

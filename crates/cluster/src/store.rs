@@ -113,12 +113,14 @@ impl Store {
 }
 
 fn decode(key: &[u8], b: &Bytes) -> Result<Record> {
-    Record::decode(b).map_err(|e| {
-        ClusterError::Failed(format!(
-            "stored record of key {:?} is damaged: {e}",
-            String::from_utf8_lossy(key)
-        ))
-    })
+    Record::decode(b).map_err(|e| damaged(key, e))
+}
+
+fn damaged(key: &[u8], e: crate::record::BadRecord) -> ClusterError {
+    ClusterError::Failed(format!(
+        "stored record of key {:?} is damaged: {e}",
+        String::from_utf8_lossy(key)
+    ))
 }
 
 /// A scan of stored records in key order.
@@ -151,12 +153,9 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool) {
                     .map_err(ClusterError::from)
                     .and_then(|o| match o {
                         None => Ok(None),
-                        Some(b) => Record::decode_version(&b).map(Some).map_err(|e| {
-                            ClusterError::Failed(format!(
-                                "stored record of key {:?} is damaged: {e}",
-                                String::from_utf8_lossy(&j.key)
-                            ))
-                        }),
+                        Some(b) => Record::decode_version(&b)
+                            .map(Some)
+                            .map_err(|e| damaged(&j.key, e)),
                     }),
             }
         } else {

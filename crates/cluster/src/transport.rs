@@ -109,8 +109,15 @@ pub struct Peer {
     on_answer: Arc<dyn Fn() + Send + Sync>,
 }
 
+/// A frame waiting for a connection's writer, encoded only there,
+/// straight into the buffer that goes to the socket.
+enum Outgoing {
+    Request(u64, Request),
+    Response(u64, Response),
+}
+
 struct Conn {
-    tx: mpsc::Sender<BytesMut>,
+    tx: mpsc::Sender<Outgoing>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Response>>>,
     next_id: AtomicU64,
     alive: AtomicBool,
@@ -188,8 +195,9 @@ impl Peer {
             window: Arc::new(Semaphore::new(self.ctx.cfg.window.max(1))),
         });
         let c = conn.clone();
+        let hlc_w = self.ctx.hlc.clone();
         tokio::spawn(async move {
-            if let Err(e) = write_loop(w, rx).await {
+            if let Err(e) = write_loop(w, rx, hlc_w).await {
                 tracing::debug!(error = %e, "peer connection writer ended");
             }
             c.kill();
@@ -208,7 +216,7 @@ impl Peer {
     }
 
     /// Send one request and wait for its answer, at most `timeout`.
-    pub async fn call(&self, req: &Request, timeout: Duration) -> Result<Response, CallError> {
+    pub async fn call(&self, req: Request, timeout: Duration) -> Result<Response, CallError> {
         let deadline = Instant::now() + timeout;
         let conn = tokio::time::timeout(timeout, self.conn())
             .await
@@ -221,9 +229,7 @@ impl Peer {
         let id = conn.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         conn.pending.lock().insert(id, tx);
-        let mut buf = BytesMut::with_capacity(64);
-        wire::encode_request(&mut buf, id, self.ctx.hlc.peek(), req);
-        if conn.tx.send(buf).await.is_err() {
+        if conn.tx.send(Outgoing::Request(id, req)).await.is_err() {
             conn.pending.lock().remove(&id);
             return Err(CallError::Lost);
         }
@@ -286,18 +292,24 @@ async fn read_answers<R: AsyncRead + Unpin>(
     }
 }
 
-/// Drain queued frames into one buffer and one write, until the channel
-/// closes.
+/// Encode queued frames into one buffer and send them with one write,
+/// until the channel closes. Each frame carries this node's clock as it
+/// is when the frame is encoded.
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut w: W,
-    mut rx: mpsc::Receiver<BytesMut>,
+    mut rx: mpsc::Receiver<Outgoing>,
+    hlc: Arc<Hlc>,
 ) -> io::Result<()> {
     let mut out = BytesMut::with_capacity(64 << 10);
+    let encode = |out: &mut BytesMut, f: Outgoing| match f {
+        Outgoing::Request(id, r) => wire::encode_request(out, id, hlc.peek(), &r),
+        Outgoing::Response(id, r) => wire::encode_response(out, id, hlc.peek(), &r),
+    };
     while let Some(first) = rx.recv().await {
-        out.extend_from_slice(&first);
+        encode(&mut out, first);
         while out.len() < (1 << 20) {
             match rx.try_recv() {
-                Ok(more) => out.extend_from_slice(&more),
+                Ok(more) => encode(&mut out, more),
                 Err(_) => break,
             }
         }
@@ -324,8 +336,8 @@ pub async fn serve<S: Stream, H: Handler>(
         .await
         .map_err(|e| e.to_string())?;
     let (mut r, w) = tokio::io::split(s);
-    let (tx, rx) = mpsc::channel::<BytesMut>(SERVE_WINDOW);
-    let writer = tokio::spawn(write_loop(w, rx));
+    let (tx, rx) = mpsc::channel::<Outgoing>(SERVE_WINDOW);
+    let writer = tokio::spawn(write_loop(w, rx, hlc.clone()));
     let permits = Arc::new(Semaphore::new(SERVE_WINDOW));
     let mut buf = BytesMut::with_capacity(64 << 10);
     let result = loop {
@@ -350,13 +362,11 @@ pub async fn serve<S: Stream, H: Handler>(
             Err(e) => break Err(e.to_string()),
         };
         let permit = permits.clone().acquire_owned().await.expect("never closed");
-        let (h, tx, hlc) = (handler.clone(), tx.clone(), hlc.clone());
-        let fut = h.handle(from, req);
+        let tx = tx.clone();
+        let fut = handler.clone().handle(from, req);
         tokio::spawn(async move {
             let resp = fut.await;
-            let mut out = BytesMut::with_capacity(64);
-            wire::encode_response(&mut out, id, hlc.peek(), &resp);
-            let _ = tx.send(out).await;
+            let _ = tx.send(Outgoing::Response(id, resp)).await;
             drop(permit);
         });
     };

@@ -309,6 +309,15 @@ async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
     Ok(r)
 }
 
+/// One range entry as the contract frames it: the key, `\n`, the value.
+fn entry_chunk(k: &[u8], v: &[u8]) -> Frame<Bytes> {
+    let mut b = Vec::with_capacity(k.len() + 1 + v.len());
+    b.extend_from_slice(k);
+    b.push(b'\n');
+    b.extend_from_slice(v);
+    Frame::data(Bytes::from(b))
+}
+
 /// Entries a range body yields in one turn before it lets other
 /// connections run.
 const RANGE_TURN: u32 = 32;
@@ -343,13 +352,7 @@ impl hyper::body::Body for RangeBody {
         }
         let item = self.iter.get_mut().expect("range iterator lock").next();
         match item {
-            Some(Ok((k, v))) => {
-                let mut b = Vec::with_capacity(k.len() + 1 + v.len());
-                b.extend_from_slice(&k);
-                b.push(b'\n');
-                b.extend_from_slice(&v);
-                Poll::Ready(Some(Ok(Frame::data(Bytes::from(b)))))
-            }
+            Some(Ok((k, v))) => Poll::Ready(Some(Ok(entry_chunk(&k, &v)))),
             Some(Err(e)) => {
                 tracing::error!(error = %e, "range scan failed");
                 self.ticket = None;
@@ -382,13 +385,7 @@ impl hyper::body::Body for MergedBody {
         }
         match self.scan.poll_next(cx) {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(Some(Ok((k, v)))) => {
-                let mut b = Vec::with_capacity(k.len() + 1 + v.len());
-                b.extend_from_slice(&k);
-                b.push(b'\n');
-                b.extend_from_slice(&v);
-                Poll::Ready(Some(Ok(Frame::data(Bytes::from(b)))))
-            }
+            Poll::Ready(Some(Ok((k, v)))) => Poll::Ready(Some(Ok(entry_chunk(&k, &v)))),
             Poll::Ready(Some(Err(e))) => {
                 tracing::error!(error = %e, "cluster range failed");
                 self.ticket = None;

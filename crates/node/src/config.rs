@@ -174,7 +174,7 @@ impl Config {
             };
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let c = Config {
+        let mut c = Config {
             listen: pick!(listen, "127.0.0.1:8080".parse().unwrap()),
             data_dir: pick!(data_dir, PathBuf::from("strata-data")),
             durability: pick!(durability, Durability::Sync),
@@ -205,7 +205,6 @@ impl Config {
             log_level: pick!(log_level, "info".to_string()),
             cluster: strata_cluster::ClusterConfig::default(),
         };
-        let mut c = c;
         let advertise = pick!(advertise, format!("http://{}", c.listen));
         let members: Vec<String> = pick!(cluster, String::new())
             .split(',')
