@@ -221,7 +221,7 @@ impl Conn {
         Ok(())
     }
 
-    async fn read_answer(&mut self, mut out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
+    async fn read_answer(&mut self, out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
         let mut first = true;
         let (status, head_len, body) = loop {
             if self.end > self.start {
@@ -244,8 +244,8 @@ impl Conn {
         };
         self.start += head_len;
         let body_bytes = match body.len {
-            Some(n) => self.skip(n, out.as_deref_mut()).await?,
-            None => self.skip_chunked(out.as_deref_mut()).await?,
+            Some(n) => self.skip(n, out).await?,
+            None => self.skip_chunked(out).await?,
         };
         if body.close {
             self.stream = None;
@@ -475,7 +475,7 @@ mod tests {
             let (mut s, _) = l.accept().await.unwrap();
             let mut got = Vec::new();
             let body_start = |g: &[u8]| g.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
-            while !body_start(&got).is_some_and(|b| got.len() >= b + 5) {
+            while body_start(&got).is_none_or(|b| got.len() < b + 5) {
                 let n = s.read(&mut buf).await.unwrap();
                 got.extend_from_slice(&buf[..n]);
             }
