@@ -1,10 +1,11 @@
 //! A lean HTTP/1.1 client connection for load generation: one keep-alive
 //! TCP connection, requests written by hand into a reused buffer, answers
 //! parsed with `httparse` and their bodies (sized or chunked) read and
-//! dropped. The generator's cost per request is what limits the rate one
-//! core can offer, so this does no more than a load generator needs, as
-//! wrk does. Owns URL parsing and the wire; must not decide what to send or
-//! when.
+//! dropped, or kept in the caller's buffer when it asks (`request_into`,
+//! for the consistency checker, which must see what a GET returned). The
+//! generator's cost per request is what limits the rate one core can
+//! offer, so this does no more than a load generator needs, as wrk does.
+//! Owns URL parsing and the wire; must not decide what to send or when.
 
 use std::io;
 use std::net::SocketAddr;
@@ -54,6 +55,8 @@ pub struct Conn {
     /// Bytes of `rbuf` holding data not yet consumed: `rbuf[start..end]`.
     start: usize,
     end: usize,
+    /// The last request went out twice (see `resent`).
+    resent: bool,
 }
 
 const READ_BUF: usize = 64 * 1024;
@@ -68,6 +71,7 @@ impl Conn {
             rbuf: vec![0u8; READ_BUF].into_boxed_slice(),
             start: 0,
             end: 0,
+            resent: false,
         }
     }
 
@@ -85,6 +89,36 @@ impl Conn {
     /// once more; any other failure is an error (and the connection is
     /// dropped).
     pub async fn request(&mut self, method: &str, path: &str, body: &[u8]) -> io::Result<Answer> {
+        self.send(method, path, body, None).await
+    }
+
+    /// As `request`, and the answer's body (its data bytes, chunk framing
+    /// removed) replaces the contents of `out`.
+    pub async fn request_into(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        out: &mut Vec<u8>,
+    ) -> io::Result<Answer> {
+        self.send(method, path, body, Some(out)).await
+    }
+
+    /// Whether the last request was sent a second time on a new connection
+    /// (the reused one turned out closed). The server may then have seen
+    /// it twice: a caller that must know whether a write was applied
+    /// cannot take a refusal of the second copy as the whole story.
+    pub fn resent(&self) -> bool {
+        self.resent
+    }
+
+    async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        mut out: Option<&mut Vec<u8>>,
+    ) -> io::Result<Answer> {
         self.wbuf.clear();
         self.wbuf.extend_from_slice(method.as_bytes());
         self.wbuf.push(b' ');
@@ -97,12 +131,23 @@ impl Conn {
                 .extend_from_slice(itoa(body.len() as u64, &mut [0u8; 20]));
         }
         self.wbuf.extend_from_slice(b"\r\n\r\n");
+        let head = self.wbuf.len();
         let reused = self.stream.is_some();
-        match self.exchange(body).await {
+        self.resent = false;
+        if let Some(o) = out.as_deref_mut() {
+            o.clear();
+        }
+        match self.exchange(body, out.as_deref_mut()).await {
             Ok(a) => Ok(a),
             Err(e) if reused && e.kind() == io::ErrorKind::ConnectionAborted => {
                 self.stream = None;
-                self.exchange(body)
+                self.resent = true;
+                // `exchange` may have appended a small body to the head.
+                self.wbuf.truncate(head);
+                if let Some(o) = out.as_deref_mut() {
+                    o.clear();
+                }
+                self.exchange(body, out)
                     .await
                     .inspect_err(|_| self.stream = None)
             }
@@ -113,7 +158,7 @@ impl Conn {
         }
     }
 
-    async fn exchange(&mut self, body: &[u8]) -> io::Result<Answer> {
+    async fn exchange(&mut self, body: &[u8], out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
         if self.stream.is_none() {
             self.open().await?;
         }
@@ -135,7 +180,7 @@ impl Conn {
             s.write_all(&self.wbuf).await.map_err(closed)?;
             s.write_all(body).await.map_err(closed)?;
         }
-        self.read_answer().await
+        self.read_answer(out).await
     }
 
     /// Read more bytes into the buffer; `first` marks the first read of an
@@ -176,7 +221,7 @@ impl Conn {
         Ok(())
     }
 
-    async fn read_answer(&mut self) -> io::Result<Answer> {
+    async fn read_answer(&mut self, out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
         let mut first = true;
         let (status, head_len, body) = loop {
             if self.end > self.start {
@@ -199,8 +244,8 @@ impl Conn {
         };
         self.start += head_len;
         let body_bytes = match body.len {
-            Some(n) => self.skip(n).await?,
-            None => self.skip_chunked().await?,
+            Some(n) => self.skip(n, out).await?,
+            None => self.skip_chunked(out).await?,
         };
         if body.close {
             self.stream = None;
@@ -208,11 +253,14 @@ impl Conn {
         Ok(Answer { status, body_bytes })
     }
 
-    /// Consume `n` body bytes.
-    async fn skip(&mut self, n: u64) -> io::Result<u64> {
+    /// Consume `n` body bytes, appending them to `out` if given.
+    async fn skip(&mut self, n: u64, mut out: Option<&mut Vec<u8>>) -> io::Result<u64> {
         let mut left = n;
         loop {
             let have = ((self.end - self.start) as u64).min(left);
+            if let Some(o) = out.as_deref_mut() {
+                o.extend_from_slice(&self.rbuf[self.start..self.start + have as usize]);
+            }
             self.start += have as usize;
             left -= have;
             if left == 0 {
@@ -222,8 +270,9 @@ impl Conn {
         }
     }
 
-    /// Consume a chunked body (and its trailers); returns the data bytes.
-    async fn skip_chunked(&mut self) -> io::Result<u64> {
+    /// Consume a chunked body (and its trailers), appending its data to
+    /// `out` if given; returns the data bytes.
+    async fn skip_chunked(&mut self, mut out: Option<&mut Vec<u8>>) -> io::Result<u64> {
         let mut total = 0;
         loop {
             let size = loop {
@@ -252,7 +301,8 @@ impl Conn {
                     }
                 }
             }
-            self.skip(size + 2).await?;
+            self.skip(size, out.as_deref_mut()).await?;
+            self.skip(2, None).await?;
             total += size;
         }
     }
@@ -384,6 +434,78 @@ mod tests {
         // The server dropped the first connection after answering.
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert_eq!(c.request("GET", "/", b"").await.unwrap().status, 200);
+    }
+
+    #[tokio::test]
+    async fn request_into_keeps_sized_and_chunked_bodies() {
+        let t = canned(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+        ])
+        .await;
+        let mut c = Conn::new(t);
+        let mut body = b"old".to_vec();
+        let a = c.request_into("GET", "/x", b"", &mut body).await.unwrap();
+        assert_eq!((a.status, &body[..]), (200, &b"hello"[..]));
+        let a = c.request_into("GET", "/y", b"", &mut body).await.unwrap();
+        assert_eq!(
+            (a.status, a.body_bytes, &body[..]),
+            (200, 7, &b"abcdefg"[..])
+        );
+        let a = c.request_into("GET", "/z", b"", &mut body).await.unwrap();
+        assert_eq!((a.status, &body[..]), (404, &b""[..]));
+        assert!(!c.resent());
+    }
+
+    #[tokio::test]
+    async fn a_resent_put_carries_its_body_once() {
+        // First connection: answer one request, then close. Second: echo
+        // the bytes of the request that arrives, as the body.
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await.unwrap();
+            s.write_all(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            drop(s);
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut got = Vec::new();
+            let body_start = |g: &[u8]| g.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+            while body_start(&got).is_none_or(|b| got.len() < b + 5) {
+                let n = s.read(&mut buf).await.unwrap();
+                got.extend_from_slice(&buf[..n]);
+            }
+            // Anything more (a second copy of the body) would arrive now.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            if let Ok(Ok(n)) =
+                tokio::time::timeout(std::time::Duration::from_millis(1), s.read(&mut buf)).await
+            {
+                got.extend_from_slice(&buf[..n]);
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", got.len());
+            s.write_all(head.as_bytes()).await.unwrap();
+            s.write_all(&got).await.unwrap();
+        });
+        let mut c = Conn::new(Target::parse(&format!("http://{addr}")).unwrap());
+        assert_eq!(c.request("PUT", "/a", b"value").await.unwrap().status, 201);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let mut body = Vec::new();
+        let a = c
+            .request_into("PUT", "/b", b"value", &mut body)
+            .await
+            .unwrap();
+        assert_eq!(a.status, 200);
+        assert!(c.resent());
+        assert!(body.starts_with(b"PUT /b HTTP/1.1\r\n"));
+        assert!(
+            body.ends_with(b"\r\n\r\nvalue"),
+            "{:?}",
+            String::from_utf8_lossy(&body)
+        );
     }
 
     #[test]

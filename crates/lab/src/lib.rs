@@ -6,6 +6,7 @@
 //! `/metrics` only.
 
 pub mod calibrate;
+pub mod check;
 pub mod client;
 pub mod demo;
 pub mod driver;

@@ -1,0 +1,16 @@
+//! Jepsen-style checking of a cluster under faults: a closed-loop client
+//! pool records what every operation did (`history`), a pure checker judges
+//! that history for lost acknowledged writes, stale reads and impossible
+//! reads (`checker`), and the runner drives the pool against one or more
+//! nodes and ends with a full-`ack` read of every key (`run`). Tests call
+//! it as a library; `strata load --check` will. Owns the check; must not
+//! know the node's internals (HTTP only) nor inject faults itself: the
+//! caller does those while a run goes on.
+
+pub mod checker;
+pub mod history;
+pub mod run;
+
+pub use checker::{check, Impossible, Lost, Quorum, Report, Stale, Why};
+pub use history::{ClientLog, History, KeyRole, Kind, Op, Outcome, Recorder};
+pub use run::{spawn, CheckArgs, Checked, Config, Mix, Progress, Running};

@@ -1,0 +1,778 @@
+//! The checked workload: a closed-loop pool of clients that writes `set/…`
+//! keys once each, overwrites its own `reg/…` registers with increasing
+//! sequence numbers and reads anyone's registers, each operation through a
+//! node picked at random, recording everything into a history; then the
+//! final pass, which reads every key at `ack=from` (retrying while the
+//! cluster heals); then the checker's report. Runs on a thread of its own
+//! (`spawn`) so that a test or a campaign injects faults meanwhile. Also
+//! the `clap` arguments for a command. Owns the workload, its timing and
+//! the final pass; must not judge the history (that is `checker.rs`) nor
+//! inject faults.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::checker::{check, Quorum, Report};
+use super::history::{
+    register_key, register_value, set_key, ClientLog, History, Kind, Outcome, Recorder,
+};
+use crate::client::{Conn, Target};
+
+/// The share of each operation (weights; they need not add up to 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mix {
+    /// Writes of a new `set/…` key each.
+    pub set_writes: f64,
+    /// Overwrites of one of the client's own registers.
+    pub register_writes: f64,
+    /// Reads of any client's register.
+    pub register_reads: f64,
+}
+
+impl Default for Mix {
+    fn default() -> Self {
+        Mix {
+            set_writes: 50.0,
+            register_writes: 25.0,
+            register_reads: 25.0,
+        }
+    }
+}
+
+impl Mix {
+    /// `SET,REGWRITE,REGREAD` weights, e.g. `50,25,25`.
+    pub fn parse(s: &str) -> Result<Mix, String> {
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        let [a, b, c] = parts[..] else {
+            return Err(format!(
+                "{s}: give three weights: set writes, register writes, register reads (e.g. 50,25,25)"
+            ));
+        };
+        let w = |p: &str| {
+            p.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| format!("{p}: not a weight (a number >= 0)"))
+        };
+        let m = Mix {
+            set_writes: w(a)?,
+            register_writes: w(b)?,
+            register_reads: w(c)?,
+        };
+        m.validate()?;
+        Ok(m)
+    }
+
+    fn total(&self) -> f64 {
+        self.set_writes + self.register_writes + self.register_reads
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let ok = |v: f64| v.is_finite() && v >= 0.0;
+        if !(ok(self.set_writes) && ok(self.register_writes) && ok(self.register_reads))
+            || self.total() <= 0.0
+        {
+            return Err("the mix needs weights >= 0, at least one above 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// A checked run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Base URLs of the nodes (`http://host:port`); each operation goes to
+    /// one picked at random.
+    pub urls: Vec<String>,
+    pub clients: u32,
+    /// Client `c`'s random stream is seeded from `seed` and `c`.
+    pub seed: u64,
+    /// The main phase ends after this long, or ...
+    pub duration: Duration,
+    /// ... once this many `set/…` writes were acknowledged, if given.
+    pub target_writes: Option<u64>,
+    pub mix: Mix,
+    /// Registers each client owns (`reg/<client>/0..n`).
+    pub registers_per_client: u32,
+    /// `set/…` values are padded to this size (at least `<client>:<n>`).
+    pub value_size: usize,
+    /// `ack`/`from` of reads and writes (`None`: the server's default).
+    /// The final pass reads at `ack=from`.
+    pub quorum: Quorum,
+    /// A request not answered within this is abandoned (its connection
+    /// dropped) and its outcome is unknown.
+    pub timeout: Duration,
+    /// The final pass tries each key this many times, waiting
+    /// `final_backoff` (doubling, at most 1 s) in between...
+    pub final_attempts: u32,
+    pub final_backoff: Duration,
+    /// ... and gives up on keys not read by then (they count as not
+    /// verified).
+    pub final_deadline: Duration,
+}
+
+impl Config {
+    /// Defaults: 16 clients, 10 s, the mix 50/25/25, 4 registers per
+    /// client, the server's `ack`/`from`, 5 s timeout.
+    pub fn new(urls: Vec<String>) -> Config {
+        Config {
+            urls,
+            clients: 16,
+            seed: 1,
+            duration: Duration::from_secs(10),
+            target_writes: None,
+            mix: Mix::default(),
+            registers_per_client: 4,
+            value_size: 0,
+            quorum: Quorum::default(),
+            timeout: Duration::from_secs(5),
+            final_attempts: 10,
+            final_backoff: Duration::from_millis(100),
+            final_deadline: Duration::from_secs(60),
+        }
+    }
+
+    /// URLs from a comma-separated list.
+    pub fn parse_urls(list: &str) -> Vec<String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim_end_matches('/').to_string())
+            .collect()
+    }
+
+    /// Check the configuration; the nodes' targets on success.
+    pub fn validate(&self) -> Result<Vec<Target>, String> {
+        if self.urls.is_empty() {
+            return Err("no node URL".into());
+        }
+        if self.clients == 0 {
+            return Err("at least one client".into());
+        }
+        self.mix.validate()?;
+        if self.registers_per_client == 0
+            && self.mix.register_writes + self.mix.register_reads > 0.0
+        {
+            return Err("register operations need at least one register per client".into());
+        }
+        if self.timeout.is_zero() {
+            return Err("the request timeout must be above zero".into());
+        }
+        let q = self.quorum;
+        match q.from {
+            None if q.ack_write.is_some() || q.ack_read.is_some() => {
+                return Err(
+                    "give from with ack: the final reads must ask every replica (ack=from)".into(),
+                )
+            }
+            None => {}
+            Some(f) => {
+                for a in [q.ack_write, q.ack_read].into_iter().flatten() {
+                    if a == 0 || a > f {
+                        return Err(format!("ack {a} with from {f}: need 1 <= ack <= from"));
+                    }
+                }
+                if f == 0 {
+                    return Err("from must be at least 1".into());
+                }
+            }
+        }
+        self.urls.iter().map(|u| Target::parse(u)).collect()
+    }
+}
+
+/// What a checked run produced.
+pub struct Checked {
+    pub history: History,
+    pub report: Report,
+    /// The main phase, and the whole run with the final pass.
+    pub main: Duration,
+    pub total: Duration,
+}
+
+/// Live counts, readable while the run goes on.
+#[derive(Debug, Default)]
+pub struct Progress {
+    ops: AtomicU64,
+    acknowledged: AtomicU64,
+    final_pass: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    /// Operations completed so far.
+    pub fn ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+
+    /// `set/…` writes acknowledged so far.
+    pub fn acknowledged(&self) -> u64 {
+        self.acknowledged.load(Ordering::Relaxed)
+    }
+
+    /// The main phase is over and the final reads have begun.
+    pub fn in_final_pass(&self) -> bool {
+        self.final_pass.load(Ordering::Relaxed)
+    }
+
+    /// End the main phase now (the final pass follows).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A run going on in a thread of its own.
+pub struct Running {
+    progress: Arc<Progress>,
+    thread: JoinHandle<Result<Checked, String>>,
+}
+
+impl Running {
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// End the main phase now; `join` then waits for the final pass.
+    pub fn stop(&self) {
+        self.progress.stop();
+    }
+
+    /// Block until `f` holds of the progress, the run reaches its final
+    /// pass, or `limit` passes; whether `f` held. For tests: "wait for 500
+    /// acknowledged writes, then kill a node".
+    pub fn wait_for(&self, limit: Duration, f: impl Fn(&Progress) -> bool) -> bool {
+        let until = Instant::now() + limit;
+        loop {
+            if f(&self.progress) {
+                return true;
+            }
+            if self.progress.in_final_pass() || self.thread.is_finished() || Instant::now() >= until
+            {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Wait for the end and the report.
+    pub fn join(self) -> Result<Checked, String> {
+        self.thread
+            .join()
+            .map_err(|_| "the checked run panicked".to_string())?
+    }
+}
+
+/// Start a run on a thread of its own; faults may be injected meanwhile.
+pub fn spawn(cfg: Config) -> Result<Running, String> {
+    let targets = cfg.validate()?;
+    let progress = Arc::new(Progress::default());
+    let p = progress.clone();
+    let thread = std::thread::Builder::new()
+        .name("strata-check".into())
+        .spawn(move || execute(cfg, targets, p))
+        .map_err(|e| e.to_string())?;
+    Ok(Running { progress, thread })
+}
+
+/// Run on the calling thread until the end.
+pub fn run(cfg: &Config) -> Result<Checked, String> {
+    let targets = cfg.validate()?;
+    execute(cfg.clone(), targets, Arc::default())
+}
+
+/// What every client shares (one thread: `Rc`).
+struct Ctx {
+    cfg: Config,
+    targets: Vec<Target>,
+    nodes: Vec<Arc<str>>,
+    progress: Arc<Progress>,
+    deadline: Instant,
+}
+
+impl Ctx {
+    fn main_phase_over(&self) -> bool {
+        self.progress.stop.load(Ordering::Relaxed)
+            || Instant::now() >= self.deadline
+            || self
+                .cfg
+                .target_writes
+                .is_some_and(|t| self.progress.acknowledged() >= t)
+    }
+}
+
+/// One client: its log, random stream, connections (one per node, opened
+/// when first used) and buffers.
+struct Client {
+    id: u32,
+    log: ClientLog,
+    rng: SmallRng,
+    conns: Vec<Option<Conn>>,
+    path: String,
+    body: Vec<u8>,
+    value: Vec<u8>,
+    set_written: u64,
+    seq: u64,
+}
+
+fn execute(cfg: Config, targets: Vec<Target>, progress: Arc<Progress>) -> Result<Checked, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let local = tokio::task::LocalSet::new();
+    let start = Instant::now();
+    let recorder = Recorder::starting_at(start);
+    let ctx = Rc::new(Ctx {
+        nodes: cfg.urls.iter().map(|u| Arc::from(u.as_str())).collect(),
+        targets,
+        progress: progress.clone(),
+        deadline: start + cfg.duration,
+        cfg: cfg.clone(),
+    });
+    let (main, clients) = local.block_on(&rt, async {
+        let mut tasks = Vec::new();
+        for id in 0..cfg.clients {
+            let c = Client {
+                id,
+                log: recorder.client(id),
+                rng: SmallRng::seed_from_u64(
+                    cfg.seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                ),
+                conns: (0..cfg.urls.len()).map(|_| None).collect(),
+                path: String::with_capacity(128),
+                body: Vec::new(),
+                value: Vec::new(),
+                set_written: 0,
+                seq: 0,
+            };
+            tasks.push(tokio::task::spawn_local(main_phase(c, ctx.clone())));
+        }
+        let mut clients = Vec::new();
+        for t in tasks {
+            clients.push(t.await.map_err(|e| e.to_string())?);
+        }
+        Ok::<_, String>((start.elapsed(), clients))
+    })?;
+    progress.final_pass.store(true, Ordering::Relaxed);
+
+    // Every key any client may have written, in a queue the clients share.
+    let mut keys = VecDeque::new();
+    for c in &clients {
+        for n in 0..c.set_written {
+            keys.push_back(set_key(c.id, n).into_bytes());
+        }
+    }
+    if cfg.mix.register_writes + cfg.mix.register_reads > 0.0 {
+        for id in 0..cfg.clients {
+            for i in 0..cfg.registers_per_client {
+                keys.push_back(register_key(id, i).into_bytes());
+            }
+        }
+    }
+    let keys = Rc::new(RefCell::new(keys));
+    let final_deadline = Instant::now() + cfg.final_deadline;
+    local.block_on(&rt, async {
+        let mut tasks = Vec::new();
+        for c in clients {
+            tasks.push(tokio::task::spawn_local(final_phase(
+                c,
+                ctx.clone(),
+                keys.clone(),
+                final_deadline,
+            )));
+        }
+        for t in tasks {
+            t.await.map_err(|e| e.to_string())?;
+        }
+        Ok::<_, String>(())
+    })?;
+    let total = start.elapsed();
+    drop(ctx);
+    let history = recorder.history();
+    let report = check(&history, cfg.quorum);
+    Ok(Checked {
+        history,
+        report,
+        main,
+        total,
+    })
+}
+
+/// How long a client waits after a request that got no answer.
+const NO_ANSWER_PAUSE: Duration = Duration::from_millis(10);
+
+/// What an operation is.
+enum Req<'a> {
+    Write(&'a [u8]),
+    Read,
+    FinalRead,
+}
+
+impl Client {
+    /// Send one operation to node `node`, recording it; its outcome.
+    async fn op(&mut self, ctx: &Ctx, node: usize, key: &[u8], req: Req<'_>) -> Outcome {
+        let (kind, method, value, final_read) = match req {
+            Req::Write(v) => (Kind::Write, "PUT", Some(v), false),
+            Req::Read => (Kind::Read, "GET", None, false),
+            Req::FinalRead => (Kind::Read, "GET", None, true),
+        };
+        let q = ctx.cfg.quorum;
+        let ack = match (kind, final_read) {
+            (Kind::Read, true) => q.from,
+            (Kind::Read, false) => q.ack_read,
+            _ => q.ack_write,
+        };
+        self.path.clear();
+        self.path.push_str("/v0/entity?id=");
+        encode_into(&mut self.path, key);
+        if let Some(a) = ack {
+            self.path.push_str(&format!("&ack={a}"));
+        }
+        if let Some(f) = q.from {
+            self.path.push_str(&format!("&from={f}"));
+        }
+        let conn = self.conns[node].get_or_insert_with(|| Conn::new(ctx.targets[node].clone()));
+        let pending = self
+            .log
+            .invoke(kind, key, value, &ctx.nodes[node], final_read);
+        let answer = tokio::time::timeout(
+            ctx.cfg.timeout,
+            conn.request_into(
+                method,
+                &self.path,
+                value.unwrap_or_default(),
+                &mut self.body,
+            ),
+        )
+        .await;
+        let (outcome, status) = match answer {
+            Ok(Ok(a)) => (
+                Outcome::of_status(kind, a.status, conn.resent()),
+                Some(a.status),
+            ),
+            // Refused: the request never left (unless this was its second
+            // copy, after the first went out on a connection found closed).
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused && !conn.resent() => {
+                (Outcome::Failed, None)
+            }
+            // The connection already dropped its stream.
+            Ok(Err(_)) => (Outcome::Unknown, None),
+            Err(_) => {
+                // Abandoned halfway: the connection's state is unknown.
+                self.conns[node] = None;
+                (Outcome::Unknown, None)
+            }
+        };
+        let read = (kind == Kind::Read && status == Some(200)).then_some(&self.body[..]);
+        self.log.complete(pending, outcome, status, read);
+        ctx.progress.ops.fetch_add(1, Ordering::Relaxed);
+        if status.is_none() {
+            // No answer at all: a dead or unreachable node answers errors
+            // at once, and must not flood the history.
+            tokio::time::sleep(NO_ANSWER_PAUSE).await;
+        }
+        outcome
+    }
+
+    /// The value of the client's `n`th `set/…` write.
+    fn set_value(&mut self, n: u64, size: usize) {
+        self.value.clear();
+        self.value
+            .extend_from_slice(register_value(self.id, n).as_bytes());
+        if self.value.len() < size {
+            self.value.resize(size, b'.');
+        }
+    }
+}
+
+async fn main_phase(mut c: Client, ctx: Rc<Ctx>) -> Client {
+    let mix = ctx.cfg.mix;
+    let total = mix.total();
+    let regs = ctx.cfg.registers_per_client;
+    while !ctx.main_phase_over() {
+        let node = c.rng.random_range(0..ctx.targets.len());
+        let x = c.rng.random::<f64>() * total;
+        if x < mix.set_writes {
+            let n = c.set_written;
+            c.set_written += 1;
+            let key = set_key(c.id, n);
+            c.set_value(n, ctx.cfg.value_size);
+            let value = std::mem::take(&mut c.value);
+            let o = c.op(&ctx, node, key.as_bytes(), Req::Write(&value)).await;
+            c.value = value;
+            if o == Outcome::Ok {
+                ctx.progress.acknowledged.fetch_add(1, Ordering::Relaxed);
+            }
+        } else if x < mix.set_writes + mix.register_writes {
+            // Sequential by construction: this client waits for each answer.
+            c.seq += 1;
+            let key = register_key(c.id, c.rng.random_range(0..regs));
+            let value = register_value(c.id, c.seq);
+            c.op(&ctx, node, key.as_bytes(), Req::Write(value.as_bytes()))
+                .await;
+        } else {
+            let owner = c.rng.random_range(0..ctx.cfg.clients);
+            let key = register_key(owner, c.rng.random_range(0..regs));
+            c.op(&ctx, node, key.as_bytes(), Req::Read).await;
+        }
+    }
+    c
+}
+
+/// Read keys from the shared queue until it is empty, each at `ack=from`,
+/// through another node at each attempt, until one answers (200 or 404).
+async fn final_phase(
+    mut c: Client,
+    ctx: Rc<Ctx>,
+    keys: Rc<RefCell<VecDeque<Vec<u8>>>>,
+    deadline: Instant,
+) {
+    let n = ctx.targets.len();
+    loop {
+        let Some(key) = keys.borrow_mut().pop_front() else {
+            return;
+        };
+        let first = c.rng.random_range(0..n);
+        let mut wait = ctx.cfg.final_backoff;
+        for attempt in 0..ctx.cfg.final_attempts.max(1) {
+            if Instant::now() >= deadline {
+                // Keys left unread are reported as not verified.
+                return;
+            }
+            let node = (first + attempt as usize) % n;
+            if c.op(&ctx, node, &key, Req::FinalRead).await == Outcome::Ok {
+                break;
+            }
+            if attempt + 1 < ctx.cfg.final_attempts {
+                tokio::time::sleep(wait.min(deadline.saturating_duration_since(Instant::now())))
+                    .await;
+                wait = (wait * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// Percent-encode a key for the query string (unreserved bytes as they
+/// are).
+fn encode_into(out: &mut String, key: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in key {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
+        }
+    }
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    Ok(Duration::from_nanos(strata_sim::Dur::parse(s)?.ns()))
+}
+
+/// Arguments of a checked run, for a command (`strata load --check`, or a
+/// command of its own).
+#[derive(clap::Args, Clone, Debug)]
+pub struct CheckArgs {
+    /// Base URLs of the nodes, comma-separated
+    /// (http://127.0.0.1:8080,http://127.0.0.1:8081); each operation goes
+    /// to one picked at random.
+    pub urls: String,
+    /// Closed-loop clients, each running one operation at a time.
+    #[arg(long, default_value_t = 16)]
+    pub clients: u32,
+    /// How long the main phase runs (e.g. 30s, 500ms, 2m).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// End the main phase earlier, once this many set writes were
+    /// acknowledged.
+    #[arg(long)]
+    pub writes: Option<u64>,
+    /// Weights of set writes, register writes and register reads.
+    #[arg(long, default_value = "50,25,25", value_parser = Mix::parse)]
+    pub mix: Mix,
+    /// Registers each client owns and overwrites.
+    #[arg(long, default_value_t = 4)]
+    pub registers: u32,
+    /// Pad set values to this many bytes.
+    #[arg(long, default_value_t = 0)]
+    pub value_size: usize,
+    /// Replicas each request goes to (default: the cluster's replication
+    /// factor). Needed with --ack-write or --ack-read.
+    #[arg(long)]
+    pub from: Option<u32>,
+    /// Replicas that must acknowledge a write (default: a majority of
+    /// from).
+    #[arg(long)]
+    pub ack_write: Option<u32>,
+    /// Replicas that must answer a read (default: a majority of from).
+    /// Stale reads are checked only when ack-read + ack-write > from.
+    #[arg(long)]
+    pub ack_read: Option<u32>,
+    /// A request not answered within this is abandoned; its outcome is
+    /// unknown.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// How long the final reads may keep retrying while the cluster heals.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub final_deadline: Duration,
+    /// Seed of the clients' random streams.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the history as JSON lines to this file.
+    #[arg(long)]
+    pub history: Option<std::path::PathBuf>,
+}
+
+impl CheckArgs {
+    pub fn config(&self) -> Config {
+        Config {
+            clients: self.clients,
+            seed: self.seed,
+            duration: self.duration,
+            target_writes: self.writes,
+            mix: self.mix,
+            registers_per_client: self.registers,
+            value_size: self.value_size,
+            quorum: Quorum {
+                from: self.from,
+                ack_write: self.ack_write,
+                ack_read: self.ack_read,
+            },
+            timeout: self.timeout,
+            final_deadline: self.final_deadline,
+            ..Config::new(Config::parse_urls(&self.urls))
+        }
+    }
+}
+
+/// Run the check the arguments describe, print its report on stdout and
+/// keep the history if asked; whether it passed.
+pub fn command(args: &CheckArgs) -> Result<bool, String> {
+    let cfg = args.config();
+    eprintln!(
+        "checking {} with {} clients for up to {:?}{} ({})",
+        cfg.urls.join(","),
+        cfg.clients,
+        cfg.duration,
+        cfg.target_writes
+            .map(|n| format!(" or {n} acknowledged set writes"))
+            .unwrap_or_default(),
+        cfg.quorum,
+    );
+    let out = run(&cfg)?;
+    if let Some(path) = &args.history {
+        out.history
+            .write_jsonl(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!(
+            "history: {} operations in {}",
+            out.history.ops.len(),
+            path.display()
+        );
+    }
+    eprintln!(
+        "main phase {:.1}s, final reads {:.1}s",
+        out.main.as_secs_f64(),
+        (out.total - out.main).as_secs_f64()
+    );
+    print!("{}", out.report);
+    Ok(out.report.passed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_percent_encoded() {
+        let mut s = String::new();
+        encode_into(&mut s, b"set/1/2 x\xff~");
+        assert_eq!(s, "set%2F1%2F2%20x%FF~");
+    }
+
+    #[test]
+    fn mixes_parse() {
+        assert_eq!(Mix::parse("50,25,25").unwrap(), Mix::default());
+        assert_eq!(
+            Mix::parse("1, 0, 0").unwrap(),
+            Mix {
+                set_writes: 1.0,
+                register_writes: 0.0,
+                register_reads: 0.0
+            }
+        );
+        assert!(Mix::parse("1,2").is_err());
+        assert!(Mix::parse("0,0,0").is_err());
+        assert!(Mix::parse("-1,2,2").is_err());
+    }
+
+    #[test]
+    fn configs_are_validated() {
+        let ok = Config::new(vec!["http://127.0.0.1:1".into()]);
+        assert!(ok.validate().is_ok());
+        let mut c = ok.clone();
+        c.quorum.ack_write = Some(1);
+        assert!(c.validate().unwrap_err().contains("give from"));
+        c.quorum.from = Some(3);
+        assert!(c.validate().is_ok());
+        c.quorum.ack_read = Some(4);
+        assert!(c.validate().unwrap_err().contains("ack 4 with from 3"));
+        let mut c = ok.clone();
+        c.urls.clear();
+        assert!(c.validate().is_err());
+        let mut c = ok;
+        c.urls = vec!["https://x".into()];
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn urls_and_durations_parse() {
+        assert_eq!(
+            Config::parse_urls("http://a:1/, http://b:2,"),
+            vec!["http://a:1".to_string(), "http://b:2".to_string()]
+        );
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn arguments_make_a_config() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            check: CheckArgs,
+        }
+        let cli = Cli::try_parse_from([
+            "x",
+            "http://a:1,http://b:2",
+            "--duration",
+            "2s",
+            "--from",
+            "3",
+            "--ack-write",
+            "2",
+            "--ack-read",
+            "2",
+            "--mix",
+            "2,1,1",
+        ])
+        .unwrap();
+        let c = cli.check.config();
+        assert_eq!(c.urls.len(), 2);
+        assert_eq!(c.duration, Duration::from_secs(2));
+        assert_eq!(c.quorum, Quorum::explicit(2, 2, 3));
+        assert_eq!(c.mix.set_writes, 2.0);
+        assert_eq!(c.timeout, Duration::from_secs(5));
+    }
+}
