@@ -7,6 +7,7 @@
 
 pub mod calibrate;
 pub mod client;
+pub mod cluster;
 pub mod demo;
 pub mod driver;
 pub mod load;
