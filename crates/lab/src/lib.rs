@@ -8,6 +8,7 @@
 pub mod calibrate;
 pub mod check;
 pub mod client;
+pub mod cluster;
 pub mod demo;
 pub mod driver;
 pub mod load;

@@ -1,0 +1,230 @@
+//! A tiny blocking HTTP/1.1 GET for control requests to a node
+//! (`/v0/status`, `/v0/cluster`): one request on a fresh connection with
+//! `Connection: close`, bounded by a deadline, the whole answer read into
+//! memory. Owns that exchange; must not be used for load (the generator
+//! has its own client in `client.rs`) or for large bodies.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::client::Target;
+
+/// Largest answer read (head and body).
+const MAX_ANSWER: usize = 4 << 20;
+
+/// A node's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// `GET path` from the node at `url` (`http://host:port`), everything
+/// within `timeout`. An error names the URL and what went wrong (refused,
+/// timed out, not HTTP).
+pub fn get(url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
+    let deadline = Instant::now() + timeout;
+    let target = Target::parse(url)?;
+    let fail = |e: String| format!("{url}{path}: {e}");
+    let mut s =
+        TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| fail(e.to_string()))?;
+    let _ = s.set_nodelay(true);
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        target.host
+    );
+    s.set_write_timeout(Some(left(deadline)?))
+        .map_err(|e| fail(e.to_string()))?;
+    s.write_all(head.as_bytes())
+        .map_err(|e| fail(e.to_string()))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let Ok(t) = left(deadline) else {
+            return Err(fail("timed out".into()));
+        };
+        s.set_read_timeout(Some(t))
+            .map_err(|e| fail(e.to_string()))?;
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > MAX_ANSWER {
+                    return Err(fail("answer larger than 4 MiB".into()));
+                }
+                // A complete sized answer ends the exchange even if the
+                // server keeps the connection open.
+                if let Some(r) = parse(&buf, false).map_err(&fail)? {
+                    return Ok(r);
+                }
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                return Err(fail("timed out".into()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(fail(e.to_string())),
+        }
+    }
+    parse(&buf, true)
+        .map_err(&fail)?
+        .ok_or_else(|| fail("connection closed before a whole answer".into()))
+}
+
+fn left(deadline: Instant) -> Result<Duration, String> {
+    let t = deadline.saturating_duration_since(Instant::now());
+    if t.is_zero() {
+        Err("timed out".into())
+    } else {
+        Ok(t)
+    }
+}
+
+/// The answer in `buf` if it is complete; `eof` says the server closed the
+/// connection (which ends a body without a length).
+fn parse(buf: &[u8], eof: bool) -> Result<Option<Reply>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let n = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(format!("not an HTTP answer: {e}")),
+    };
+    let status = resp.code.unwrap_or(0);
+    let mut len = None;
+    let mut chunked = false;
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            len = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok());
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+            && h.value.eq_ignore_ascii_case(b"chunked")
+        {
+            chunked = true;
+        }
+    }
+    let rest = &buf[n..];
+    if (100..200).contains(&status) || status == 204 || status == 304 {
+        return Ok(Some(Reply {
+            status,
+            body: vec![],
+        }));
+    }
+    if chunked {
+        return dechunk(rest).map(|b| b.map(|body| Reply { status, body }));
+    }
+    match len {
+        Some(l) if rest.len() >= l => Ok(Some(Reply {
+            status,
+            body: rest[..l].to_vec(),
+        })),
+        Some(_) if eof => Err("connection closed inside the body".into()),
+        Some(_) => Ok(None),
+        None if eof => Ok(Some(Reply {
+            status,
+            body: rest.to_vec(),
+        })),
+        None => Ok(None),
+    }
+}
+
+/// A whole chunked body, or `None` if it has not all arrived.
+fn dechunk(mut b: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let mut out = Vec::new();
+    loop {
+        let (used, size) = match httparse::parse_chunk_size(b) {
+            Ok(httparse::Status::Complete(x)) => x,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(_) => return Err("bad chunk size".into()),
+        };
+        let size = size as usize;
+        b = &b[used..];
+        if size == 0 {
+            return Ok(Some(out));
+        }
+        if b.len() < size + 2 {
+            return Ok(None);
+        }
+        out.extend_from_slice(&b[..size]);
+        b = &b[size + 2..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn serve_once(answer: &'static [u8]) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut got = Vec::new();
+            let mut b = [0u8; 1024];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut b).unwrap();
+                got.extend_from_slice(&b[..n]);
+            }
+            assert!(got.starts_with(b"GET /v0/cluster HTTP/1.1\r\n"));
+            s.write_all(answer).unwrap();
+            // Keep the connection open a while: a sized answer must not
+            // need the close.
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        format!("http://{addr}")
+    }
+
+    #[test]
+    fn sized_chunked_and_close_delimited_answers() {
+        let t = Duration::from_secs(5);
+        let u = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+        assert_eq!(
+            get(&u, "/v0/cluster", t).unwrap(),
+            Reply {
+                status: 200,
+                body: b"{}".to_vec()
+            }
+        );
+        let u = serve_once(
+            b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n",
+        );
+        assert_eq!(
+            get(&u, "/v0/cluster", t).unwrap(),
+            Reply {
+                status: 503,
+                body: b"abc".to_vec()
+            }
+        );
+        let u = serve_once(b"HTTP/1.1 200 OK\r\n\r\nuntil close");
+        assert_eq!(get(&u, "/v0/cluster", t).unwrap().body, b"until close");
+    }
+
+    #[test]
+    fn refused_and_silent_servers_are_errors() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let e = get(
+            &format!("http://{addr}"),
+            "/v0/status",
+            Duration::from_secs(2),
+        )
+        .unwrap_err();
+        assert!(e.contains("/v0/status"), "{e}");
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let e = get(
+            &format!("http://{addr}"),
+            "/v0/status",
+            Duration::from_millis(200),
+        )
+        .unwrap_err();
+        assert!(e.contains("timed out"), "{e}");
+        drop(l);
+    }
+}

@@ -1,0 +1,815 @@
+//! A local cluster: N real `strata serve` processes on loopback, each with
+//! its own data directory (`DIR/node-1` …) and log (`DIR/node-1.log`,
+//! stdout and stderr, appended across restarts), one generated secret
+//! (`DIR/cluster-secret`, mode 0600, passed by file), and every member's
+//! URL in every node's `--cluster` list, so ports are chosen before any
+//! node starts. With `proxied`, node i advertises the URL of its own route
+//! in a [`FaultProxy`], so all internal traffic to it passes through the
+//! proxy, and partitions are real silences on real sockets; clients still
+//! use the nodes' own ports.
+//!
+//! Owns ports, directories, the secret, the processes and their signals
+//! (kill, stop, continue, terminate, restart), partitions by node index;
+//! must not know what a node does with its flags beyond starting and
+//! answering `GET /v0/status`.
+//!
+//! Nodes are numbered from 0 in this API (`urls()[i]`, `kill(i)`), and
+//! from 1 in names on disk and in messages (`node-{i+1}`).
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::http;
+use super::proxy::{Fault, FaultProxy, LinkStats};
+
+/// How a local cluster is started.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Base directory: `node-i` data directories, `node-i.log`, the secret.
+    pub dir: PathBuf,
+    /// Node i listens on `base_port + i`, and with `proxied` its proxy on
+    /// `base_port + nodes + i`; 0 picks free ports.
+    pub base_port: u16,
+    /// `--replication`; `None` leaves the node's default.
+    pub replication: Option<usize>,
+    /// `--log-level` of every node.
+    pub log_level: String,
+    /// More `strata serve` arguments for every node.
+    pub serve_args: Vec<String>,
+    /// More arguments for node i only (`node_args[i]`, after `serve_args`;
+    /// the list may be shorter than `nodes`), e.g. a clock offset.
+    pub node_args: Vec<Vec<String>>,
+    /// Internal traffic through a [`FaultProxy`], for partitions.
+    pub proxied: bool,
+    /// How long every node has to answer `/v0/status` with 200.
+    pub ready_timeout: Duration,
+}
+
+impl ClusterOptions {
+    /// `nodes` nodes under `dir`, ephemeral ports, default replication,
+    /// log level `warn`, not proxied.
+    pub fn new(nodes: usize, dir: impl Into<PathBuf>) -> ClusterOptions {
+        ClusterOptions {
+            nodes,
+            dir: dir.into(),
+            base_port: 0,
+            replication: None,
+            log_level: "warn".into(),
+            serve_args: vec![],
+            node_args: vec![],
+            proxied: false,
+            ready_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The program (and leading arguments) that runs `strata`, kept apart
+/// from any one `Command` so that a node can be started again.
+#[derive(Clone, Debug)]
+struct Program {
+    program: OsString,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, Option<OsString>)>,
+    cwd: Option<PathBuf>,
+}
+
+impl Program {
+    fn of(c: &Command) -> Program {
+        Program {
+            program: c.get_program().to_owned(),
+            args: c.get_args().map(OsStr::to_owned).collect(),
+            envs: c
+                .get_envs()
+                .map(|(k, v)| (k.to_owned(), v.map(OsStr::to_owned)))
+                .collect(),
+            cwd: c.get_current_dir().map(Path::to_path_buf),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(&self.args);
+        for (k, v) in &self.envs {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        if let Some(d) = &self.cwd {
+            c.current_dir(d);
+        }
+        c
+    }
+}
+
+struct Node {
+    /// `serve` and everything after it.
+    args: Vec<OsString>,
+    /// The client URL: the node's own port.
+    url: String,
+    /// The URL in every `--cluster` list: the proxy's in proxied mode.
+    advertised: String,
+    data: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+/// A running local cluster. Dropping it kills every node (SIGKILL) and
+/// waits for them; [`LocalCluster::terminate_all`] stops them gracefully.
+pub struct LocalCluster {
+    program: Program,
+    dir: PathBuf,
+    secret_file: PathBuf,
+    nodes: Vec<Node>,
+    proxy: Option<FaultProxy>,
+    ready_timeout: Duration,
+}
+
+impl LocalCluster {
+    /// Start the cluster and wait until every node answers `/v0/status`
+    /// with 200. `strata` runs the `strata` binary (the binary itself, or
+    /// a wrapper such as `taskset -c 1 strata` that the arguments follow);
+    /// the launcher adds `serve` and its flags.
+    pub fn start(opts: &ClusterOptions, strata: Command) -> Result<LocalCluster, String> {
+        if opts.nodes == 0 {
+            return Err("a cluster needs at least one node".into());
+        }
+        let dir =
+            std::path::absolute(&opts.dir).map_err(|e| format!("{}: {e}", opts.dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let secret_file = dir.join("cluster-secret");
+        write_secret(&secret_file)?;
+
+        let n = opts.nodes;
+        // Free ports stay held until the proxies have bound theirs, so that
+        // no proxy gets a node's port.
+        let (ports, held) = node_ports(opts.base_port, n)?;
+        let proxy = if opts.proxied {
+            Some(FaultProxy::start().map_err(|e| format!("starting the proxy: {e}"))?)
+        } else {
+            None
+        };
+        let mut advertised = Vec::with_capacity(n);
+        for (i, &port) in ports.iter().enumerate() {
+            let direct = format!("http://127.0.0.1:{port}");
+            match &proxy {
+                None => advertised.push(direct),
+                Some(p) => {
+                    let listen = if opts.base_port == 0 {
+                        0
+                    } else {
+                        port_at(opts.base_port, n + i)?
+                    };
+                    let l = TcpListener::bind(("127.0.0.1", listen))
+                        .map_err(|e| format!("proxy of node-{} on port {listen}: {e}", i + 1))?;
+                    let upstream: SocketAddr = ([127, 0, 0, 1], port).into();
+                    let url = p
+                        .add_route(l, upstream)
+                        .map_err(|e| format!("proxy of node-{}: {e}", i + 1))?;
+                    advertised.push(url);
+                }
+            }
+        }
+        drop(held);
+        let members = advertised.join(",");
+
+        let mut nodes = Vec::with_capacity(n);
+        for (i, &port) in ports.iter().enumerate() {
+            let data = dir.join(format!("node-{}", i + 1));
+            let mut args: Vec<OsString> = vec!["serve".into(), "--listen".into()];
+            args.push(format!("127.0.0.1:{port}").into());
+            args.push("--data-dir".into());
+            args.push(data.clone().into());
+            args.extend(["--log-level".into(), opts.log_level.clone().into()]);
+            args.extend(["--cluster".into(), members.clone().into()]);
+            args.extend(["--advertise".into(), advertised[i].clone().into()]);
+            args.push("--cluster-secret-file".into());
+            args.push(secret_file.clone().into());
+            if let Some(r) = opts.replication {
+                args.extend(["--replication".into(), r.to_string().into()]);
+            }
+            args.extend(opts.serve_args.iter().map(OsString::from));
+            if let Some(extra) = opts.node_args.get(i) {
+                args.extend(extra.iter().map(OsString::from));
+            }
+            nodes.push(Node {
+                args,
+                url: format!("http://127.0.0.1:{port}"),
+                advertised: advertised[i].clone(),
+                data,
+                log: dir.join(format!("node-{}.log", i + 1)),
+                child: None,
+            });
+        }
+        let mut c = LocalCluster {
+            program: Program::of(&strata),
+            dir,
+            secret_file,
+            nodes,
+            proxy,
+            ready_timeout: opts.ready_timeout,
+        };
+        // Start them all, then wait for them all: a node may wait for its
+        // peers before it answers.
+        for i in 0..n {
+            c.spawn(i)?;
+        }
+        let deadline = Instant::now() + c.ready_timeout;
+        for i in 0..n {
+            c.wait_ready(i, deadline)?;
+        }
+        // `c` is dropped on an error above, which kills what started.
+        Ok(c)
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the cluster has no nodes (never, once started).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The client URLs, `http://127.0.0.1:P_i`: the nodes' own ports.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.url.clone()).collect()
+    }
+
+    /// The members' advertised URLs, as in every `--cluster` list: the
+    /// proxies' in proxied mode, else the same as [`LocalCluster::urls`].
+    pub fn advertised(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.advertised.clone()).collect()
+    }
+
+    /// The base directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file holding the cluster secret.
+    pub fn secret_file(&self) -> &Path {
+        &self.secret_file
+    }
+
+    /// Node i's data directory.
+    pub fn data_dir(&self, i: usize) -> &Path {
+        &self.nodes[i].data
+    }
+
+    /// Node i's log (its stdout and stderr).
+    pub fn log_path(&self, i: usize) -> &Path {
+        &self.nodes[i].log
+    }
+
+    /// Node i's `strata` arguments, from `serve` on.
+    pub fn args(&self, i: usize) -> Vec<String> {
+        self.nodes[i]
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// Node i's process id, if it is running (or stopped).
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.nodes[i].child.as_ref().map(Child::id)
+    }
+
+    /// Whether node i's process is alive (running or stopped); reaps it if
+    /// it has exited.
+    pub fn is_running(&mut self, i: usize) -> bool {
+        self.exited(i).is_none() && self.nodes[i].child.is_some()
+    }
+
+    /// If node i has exited since the last look: its status (the process
+    /// is reaped and forgotten).
+    pub fn exited(&mut self, i: usize) -> Option<ExitStatus> {
+        let node = &mut self.nodes[i];
+        let st = node.child.as_mut()?.try_wait().ok()??;
+        node.child = None;
+        Some(st)
+    }
+
+    /// SIGKILL node i and wait for it.
+    pub fn kill(&mut self, i: usize) -> Result<(), String> {
+        let mut child = self.take_child(i)?;
+        signal(&child, libc::SIGKILL);
+        child
+            .wait()
+            .map_err(|e| format!("waiting for node-{}: {e}", i + 1))?;
+        Ok(())
+    }
+
+    /// SIGSTOP node i: it freezes, its sockets stay open.
+    pub fn stop(&mut self, i: usize) -> Result<(), String> {
+        signal(self.child(i)?, libc::SIGSTOP);
+        Ok(())
+    }
+
+    /// SIGCONT node i after [`LocalCluster::stop`].
+    pub fn cont(&mut self, i: usize) -> Result<(), String> {
+        signal(self.child(i)?, libc::SIGCONT);
+        Ok(())
+    }
+
+    /// SIGTERM node i (and SIGCONT, in case it is stopped) and wait for
+    /// its graceful exit, at most `ready_timeout`; after that it is killed
+    /// and the answer is an error.
+    pub fn terminate(&mut self, i: usize) -> Result<ExitStatus, String> {
+        let child = self.take_child(i)?;
+        let deadline = Instant::now() + self.ready_timeout;
+        terminate_all([(i, child)], deadline)
+            .pop()
+            .expect("one node")
+    }
+
+    /// SIGTERM every running node at once, then wait for each (at most
+    /// `ready_timeout` in all, then SIGKILL). Returns each node's exit
+    /// status, `None` for a node that was not running.
+    pub fn terminate_all(&mut self) -> Vec<Option<Result<ExitStatus, String>>> {
+        let running: Vec<(usize, Child)> = (0..self.nodes.len())
+            .filter_map(|i| self.nodes[i].child.take().map(|c| (i, c)))
+            .collect();
+        let deadline = Instant::now() + self.ready_timeout;
+        let which: Vec<usize> = running.iter().map(|(i, _)| *i).collect();
+        let mut out: Vec<Option<Result<ExitStatus, String>>> = vec![None; self.nodes.len()];
+        for (i, r) in which.into_iter().zip(terminate_all(running, deadline)) {
+            out[i] = Some(r);
+        }
+        out
+    }
+
+    /// Start node i again, with the same arguments and data directory, and
+    /// wait until it answers `/v0/status` with 200. It must not be running
+    /// (kill or terminate it first).
+    pub fn restart(&mut self, i: usize) -> Result<(), String> {
+        if self.is_running(i) {
+            return Err(format!("node-{} is still running", i + 1));
+        }
+        self.spawn(i)?;
+        let deadline = Instant::now() + self.ready_timeout;
+        self.wait_ready(i, deadline)
+    }
+
+    /// Black-hole every internal connection from or to node i (proxied
+    /// clusters only); see [`FaultProxy::partition`].
+    pub fn partition(&self, i: usize) -> Result<(), String> {
+        self.partition_with(i, Fault::BlackHole)
+    }
+
+    /// Partition node i with the given fault (proxied clusters only).
+    pub fn partition_with(&self, i: usize, fault: Fault) -> Result<(), String> {
+        self.proxy()?.partition(&self.nodes[i].advertised, fault);
+        Ok(())
+    }
+
+    /// Lift node i's partition: its black-holed connections are closed
+    /// and new ones relayed.
+    pub fn heal(&self, i: usize) -> Result<(), String> {
+        self.proxy()?.heal(&self.nodes[i].advertised);
+        Ok(())
+    }
+
+    /// Lift every partition.
+    pub fn heal_all(&self) -> Result<(), String> {
+        self.proxy()?.heal_all();
+        Ok(())
+    }
+
+    /// The counters of node i's proxy route (proxied clusters only).
+    pub fn proxy_stats(&self, i: usize) -> Option<LinkStats> {
+        self.proxy.as_ref()?.stats(&self.nodes[i].advertised)
+    }
+
+    /// Kill every node (SIGKILL) and wait for them; stop the proxy.
+    pub fn shutdown(mut self) {
+        self.kill_all();
+        self.proxy = None;
+    }
+
+    fn kill_all(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(c) = &n.child {
+                signal(c, libc::SIGKILL);
+            }
+        }
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.wait();
+            }
+        }
+    }
+
+    fn proxy(&self) -> Result<&FaultProxy, String> {
+        self.proxy
+            .as_ref()
+            .ok_or_else(|| "partitions need a proxied cluster".to_string())
+    }
+
+    fn child(&mut self, i: usize) -> Result<&Child, String> {
+        if !self.is_running(i) {
+            return Err(format!("node-{} is not running", i + 1));
+        }
+        Ok(self.nodes[i].child.as_ref().expect("running"))
+    }
+
+    fn take_child(&mut self, i: usize) -> Result<Child, String> {
+        self.child(i)?;
+        Ok(self.nodes[i].child.take().expect("running"))
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<(), String> {
+        let node = &mut self.nodes[i];
+        let name = format!("node-{}", i + 1);
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .map_err(|e| format!("{}: {e}", node.log.display()))?;
+        let mut cmd = self.program.command();
+        cmd.args(&node.args)
+            // The secret comes from the file; an inherited one would clash.
+            .env_remove("STRATA_CLUSTER_SECRET")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| format!("{name} log: {e}"))?)
+            .stderr(log.try_clone().map_err(|e| format!("{name} log: {e}"))?);
+        let _ = writeln!(
+            log,
+            "--- strata-lab: starting {name}: {}",
+            std::iter::once(&self.program.program)
+                .chain(&self.program.args)
+                .chain(&node.args)
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("starting {name} ({:?}): {e}", self.program.program))?;
+        node.child = Some(child);
+        Ok(())
+    }
+
+    /// Poll node i's `/v0/status` until 200; an error if it exits first
+    /// or `deadline` passes.
+    fn wait_ready(&mut self, i: usize, deadline: Instant) -> Result<(), String> {
+        let url = self.nodes[i].url.clone();
+        loop {
+            if let Some(st) = self.exited(i) {
+                return Err(format!(
+                    "node-{} exited ({st}) before it was ready; the end of {}:\n{}",
+                    i + 1,
+                    self.nodes[i].log.display(),
+                    tail(&self.nodes[i].log, 20)
+                ));
+            }
+            let last = match http::get(&url, "/v0/status", Duration::from_secs(1)) {
+                Ok(r) if r.status == 200 => return Ok(()),
+                Ok(r) => format!("status {}", r.status),
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "node-{} at {url} was not ready in {:?} (last: {last}); the end of {}:\n{}",
+                    i + 1,
+                    self.ready_timeout,
+                    self.nodes[i].log.display(),
+                    tail(&self.nodes[i].log, 20)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+fn signal(c: &Child, sig: libc::c_int) {
+    // SAFETY: kill(2) on our own child, which has not been reaped (the
+    // `Child` is still held), so the pid is not reused.
+    unsafe {
+        libc::kill(c.id() as libc::pid_t, sig);
+    }
+}
+
+/// SIGTERM (and SIGCONT) each child, then wait for all until `deadline`;
+/// a child still alive then is killed and reported.
+fn terminate_all(
+    children: impl IntoIterator<Item = (usize, Child)>,
+    deadline: Instant,
+) -> Vec<Result<ExitStatus, String>> {
+    let mut children: Vec<(usize, Child)> = children.into_iter().collect();
+    for (_, c) in &children {
+        signal(c, libc::SIGTERM);
+        signal(c, libc::SIGCONT);
+    }
+    let mut out: Vec<Option<Result<ExitStatus, String>>> = vec![None; children.len()];
+    loop {
+        let mut waiting = false;
+        for (k, (i, c)) in children.iter_mut().enumerate() {
+            if out[k].is_some() {
+                continue;
+            }
+            match c.try_wait() {
+                Ok(Some(st)) => out[k] = Some(Ok(st)),
+                Ok(None) if Instant::now() >= deadline => {
+                    signal(c, libc::SIGKILL);
+                    let _ = c.wait();
+                    out[k] = Some(Err(format!(
+                        "node-{} did not exit after SIGTERM; killed",
+                        *i + 1
+                    )));
+                }
+                Ok(None) => waiting = true,
+                Err(e) => out[k] = Some(Err(format!("waiting for node-{}: {e}", *i + 1))),
+            }
+        }
+        if !waiting {
+            return out.into_iter().map(|r| r.expect("every child")).collect();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Write a fresh random secret (64 hex digits) to `path`, readable by the
+/// owner only.
+fn write_secret(path: &Path) -> Result<(), String> {
+    let bytes: [u8; 32] = rand::random();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut f = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(fail)?;
+    // `mode` applies to a new file only; an old one is narrowed too.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(fail)?;
+    f.write_all(hex.as_bytes()).map_err(fail)?;
+    f.write_all(b"\n").map_err(fail)?;
+    f.sync_all().map_err(fail)
+}
+
+/// `base + k`, or an error past port 65535.
+fn port_at(base: u16, k: usize) -> Result<u16, String> {
+    u16::try_from(base as usize + k).map_err(|_| format!("port {base} + {k} is past 65535"))
+}
+
+/// The nodes' ports: consecutive from `base`, or free ones when `base` is
+/// 0, returned with the listeners that hold them (none repeats while they
+/// are held; drop them before the nodes start).
+fn node_ports(base: u16, n: usize) -> Result<(Vec<u16>, Vec<TcpListener>), String> {
+    if base != 0 {
+        let ports = (0..n).map(|k| port_at(base, k)).collect::<Result<_, _>>()?;
+        return Ok((ports, vec![]));
+    }
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("choosing a free port: {e}"))?;
+    let ports = held
+        .iter()
+        .map(|l| {
+            l.local_addr()
+                .map(|a| a.port())
+                .map_err(|e| format!("choosing a free port: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((ports, held))
+}
+
+/// The last `n` lines of the file at `path` (its last 64 KiB at most).
+fn tail(path: &Path, n: usize) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)));
+    let lines: Vec<String> = BufReader::new(f).lines().map_while(Result::ok).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_secret_is_fresh_hex_and_private() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("cluster-secret");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_secret(&p).unwrap();
+        let s = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(s.trim().len(), 64);
+        assert!(s.trim().bytes().all(|b| b.is_ascii_hexdigit()));
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        write_secret(&p).unwrap();
+        assert_ne!(std::fs::read_to_string(&p).unwrap(), s);
+    }
+
+    #[test]
+    fn ports_are_consecutive_or_free_and_distinct() {
+        assert_eq!(node_ports(7001, 3).unwrap().0, vec![7001, 7002, 7003]);
+        assert!(node_ports(65534, 3).is_err());
+        let (free, held) = node_ports(0, 5).unwrap();
+        assert_eq!(held.len(), 5);
+        let mut d = free.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), 5);
+        assert!(free.iter().all(|&p| p != 0));
+    }
+
+    /// A `strata` that prints its arguments and exits at once: the error
+    /// names the node and ends with its log, where the flags show.
+    #[test]
+    fn a_node_that_exits_is_reported_with_its_log() {
+        let d = tempfile::tempdir().unwrap();
+        let mut sh = Command::new("sh");
+        sh.args(["-c", "echo \"args: $*\" >&2; exit 3", "strata"]);
+        let mut o = ClusterOptions::new(3, d.path());
+        o.replication = Some(2);
+        o.serve_args = vec!["--durability".into(), "none".into()];
+        o.node_args = vec![vec![], vec!["--test-clock-offset-ms".into(), "-250".into()]];
+        o.ready_timeout = Duration::from_secs(10);
+        let e = LocalCluster::start(&o, sh)
+            .err()
+            .expect("the stand-in exits");
+        assert!(e.contains("node-1 exited"), "{e}");
+        assert!(e.contains("args: serve --listen 127.0.0.1:"), "{e}");
+        assert!(e.contains("--cluster http://127.0.0.1:"), "{e}");
+        assert!(e.contains("--replication 2 --durability none"), "{e}");
+        assert!(d.path().join("cluster-secret").exists());
+        let log2 = std::fs::read_to_string(d.path().join("node-2.log")).unwrap();
+        assert!(
+            log2.contains("--durability none --test-clock-offset-ms -250"),
+            "{log2}"
+        );
+        assert!(log2.contains("--advertise http://127.0.0.1:"), "{log2}");
+        assert!(log2.contains(&format!(
+            "--cluster-secret-file {}",
+            d.path().join("cluster-secret").display()
+        )));
+    }
+
+    fn states(url: &str) -> Vec<String> {
+        match crate::cluster::status::fetch(url) {
+            Ok(v) => v
+                .members
+                .iter()
+                .map(|m| {
+                    if m.is_self {
+                        "self".into()
+                    } else {
+                        m.state.clone()
+                    }
+                })
+                .collect(),
+            Err(e) => vec![e],
+        }
+    }
+
+    /// Wait (at most 15 s) until `url`'s view is `want`.
+    fn until_view(url: &str, want: &[&str]) {
+        let end = Instant::now() + Duration::from_secs(15);
+        loop {
+            let got = states(url);
+            if got == want {
+                return;
+            }
+            assert!(Instant::now() < end, "{url} sees {got:?}, not {want:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn status_code(url: &str) -> Result<u16, String> {
+        http::get(url, "/v0/status", Duration::from_millis(500)).map(|r| r.status)
+    }
+
+    #[test]
+    fn nodes_start_die_come_back_freeze_and_stop() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = ClusterOptions::new(3, d.path().join("c"));
+        o.node_args = vec![vec![], vec!["--test-clock-offset-ms".into(), "-250".into()]];
+        let mut c = LocalCluster::start(&o, crate::cluster::fake_node::command()).unwrap();
+        let urls = c.urls();
+        assert_eq!(urls.len(), 3);
+        assert_eq!(c.advertised(), urls);
+        for u in &urls {
+            assert_eq!(status_code(u), Ok(200));
+        }
+        until_view(&urls[0], &["self", "up", "up"]);
+        let mode = std::fs::metadata(c.secret_file())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(c.args(1).join(" ").ends_with("--test-clock-offset-ms -250"));
+        assert!(c.data_dir(2).ends_with("c/node-3"));
+
+        c.kill(1).unwrap();
+        assert!(!c.is_running(1));
+        assert!(status_code(&urls[1]).is_err());
+        assert!(c.kill(1).is_err());
+        until_view(&urls[0], &["self", "down", "up"]);
+        c.restart(1).unwrap();
+        assert!(c.restart(1).is_err(), "restarting a running node");
+        assert_eq!(status_code(&urls[1]), Ok(200));
+        until_view(&urls[0], &["self", "up", "up"]);
+        let log = std::fs::read_to_string(c.log_path(1)).unwrap();
+        assert_eq!(
+            log.matches("--- strata-lab: starting node-2").count(),
+            2,
+            "{log}"
+        );
+        assert_eq!(log.matches("strata node listening on").count(), 2, "{log}");
+
+        c.stop(2).unwrap();
+        assert!(c.is_running(2));
+        assert!(
+            status_code(&urls[2]).is_err(),
+            "a stopped node answers nothing"
+        );
+        c.cont(2).unwrap();
+        assert_eq!(status_code(&urls[2]), Ok(200));
+
+        // A stopped node still terminates.
+        c.stop(0).unwrap();
+        let st = c.terminate(0).unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&st),
+            Some(libc::SIGTERM)
+        );
+        assert!(!c.is_running(0));
+        c.restart(0).unwrap();
+
+        assert!(c.partition(0).is_err(), "not proxied");
+        let all = c.terminate_all();
+        assert!(all.iter().all(|r| matches!(r, Some(Ok(_)))), "{all:?}");
+        assert!(c.terminate_all().iter().all(Option::is_none));
+        c.restart(2).unwrap();
+        let pid = c.pid(2).unwrap() as libc::pid_t;
+        c.shutdown();
+        // SAFETY: signal 0 only asks whether the pid exists.
+        assert_eq!(unsafe { libc::kill(pid, 0) }, -1, "shutdown reaps");
+    }
+
+    #[test]
+    fn a_partition_through_the_proxy_is_a_real_silence() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = ClusterOptions::new(3, d.path());
+        o.proxied = true;
+        let c = LocalCluster::start(&o, crate::cluster::fake_node::command()).unwrap();
+        let (urls, adv) = (c.urls(), c.advertised());
+        assert!(urls.iter().zip(&adv).all(|(u, a)| u != a));
+        assert!(c
+            .args(0)
+            .join(" ")
+            .contains(&format!("--cluster {}", adv.join(","))));
+        until_view(&urls[0], &["self", "up", "up"]);
+        until_view(&urls[2], &["up", "up", "self"]);
+
+        c.partition(2).unwrap();
+        until_view(&urls[0], &["self", "up", "down"]);
+        until_view(&urls[1], &["up", "self", "down"]);
+        until_view(&urls[2], &["down", "down", "self"]);
+        // Clients still reach node 3 directly.
+        assert_eq!(status_code(&urls[2]), Ok(200));
+        let s = c.proxy_stats(2).unwrap();
+        assert!(s.black_holed >= 2 && s.bytes_dropped > 0, "{s:?}");
+        assert!(c.proxy_stats(0).unwrap().bytes_dropped > 0);
+        // Seen from node 1, node 3's advertised URL goes nowhere.
+        let rows = crate::cluster::status::observe(&urls[0]).unwrap();
+        let t = crate::cluster::status::format_table(&rows);
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with(adv[2].trim_start_matches("http://"))
+                    && l.contains("unreachable: ")),
+            "{t}"
+        );
+
+        c.heal(2).unwrap();
+        until_view(&urls[0], &["self", "up", "up"]);
+        until_view(&urls[2], &["up", "up", "self"]);
+        assert_eq!(c.proxy_stats(2).unwrap().black_holed, 0);
+        drop(c);
+    }
+}

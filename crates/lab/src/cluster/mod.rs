@@ -1,0 +1,24 @@
+//! Clusters of real nodes on one machine: `strata cluster up` (start N
+//! `strata serve` processes on loopback, optionally with every node's
+//! internal traffic through a fault-injecting TCP proxy) and `strata
+//! cluster status` (each node's view of the cluster, side by side). Owns
+//! starting, signalling and observing node processes from outside; must
+//! not know the node's internals: it speaks HTTP, passes command-line
+//! flags and relays TCP bytes, nothing more.
+//!
+//! | file | owns |
+//! | --- | --- |
+//! | `local.rs` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
+//! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
+//! | `http.rs` | a tiny blocking HTTP GET for control requests (`/v0/status`, `/v0/cluster`) |
+//! | `up.rs` | `strata cluster up` |
+//! | `status.rs` | `strata cluster status` and its table |
+//! | `fake_node.rs` | tests only: a stand-in node for the tests of the above |
+
+#[cfg(test)]
+mod fake_node;
+pub mod http;
+pub mod local;
+pub mod proxy;
+pub mod status;
+pub mod up;
