@@ -60,6 +60,11 @@ enum Cmd {
         #[command(subcommand)]
         what: BenchCmd,
     },
+    /// Local clusters: start one, look at one, check one.
+    Cluster {
+        #[command(subcommand)]
+        what: ClusterCmd,
+    },
     /// Long-running correctness checks.
     Stress {
         #[command(subcommand)]
@@ -78,6 +83,19 @@ enum ReportCmd {
 enum BenchCmd {
     /// db_bench-style benchmark of the storage engine.
     Engine(strata_enginebench::bench::BenchArgs),
+}
+
+#[derive(Subcommand)]
+enum ClusterCmd {
+    /// Start a local cluster of real `strata serve` processes (a generated
+    /// secret), print their URLs, stop them all on Ctrl-C or SIGTERM.
+    Up(strata_lab::cluster::up::UpArgs),
+    /// Every node's view of the cluster, side by side, as a table.
+    Status(strata_lab::cluster::status::StatusArgs),
+    /// A checked run against running nodes: clients record every
+    /// operation; the checker reports lost acknowledged writes and stale
+    /// reads. Exits non-zero when it finds any.
+    Check(Box<strata_lab::check::CheckArgs>),
 }
 
 #[derive(Subcommand)]
@@ -150,6 +168,7 @@ fn main() -> ExitCode {
         Cmd::Bench {
             what: BenchCmd::Engine(a),
         } => exit("strata bench engine", strata_enginebench::bench::run(&a)),
+        Cmd::Cluster { what } => cluster(what),
         Cmd::Stress {
             what: StressCmd::Engine(a),
         } => stress(a),
@@ -165,6 +184,28 @@ fn exit(what: &str, r: Result<(), String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn cluster(what: ClusterCmd) -> ExitCode {
+    match what {
+        ClusterCmd::Up(a) => exit(
+            "strata cluster up",
+            own_exe().and_then(|exe| strata_lab::cluster::up::up(&a, Command::new(exe))),
+        ),
+        ClusterCmd::Status(a) => exit(
+            "strata cluster status",
+            strata_lab::cluster::status::status(&a),
+        ),
+        ClusterCmd::Check(a) => match strata_lab::check::run::command(&a) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => exit("strata cluster check", Err(e)),
+        },
+    }
+}
+
+fn own_exe() -> Result<PathBuf, String> {
+    std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))
 }
 
 fn stress(a: StressArgs) -> ExitCode {

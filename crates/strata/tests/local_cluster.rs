@@ -54,7 +54,6 @@ fn until(url: &str, secs: u64, what: &str, ok: impl Fn(&[String]) -> bool) {
 }
 
 #[test]
-#[ignore = "needs strata serve --cluster (issue 12, in progress)"]
 fn three_nodes_serve_and_a_killed_one_comes_back_on_its_data() {
     let dir = tempfile::tempdir().unwrap();
     let o = ClusterOptions::new(3, dir.path());
@@ -85,7 +84,6 @@ fn three_nodes_serve_and_a_killed_one_comes_back_on_its_data() {
 }
 
 #[test]
-#[ignore = "needs strata serve --cluster (issue 12, in progress)"]
 fn a_partitioned_node_is_seen_down_and_up_again_after_the_heal() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = ClusterOptions::new(3, dir.path());
