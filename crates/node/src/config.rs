@@ -123,7 +123,13 @@ pub struct ServeArgs {
     pub test_clock_offset_ms: Option<i64>,
     /// Test only, deliberately unsafe: last write wins on bare wall clocks
     /// (proves the consistency checker catches it).
-    #[arg(long, env = "STRATA_TEST_UNSAFE_WALL_CLOCK", hide = true)]
+    #[arg(
+        long,
+        env = "STRATA_TEST_UNSAFE_WALL_CLOCK",
+        hide = true,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
     pub test_unsafe_wall_clock: Option<bool>,
 }
 
