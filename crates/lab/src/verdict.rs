@@ -57,11 +57,17 @@ pub fn saturation(t: &Trial) -> Saturation {
         .iter()
         .map(|n| of_samples(&n.server, n.server_cpu_cores))
         .collect();
+    // The busiest: the most samples at its limit or queueing, then the
+    // most requests.
     let busy = |s: &Saturation| s.at_limit_share.max(s.queueing_share);
     let (bi, b) = per
         .iter()
         .enumerate()
-        .max_by(|(_, x), (_, y)| busy(x).total_cmp(&busy(y)))
+        .max_by(|(i, x), (j, y)| {
+            busy(x)
+                .total_cmp(&busy(y))
+                .then(t.per_node[*i].requests.cmp(&t.per_node[*j].requests))
+        })
         .expect("several nodes");
     let total = t.per_node.iter().map(|n| n.requests).sum::<u64>().max(1);
     let busiest = &t.per_node[bi];
@@ -334,40 +340,41 @@ mod tests {
     #[test]
     fn several_nodes_sum_cpu_and_name_the_busiest() {
         use crate::report::model::NodeSummary;
-        let node = |url: &str, requests: u64, samples: Vec<ServerSample>| NodeSummary {
+        let node = |url: &str, requests: u64| NodeSummary {
             url: url.into(),
             connections: 32,
             requests,
             errors: 0,
-            server: samples,
+            server: vec![sample(0.0, 10.0, 0.0); 5],
             server_cpu_cores: Some(0.3),
             server_rss_bytes: None,
         };
         let mut t = trial(vec![sample(0.0, 10.0, 0.0); 5], Some(0.6), 0);
-        t.per_node = vec![
-            node("http://a:1", 100_000, vec![sample(0.0, 10.0, 0.0); 5]),
-            node("http://b:2", 300_000, vec![sample(3.0, 64.0, 1.0); 5]),
-        ];
+        t.per_node = vec![node("http://a:1", 100_000), node("http://b:2", 300_000)];
+        // Neither queues: the busiest is the one with more requests.
+        assert_eq!(saturation(&t).busiest, Some(("http://b:2".into(), 0.75)));
+        // The one at its limit is the busiest, even with fewer requests.
+        t.per_node[0].server = vec![sample(3.0, 64.0, 1.0); 5];
         let s = saturation(&t);
         assert_eq!(s.nodes, 2);
         assert_eq!(s.at_limit_share, 1.0, "the busiest node's");
         assert_eq!(s.stalls, 5.0, "summed");
         assert_eq!(s.cpu_cores, Some(0.6), "summed over the nodes");
-        assert_eq!(s.busiest, Some(("http://b:2".into(), 0.75)));
+        assert_eq!(s.busiest, Some(("http://a:1".into(), 0.25)));
         let v = judge(&t, Some(0.3));
         assert!(
-            v.contains("2 nodes, the busiest http://b:2 with 75% of the requests"),
+            v.contains("2 nodes, the busiest http://a:1 with 25% of the requests"),
             "{v}"
         );
         assert!(v.contains("stalled writes (5 stalls)"), "{v}");
-        for x in &mut t.per_node {
-            for y in &mut x.server {
-                y.stalls = Some(0.0);
-            }
+        for y in &mut t.per_node[0].server {
+            y.stalls = Some(0.0);
         }
         let v = judge(&t, Some(0.3));
         assert!(
-            v.contains("admission limit (64 in service) of the busiest node, http://b:2, is the bottleneck"),
+            v.contains(
+                "admission limit (64 in service) of the busiest node, http://a:1, is the bottleneck"
+            ),
             "{v}"
         );
     }
