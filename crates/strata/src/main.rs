@@ -26,9 +26,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Strata's main job on embedded defaults: start a local node, sweep it
-    /// for its breaking point (under two minutes), write the report, print
-    /// the verdict, stop the node.
+    /// Strata's main job on embedded defaults: start a local cluster of
+    /// three nodes, sweep it for its breaking point, write the report and
+    /// its verdict, kill and restart a node under checked writes and say
+    /// what the checker found, stop the cluster.
     Demo(strata_lab::demo::DemoArgs),
     /// Run a node: the v0 HTTP API on a local store.
     Serve(Box<strata_node::ServeArgs>),
@@ -152,11 +153,7 @@ fn main() -> ExitCode {
             "strata demo",
             std::env::current_exe()
                 .map_err(|e| format!("cannot find own executable: {e}"))
-                .and_then(|exe| {
-                    let mut serve = Command::new(exe);
-                    serve.args(["serve", "--log-level", "warn"]);
-                    strata_lab::demo::run(&a, serve)
-                }),
+                .and_then(|exe| strata_lab::demo::run(&a, Command::new(exe))),
         ),
         Cmd::Sweep(a) => exit("strata sweep", strata_lab::sweep::main(&a)),
         Cmd::Sim(a) => exit(

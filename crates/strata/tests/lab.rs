@@ -141,7 +141,7 @@ fn a_load_runs_hdr_log_merges_back_to_its_counts() {
 }
 
 #[test]
-fn the_demo_starts_a_node_sweeps_it_and_stops_it() {
+fn the_demo_starts_a_cluster_sweeps_it_faults_it_and_stops_it() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("demo");
     let (ok, stdout, stderr) = strata(&[
@@ -152,11 +152,19 @@ fn the_demo_starts_a_node_sweeps_it_and_stops_it() {
         "1",
         "--max-trials",
         "2",
+        "--fault-writes",
+        "500",
     ]);
     assert!(ok, "{stdout}{stderr}");
     assert!(stdout.contains("Breaking point:"), "{stdout}");
+    assert!(stdout.contains("Server: 3 nodes"), "{stdout}");
     assert!(stdout.contains("Report: "), "{stdout}");
-    assert!(stdout.contains("Node stopped."), "{stdout}");
+    assert!(stdout.contains("Fault: SIGKILL"), "{stdout}");
+    assert!(stdout.contains("0 lost, 0 stale"), "{stdout}");
+    assert!(stdout.contains("Fault verdict: PASSED"), "{stdout}");
+    assert!(stdout.contains("Cluster stopped."), "{stdout}");
     assert!(dir.join("report/report.html").is_file());
-    assert!(dir.join("data").is_dir());
+    for n in 1..=3 {
+        assert!(dir.join(format!("cluster/node-{n}")).is_dir());
+    }
 }

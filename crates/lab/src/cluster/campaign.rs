@@ -159,7 +159,10 @@ pub fn run_one(o: &RunOptions, strata: Command) -> Result<RunResult, String> {
     r
 }
 
-fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String> {
+/// Run on a cluster already started (with options `o.plan.prepare`
+/// made): the checked workload, the fault, the figures. The cluster is
+/// left running.
+pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String> {
     let i = o.plan.node;
     if i >= c.len() {
         return Err(format!("no node {} in a cluster of {}", i + 1, c.len()));
