@@ -17,7 +17,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
@@ -217,7 +217,7 @@ impl Peer {
 
     /// Send one request and wait for its answer, at most `timeout`.
     pub async fn call(&self, req: Request, timeout: Duration) -> Result<Response, CallError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
         let conn = tokio::time::timeout(timeout, self.conn())
             .await
             .map_err(|_| CallError::Timeout)??;
@@ -233,7 +233,7 @@ impl Peer {
             conn.pending.lock().remove(&id);
             return Err(CallError::Lost);
         }
-        match tokio::time::timeout_at(deadline.into(), rx).await {
+        match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(Response::Error { transient, message })) => {
                 Err(CallError::Remote { transient, message })
             }
