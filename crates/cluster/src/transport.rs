@@ -259,8 +259,13 @@ impl Peer {
 impl Conn {
     fn kill(&self) {
         self.alive.store(false, Ordering::Release);
-        // Dropping the senders fails the waiting calls with `Lost`.
-        self.pending.lock().clear();
+        // Dropping the senders fails the waiting calls with `Lost`, in
+        // the order they were sent (not the map's, which is random per
+        // process): the calls wake in a fixed order, as a deterministic
+        // simulation needs.
+        let mut waiting: Vec<_> = self.pending.lock().drain().collect();
+        waiting.sort_unstable_by_key(|(id, _)| *id);
+        drop(waiting);
     }
 }
 
