@@ -3,8 +3,9 @@
 //! low 16. `now()` never goes back and always exceeds every timestamp the
 //! node has observed, so a write coordinated after a message from another
 //! node gets a later version than anything that node had stamped, whatever
-//! the two wall clocks say. Owns time for versions; must not be used to
-//! measure durations.
+//! the two wall clocks say. The wall clock itself is injectable
+//! (`WallClock`: the system's by default, simulated time in the turmoil
+//! tests). Owns time for versions; must not be used to measure durations.
 //!
 //! Written by hand rather than with `uhlc`: it is 60 lines, versions must
 //! pack into a u64 next to a node id, a test offset must shift the wall

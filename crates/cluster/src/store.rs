@@ -5,7 +5,9 @@
 //! incoming version with the stored one and keeps only newer writes, so a
 //! late, re-delivered or frozen-then-resumed write can never overwrite a
 //! newer one; then one WAL write and one fsync for the group. Because the
-//! applier is the only writer, compare-then-write needs no lock. Owns the
+//! applier is the only writer, compare-then-write needs no lock. (The
+//! deterministic simulation's inline mode has no thread: each write is
+//! applied on the caller's task as a group of one, under a lock.) Owns the
 //! local apply rule and local reads; must not talk to other nodes.
 
 use std::collections::HashMap;
