@@ -579,7 +579,7 @@ fn run(plan: Plan) -> Report {
     let tmp = tempfile::tempdir().unwrap();
     let sh = Rc::new(Shared {
         dirs: (0..plan.nodes).map(|i| tmp.path().join(name(i))).collect(),
-        clusters: RefCell::new(vec![Weak::new(); plan.nodes]),
+        clusters: RefCell::new((0..plan.nodes).map(|_| Weak::new()).collect()),
         trace: RefCell::new(vec![format!("{plan:?}")]),
         history: RefCell::new(Vec::new()),
         before_reads: RefCell::new(Vec::new()),
