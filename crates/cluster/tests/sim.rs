@@ -346,6 +346,7 @@ struct Shared {
     /// Replicas' stores: before the final reads, and at the end.
     before_reads: RefCell<Stores>,
     at_end: RefCell<Stores>,
+    counts: RefCell<Counts>,
 }
 
 /// Per node, per key: the version its store holds, and the value (none
@@ -523,14 +524,17 @@ fn client_end(sh: &Shared) {
         if let Some(c) = c.upgrade() {
             let s = c.stats();
             let hints: u64 = c.view().members.iter().map(|m| m.hints.delivered).sum();
+            let load =
+                |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            let (repairs, retries) = (load(&s.read_repairs), load(&s.superseded_retries));
             sh.log(format!(
-                "n{i} read_repairs={} superseded_retries={} not_enough={} hints_delivered={hints}",
-                s.read_repairs.load(std::sync::atomic::Ordering::Relaxed),
-                s.superseded_retries
-                    .load(std::sync::atomic::Ordering::Relaxed),
-                s.not_enough_replicas
-                    .load(std::sync::atomic::Ordering::Relaxed),
+                "n{i} read_repairs={repairs} superseded_retries={retries} not_enough={} hints_delivered={hints}",
+                load(&s.not_enough_replicas),
             ));
+            let mut n = sh.counts.borrow_mut();
+            n.hints_delivered += hints;
+            n.read_repairs += repairs;
+            n.superseded_retries += retries;
         }
     }
 }
@@ -573,6 +577,34 @@ fn crash(
 struct Report {
     trace: Vec<String>,
     violations: Vec<String>,
+    counts: Counts,
+}
+
+/// What a run (or a sweep) exercised.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    runs: u64,
+    with_crashes: u64,
+    acked_writes: u64,
+    unacked_writes: u64,
+    reads: u64,
+    /// Over the nodes alive at the end (a restart starts them at zero).
+    hints_delivered: u64,
+    read_repairs: u64,
+    superseded_retries: u64,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.runs += o.runs;
+        self.with_crashes += o.with_crashes;
+        self.acked_writes += o.acked_writes;
+        self.unacked_writes += o.unacked_writes;
+        self.reads += o.reads;
+        self.hints_delivered += o.hints_delivered;
+        self.read_repairs += o.read_repairs;
+        self.superseded_retries += o.superseded_retries;
+    }
 }
 
 fn run(plan: Plan) -> Report {
@@ -584,6 +616,7 @@ fn run(plan: Plan) -> Report {
         history: RefCell::new(Vec::new()),
         before_reads: RefCell::new(Vec::new()),
         at_end: RefCell::new(Vec::new()),
+        counts: RefCell::new(Counts::default()),
         plan,
     });
     let mut sim = turmoil::Builder::new()
@@ -689,7 +722,22 @@ fn run(plan: Plan) -> Report {
         }
     }
     trace.extend(violations.iter().map(|v| format!("violation: {v}")));
-    Report { trace, violations }
+    let mut counts = *sh.counts.borrow();
+    counts.runs = 1;
+    counts.with_crashes = sh.plan.crashes() as u64;
+    for e in sh.history.borrow().iter() {
+        match (e.op, e.acked()) {
+            (Op::Get, true) => counts.reads += 1,
+            (Op::Get, false) => {}
+            (_, true) => counts.acked_writes += 1,
+            (_, false) => counts.unacked_writes += 1,
+        }
+    }
+    Report {
+        trace,
+        violations,
+        counts,
+    }
 }
 
 // ---------------------------------------------------------------- checks
@@ -852,8 +900,10 @@ fn seeds(default: u64) -> Vec<u64> {
 /// Run `seeds`; print every failing seed with its trace.
 fn sweep(seeds: impl IntoIterator<Item = u64>) {
     let mut failed = Vec::new();
+    let mut total = Counts::default();
     for seed in seeds {
         let r = run(Plan::new(seed, false));
+        total.add(&r.counts);
         if !r.violations.is_empty() {
             eprintln!(
                 "seed {seed} failed (replay: STRATA_SIM_SEED={seed} cargo test -p strata-cluster --test sim):"
@@ -864,6 +914,7 @@ fn sweep(seeds: impl IntoIterator<Item = u64>) {
             failed.push(seed);
         }
     }
+    eprintln!("{total:?}");
     assert!(failed.is_empty(), "seeds with violations: {failed:?}");
 }
 
