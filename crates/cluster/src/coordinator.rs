@@ -45,7 +45,7 @@ impl Inner {
     /// Run blocking work on tokio's blocking pool, or on this task in the
     /// simulation's inline mode (`ClusterConfig::inline_io`). `None` if the
     /// blocking task failed.
-    async fn blocking<T: Send + 'static>(
+    pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Option<T> {
@@ -127,6 +127,11 @@ impl Inner {
         replicas: &[usize],
         ack: usize,
     ) -> Replicated {
+        // Stamped longer ago than the tombstone grace period (this
+        // coordinator was frozen): stamp again.
+        if let Some(floor) = self.too_old(&record) {
+            return Replicated::Superseded(floor);
+        }
         // The common single-replica case on this node: no task, no channel.
         if replicas == [self.me] {
             return match self.store.apply(key, record).await {
@@ -219,7 +224,7 @@ impl Inner {
 
     /// One write to a peer; a failure is an error (the caller keeps a
     /// hint).
-    async fn send_write(
+    pub(crate) async fn send_write(
         &self,
         id: u64,
         m: usize,
@@ -227,16 +232,18 @@ impl Inner {
         record: Record,
         op: OpKind,
     ) -> Result<Outcome> {
-        match self
-            .call_peer(id, m, op, Request::Write { key, record })
-            .await?
-        {
+        let req = if op == OpKind::Repair {
+            Request::Repair { key, record }
+        } else {
+            Request::Write { key, record }
+        };
+        match self.call_peer(id, m, op, req).await? {
             Response::Written(o) => Ok(o),
             _ => Err(self.unexpected(m, "write")),
         }
     }
 
-    async fn send_read(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Record>> {
+    pub(crate) async fn send_read(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Record>> {
         match self
             .call_peer(id, m, OpKind::Read, Request::Read { key })
             .await?
@@ -525,7 +532,16 @@ impl Handler for Inner {
     ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
         Box::pin(async move {
             match req {
-                Request::Write { key, record } => match self.store.apply(key, record).await {
+                Request::Write { key, record } => {
+                    if let Some(floor) = self.too_old(&record) {
+                        return Response::Written(Outcome::Superseded(floor));
+                    }
+                    match self.store.apply(key, record).await {
+                        Ok(o) => Response::Written(o),
+                        Err(e) => error(e),
+                    }
+                }
+                Request::Repair { key, record } => match self.store.apply(key, record).await {
                     Ok(o) => Response::Written(o),
                     Err(e) => error(e),
                 },

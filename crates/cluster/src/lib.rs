@@ -3,7 +3,8 @@
 //! rendezvous hashing (`placement`), versions from a hybrid logical clock
 //! (`hlc`, `record`), the local replica (`store`), the coordinator of
 //! quorum reads and writes with read repair (`coordinator`), hinted handoff
-//! (`hints`), merged cluster-wide ranges (`scan`), and internal traffic
+//! (`hints`), tombstones dropped once every replica agrees (`reaper`),
+//! merged cluster-wide ranges (`scan`), and internal traffic
 //! (`wire`, `transport`, `auth`). A node without peers is a cluster of one
 //! and takes the same path. Must not know about HTTP: the node hands it
 //! upgraded connections and a `Dialer`.
@@ -14,6 +15,7 @@ pub mod hints;
 pub mod hlc;
 pub mod membership;
 pub mod placement;
+mod reaper;
 pub mod record;
 pub mod scan;
 pub mod store;
@@ -33,6 +35,7 @@ pub use auth::Secret;
 pub use hints::{HintsConfig, PeerHints};
 pub use hlc::WallClock;
 pub use membership::State;
+pub use reaper::{ReaperConfig, ReaperStats};
 pub use store::Outcome;
 pub use transport::{BoxStream, DialFuture, Dialer, TransportConfig};
 
@@ -171,6 +174,8 @@ pub struct ClusterConfig {
     pub hints_dir: PathBuf,
     /// Engine options for the hint store.
     pub hints_engine: strata_engine::Options,
+    /// When tombstones may be dropped.
+    pub reaper: ReaperConfig,
     /// The wall clock behind versions and hint ages (default: the
     /// system's). A deterministic simulation passes its simulated time.
     pub wall_clock: WallClock,
@@ -200,6 +205,7 @@ impl Default for ClusterConfig {
             unsafe_wall_clock: false,
             hints_dir: PathBuf::from("strata-data/hints"),
             hints_engine: Default::default(),
+            reaper: ReaperConfig::default(),
             wall_clock: WallClock::system(),
             inline_io: false,
         }
@@ -252,6 +258,7 @@ pub(crate) struct Inner {
     hints: Option<Arc<Hints>>,
     hint_writer: Option<hints::HintWriter>,
     stats: Stats,
+    reaper_stats: ReaperStats,
     observer: Option<Arc<dyn Observer>>,
     rf: usize,
     closed: AtomicBool,
@@ -304,6 +311,20 @@ impl Cluster {
         if rf < 1 || rf > size {
             return Err(format!(
                 "replication factor {rf} must be between 1 and the cluster's {size} member(s)"
+            ));
+        }
+        if cfg.reaper.grace.as_millis() <= u128::from(cfg.hints.max_age_ms) {
+            return Err(format!(
+                "the tombstone grace period ({} ms) must exceed the hints' maximum age ({} ms): a hint delivered after a tombstone is dropped could bring a deleted key back",
+                cfg.reaper.grace.as_millis(),
+                cfg.hints.max_age_ms
+            ));
+        }
+        if cfg.reaper.interval < cfg.timeout {
+            return Err(format!(
+                "the tombstone reaper's interval ({} ms) must be at least the replica timeout ({} ms): a read repair still in flight must not outlive a pass",
+                cfg.reaper.interval.as_millis(),
+                cfg.timeout.as_millis()
             ));
         }
         let hlc = Arc::new(Hlc::with_clock(
@@ -384,6 +405,7 @@ impl Cluster {
                 hints,
                 hint_writer,
                 stats: Stats::default(),
+                reaper_stats: ReaperStats::default(),
                 observer,
                 rf,
                 closed: AtomicBool::new(false),
@@ -391,8 +413,11 @@ impl Cluster {
         })
     }
 
-    /// Start heartbeats and hint delivery (inside a tokio runtime).
+    /// Start heartbeats, hint delivery and the tombstone reaper (inside a
+    /// tokio runtime).
     pub fn start(&self) {
+        let inner = self.inner.clone();
+        tokio::spawn(async move { inner.reaper_loop().await });
         for (i, p) in self.inner.peers.iter().enumerate() {
             if p.is_some() {
                 let inner = self.inner.clone();
@@ -418,6 +443,10 @@ impl Cluster {
 
     pub fn stats(&self) -> &Stats {
         &self.inner.stats
+    }
+
+    pub fn reaper_stats(&self) -> &ReaperStats {
+        &self.inner.reaper_stats
     }
 
     pub fn hlc(&self) -> &Hlc {

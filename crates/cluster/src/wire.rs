@@ -26,6 +26,7 @@ const WRITE: u8 = 1;
 const READ: u8 = 2;
 const PING: u8 = 3;
 const SCAN: u8 = 4;
+const REPAIR: u8 = 5;
 const WRITTEN: u8 = 0x81;
 const READ_ANSWER: u8 = 0x82;
 const PONG: u8 = 0x83;
@@ -34,7 +35,15 @@ const ERROR: u8 = 0xFF;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
+    /// A fresh write (or a hint): refused as too old when stamped longer
+    /// ago than the tombstone grace period.
     Write {
+        key: Bytes,
+        record: Record,
+    },
+    /// A read repair: the newest version some replica holds, whatever
+    /// its age.
+    Repair {
         key: Bytes,
         record: Record,
     },
@@ -125,8 +134,13 @@ fn get_record(b: &mut Bytes) -> Result<Record, BadFrame> {
 
 pub fn encode_request(out: &mut BytesMut, id: u64, hlc: u64, req: &Request) {
     match req {
-        Request::Write { key, record } => {
-            let at = begin(out, id, WRITE, hlc);
+        Request::Write { key, record } | Request::Repair { key, record } => {
+            let kind = if matches!(req, Request::Write { .. }) {
+                WRITE
+            } else {
+                REPAIR
+            };
+            let at = begin(out, id, kind, hlc);
             put_bytes(out, key);
             put_record(out, record);
             finish(out, at);
@@ -230,10 +244,14 @@ pub fn split_frame(buf: &mut BytesMut) -> Result<Option<(u64, u8, u64, Bytes)>, 
 
 pub fn decode_request(kind: u8, mut b: Bytes) -> Result<Request, BadFrame> {
     let r = match kind {
-        WRITE => {
+        WRITE | REPAIR => {
             let key = get_bytes(&mut b)?;
             let record = get_record(&mut b)?;
-            Request::Write { key, record }
+            if kind == WRITE {
+                Request::Write { key, record }
+            } else {
+                Request::Repair { key, record }
+            }
         }
         READ => Request::Read {
             key: get_bytes(&mut b)?,
@@ -341,6 +359,10 @@ mod tests {
             },
             Request::Write {
                 key: Bytes::from_static(b""),
+                record: rec(None),
+            },
+            Request::Repair {
+                key: Bytes::from_static(b"r"),
                 record: rec(None),
             },
             Request::Read {

@@ -126,7 +126,7 @@ pub fn run(
         return Err("--start-rate, --duration and --steps must be positive".into());
     }
     let t = &a.target;
-    let target = t.target()?;
+    let target = t.single_node("strata calibrate")?;
     let workload = t.workload()?;
     t.maybe_preload(&target, &workload)?;
     let url = t.url.trim_end_matches('/').to_string();

@@ -4,8 +4,10 @@
 //! schedule, and its latency runs from that time, so a stalled server
 //! cannot hide its stall) or closed loop (clients that send, wait, think).
 //! Every second each thread hands its interval histograms to the caller's
-//! thread, which merges them into the run's timeline. Owns pacing, timing
-//! and recording; must not format reports or know the node's internals.
+//! thread, which merges them into the run's timeline. With several nodes,
+//! each connection (or client) talks to the one `nodes` chose for it and
+//! its requests are counted per node. Owns pacing, timing and recording;
+//! must not format reports or know the node's internals.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -17,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::client::{Conn, Target};
+use crate::client::Conn;
+use crate::nodes::Nodes;
 use crate::schedule::{Arrivals, Schedule};
 use crate::workload::{Generator, KeyCounter, Op, Workload};
 
@@ -65,7 +68,8 @@ pub enum Pace {
 /// One run of the driver.
 #[derive(Clone)]
 pub struct Plan {
-    pub target: Target,
+    /// The nodes; each connection or client picks one (seeded by `seed`).
+    pub nodes: Nodes,
     pub pace: Pace,
     /// Generator threads (each one core at most).
     pub threads: usize,
@@ -107,6 +111,16 @@ pub struct OpTotals {
     pub hist: Histogram<u64>,
 }
 
+/// Per node over the run, in the order the nodes were given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeTotals {
+    /// Connections (open loop) or clients (closed loop) that chose it.
+    pub connections: u64,
+    pub requests: u64,
+    /// Connection errors and 5xx answers.
+    pub errors: u64,
+}
+
 /// A second's summary for the timeline.
 #[derive(Clone, Debug)]
 pub struct SecondStats {
@@ -139,6 +153,8 @@ pub struct Outcome {
     pub distinct_keys: u64,
     /// False when `distinct_keys` is an estimate (an unbounded key space).
     pub distinct_exact: bool,
+    /// One per node of the plan (counted requests only).
+    pub per_node: Vec<NodeTotals>,
 }
 
 impl Outcome {
@@ -174,6 +190,10 @@ struct ThreadTotals {
     late: u64,
     max_lag: Duration,
     last_answer: Option<Instant>,
+    /// Counted requests and errors per node (grown to the highest node
+    /// index seen).
+    node_requests: Vec<u64>,
+    node_errors: Vec<u64>,
 }
 
 enum Msg {
@@ -196,10 +216,15 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn record(&mut self, op: usize, status: Option<u16>, since: Instant) {
+    fn record(&mut self, node: usize, op: usize, status: Option<u16>, since: Instant) {
         let now = Instant::now();
         self.totals.last_answer = Some(now);
         self.totals.op_requests[op] += 1;
+        if self.totals.node_requests.len() <= node {
+            self.totals.node_requests.resize(node + 1, 0);
+            self.totals.node_errors.resize(node + 1, 0);
+        }
+        self.totals.node_requests[node] += 1;
         self.interval.requests += 1;
         let failed = match status {
             Some(code) => {
@@ -213,6 +238,7 @@ impl Recorder {
         };
         if failed {
             self.totals.op_errors[op] += 1;
+            self.totals.node_errors[node] += 1;
             self.interval.errors += 1;
         }
         // Failed answers have latencies too (a 503 at once is fast), timed
@@ -264,6 +290,8 @@ impl Values {
 
 /// What one connection (open loop) or client (closed loop) owns.
 struct Worker {
+    /// The node `conn` talks to (an index into the plan's nodes).
+    node: usize,
     conn: Conn,
     gen: Box<dyn Generator>,
     path: String,
@@ -385,7 +413,7 @@ async fn open_loop(mut w: Worker, pacer: Rc<tokio::sync::Mutex<Pacer>>, ctx: Rc<
         if counted {
             let mut r = ctx.rec.borrow_mut();
             r.late(now.saturating_duration_since(intended));
-            r.record(op_index(&next.op), status, intended);
+            r.record(w.node, op_index(&next.op), status, intended);
             if let Some(k) = next.key_index {
                 ctx.keys.touch(k);
             }
@@ -406,7 +434,7 @@ async fn closed_loop(mut w: Worker, think: Duration, ctx: Rc<ThreadCtx>) {
         if sent >= ctx.clock.counted_start {
             ctx.rec
                 .borrow_mut()
-                .record(op_index(&next.op), status, sent);
+                .record(w.node, op_index(&next.op), status, sent);
             if let Some(k) = next.key_index {
                 ctx.keys.touch(k);
             }
@@ -464,11 +492,15 @@ fn thread_main(
             sent,
         });
         let values = Rc::new(Values(RefCell::new(Rc::from(vec![b'v'; 4096]))));
-        let worker = |index: usize| Worker {
-            conn: Conn::new(plan.target.clone()),
-            gen: plan.workload.generator(index, plan.seed),
-            path: String::with_capacity(128),
-            values: values.clone(),
+        let worker = |index: usize| {
+            let node = plan.nodes.choose(plan.seed, index);
+            Worker {
+                node,
+                conn: Conn::new(plan.nodes.targets[node].clone()),
+                gen: plan.workload.generator(index, plan.seed),
+                path: String::with_capacity(128),
+                values: values.clone(),
+            }
         };
         let tick = tokio::task::spawn_local(ticker(ctx.clone(), thread, tx.clone()));
         let mut tasks = Vec::new();
@@ -634,6 +666,9 @@ pub fn run(
     if plan.duration.is_zero() {
         return Err("the duration must be positive".into());
     }
+    if plan.nodes.is_empty() {
+        return Err("no node to send to".into());
+    }
     let threads = threads.min(workers);
     let plan = Plan {
         threads,
@@ -702,6 +737,8 @@ pub fn run(
                 totals.late += t.late;
                 totals.max_lag = totals.max_lag.max(t.max_lag);
                 totals.last_answer = totals.last_answer.max(t.last_answer);
+                add_into(&mut totals.node_requests, &t.node_requests);
+                add_into(&mut totals.node_errors, &t.node_errors);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -755,6 +792,17 @@ pub fn run(
         .map(|t| t.saturating_duration_since(counted_start))
         .unwrap_or_default()
         .max(plan.duration);
+    let per_node = plan
+        .nodes
+        .spread(plan.seed, workers)
+        .into_iter()
+        .enumerate()
+        .map(|(i, connections)| NodeTotals {
+            connections,
+            requests: totals.node_requests.get(i).copied().unwrap_or(0),
+            errors: totals.node_errors.get(i).copied().unwrap_or(0),
+        })
+        .collect();
     Ok(Outcome {
         counted,
         errors: totals.op_errors[..FAILED].iter().sum(),
@@ -768,7 +816,18 @@ pub fn run(
         timeline: col.finished,
         distinct_keys: keys.count(),
         distinct_exact: keys.exact(),
+        per_node,
     })
+}
+
+/// Add `from` into `into` element by element, growing `into` as needed.
+fn add_into(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        *a += b;
+    }
 }
 
 #[cfg(test)]
@@ -783,9 +842,9 @@ mod tests {
             totals: ThreadTotals::default(),
         };
         let t = Instant::now();
-        r.record(1, Some(201), t);
-        r.record(1, Some(503), t);
-        r.record(1, None, t);
+        r.record(0, 1, Some(201), t);
+        r.record(1, 1, Some(503), t);
+        r.record(1, 1, None, t);
         let (_, i) = r.rotate();
         assert_eq!(i.per_op[1].as_ref().unwrap().len(), 1, "one put served");
         assert_eq!(i.per_op[FAILED].as_ref().unwrap().len(), 1, "one 503 timed");
@@ -793,6 +852,8 @@ mod tests {
         assert_eq!(r.totals.op_requests[1], 3);
         assert_eq!(r.totals.op_errors[1], 2);
         assert_eq!(r.totals.conn_errors, 1);
+        assert_eq!(r.totals.node_requests, vec![1, 2]);
+        assert_eq!(r.totals.node_errors, vec![0, 2]);
     }
 
     #[test]

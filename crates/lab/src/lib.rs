@@ -1,9 +1,9 @@
 //! Strata's lab: load generation that measures what a user would see.
 //! `load` runs the driver once (open loop at a constant or Poisson rate,
 //! latency from each request's intended send time, or closed-loop
-//! clients); `sweep` finds the breaking point; `report` writes what they
-//! found. Must not know the node's internals: it speaks HTTP and reads
-//! `/metrics` only.
+//! clients) against one node or several (`nodes`); `sweep` finds the
+//! breaking point; `report` writes what they found. Must not know the
+//! node's internals: it speaks HTTP and reads `/metrics` only.
 
 pub mod calibrate;
 pub mod check;
@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod demo;
 pub mod driver;
 pub mod load;
+pub mod nodes;
 pub mod preload;
 pub mod report;
 pub mod schedule;

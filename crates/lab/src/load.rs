@@ -1,6 +1,7 @@
-//! `strata load URL`: one run of the driver (open loop at a constant or
-//! Poisson rate, or closed-loop clients) with a live progress line, a
-//! wrk2-style summary, the server's metrics sampled on the same time axis,
+//! `strata load URL[,URL...]`: one run of the driver (open loop at a
+//! constant or Poisson rate, or closed-loop clients) against one node or
+//! several, with a live progress line, a wrk2-style summary (per node when
+//! there are several), every node's metrics sampled on the same time axis,
 //! and a report directory. Also the pieces a sweep shares: the target and
 //! workload arguments and turning a driver outcome into a report trial.
 //! Owns the command's behaviour; must not pace or time requests itself.
@@ -9,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::client::Target;
 use crate::driver::{self, Outcome, Pace, Plan};
-use crate::report::model::{self, Percentiles, Report, RunKind, ServerSample, Trial};
+use crate::nodes::Nodes;
+use crate::report::model::{self, NodeSummary, Percentiles, Report, RunKind, ServerSample, Trial};
 use crate::schedule::Arrivals;
 use crate::scrape::{Sampler, Scrapes};
 use crate::workload::Workload;
@@ -19,7 +20,10 @@ use crate::workload::Workload;
 /// Arguments shared by `load` and `sweep`: where, what, how.
 #[derive(clap::Args, Clone, Debug)]
 pub struct TargetArgs {
-    /// Base URL of the node, e.g. http://127.0.0.1:8080
+    /// Base URL of the node, e.g. http://127.0.0.1:8080, or several
+    /// nodes' URLs comma-separated (load and sweep): each connection talks
+    /// to one, chosen from its own stream seeded by --seed and its index.
+    #[arg(value_name = "URL[,URL...]")]
     pub url: String,
     /// A built-in workload (put, get, ...; see docs/workloads.md) or a
     /// workload TOML file.
@@ -40,7 +44,8 @@ pub struct TargetArgs {
     /// Open loop: constant or poisson arrivals.
     #[arg(long, default_value = "constant", value_parser = ["constant", "poisson"])]
     pub arrivals: String,
-    /// Seed of the key streams; each connection derives its own from it.
+    /// Seed of the key streams and of the connections' choice of node;
+    /// each connection derives its own from it.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Seconds of warm-up: requests sent on schedule but not counted.
@@ -49,7 +54,8 @@ pub struct TargetArgs {
     /// Report directory (default: strata-reports/KIND-TIMESTAMP).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// First write every key the workload reads (YCSB's load phase).
+    /// First write every key the workload reads (YCSB's load phase),
+    /// through every node given.
     #[arg(long)]
     pub preload: bool,
     /// Print the report as JSON on stdout instead of the text summary.
@@ -61,8 +67,21 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    pub fn target(&self) -> Result<Target, String> {
-        Target::parse(&self.url)
+    /// The nodes of the URL argument, validated.
+    pub fn nodes(&self) -> Result<Nodes, String> {
+        Nodes::parse(&self.url)
+    }
+
+    /// The one node of a command that models a single node (`calibrate`).
+    pub fn single_node(&self, command: &str) -> Result<Nodes, String> {
+        let n = self.nodes()?;
+        if n.len() > 1 {
+            return Err(format!(
+                "{command} works on one node: give one URL ({} given)",
+                n.len()
+            ));
+        }
+        Ok(n)
     }
 
     pub fn workload(&self) -> Result<Arc<Workload>, String> {
@@ -74,29 +93,39 @@ impl TargetArgs {
         Ok(Arc::new(w))
     }
 
-    /// Run the preload phase if asked; says what it did on stderr.
-    pub fn maybe_preload(&self, target: &Target, w: &Workload) -> Result<(), String> {
-        if self.preload {
+    /// Run the preload phase if asked, through every node (separate nodes
+    /// each need the keys; a cluster takes the same writes again); says
+    /// what it did on stderr.
+    pub fn maybe_preload(&self, nodes: &Nodes, w: &Workload) -> Result<(), String> {
+        if !self.preload {
+            return Ok(());
+        }
+        for (url, target) in nodes.urls.iter().zip(&nodes.targets) {
             let (n, took) = crate::preload::preload(target, w, self.connections.min(64))?;
-            if n > 0 {
+            if n > 0 && nodes.len() == 1 {
                 eprintln!("Preloaded {n} keys in {:.1}s", took.as_secs_f64());
+            } else if n > 0 {
+                eprintln!(
+                    "Preloaded {n} keys in {:.1}s through {url}",
+                    took.as_secs_f64()
+                );
             }
         }
         Ok(())
     }
 
     /// A trial of `pace` for `duration` seconds after this target's
-    /// warm-up, its keys drawn from `seed`.
+    /// warm-up, its keys (and each connection's node) drawn from `seed`.
     pub fn plan(
         &self,
-        target: &Target,
+        nodes: &Nodes,
         workload: &Arc<Workload>,
         pace: Pace,
         duration: f64,
         seed: u64,
     ) -> Plan {
         Plan {
-            target: target.clone(),
+            nodes: nodes.clone(),
             pace,
             threads: self.threads.max(1),
             warmup: Duration::from_secs_f64(self.warmup),
@@ -169,7 +198,7 @@ pub struct LoadArgs {
 pub struct LoadRun {
     pub outcome: Outcome,
     pub report: Report,
-    /// The target's `/metrics` before and after the run.
+    /// The nodes' `/metrics` before and after the run.
     pub scrapes: Scrapes,
 }
 
@@ -218,8 +247,9 @@ impl Progress {
     }
 }
 
-/// Run one trial of `plan`, sampling `/metrics` meanwhile unless a sampler
-/// runs already (`origin` is the run's time zero for the report's axes).
+/// Run one trial of `plan`, with the samples `sampler` (of the plan's
+/// nodes) takes meanwhile (`origin` is the run's time zero for the
+/// report's axes).
 pub fn run_trial(
     plan: &Plan,
     origin: Instant,
@@ -233,26 +263,63 @@ pub fn run_trial(
     progress.finish();
     let started_s = started.duration_since(origin).as_secs_f64() + plan.warmup.as_secs_f64();
     let end_s = started_s + outcome.elapsed.as_secs_f64();
-    let server: Vec<ServerSample> = sampler
-        .snapshot()
-        .into_iter()
-        .filter(|s| s.t_s > started_s && s.t_s <= end_s + 0.5)
-        .collect();
-    let trial = to_trial(plan, &outcome, started_s, server);
+    let during = |v: Vec<ServerSample>| -> Vec<ServerSample> {
+        v.into_iter()
+            .filter(|s| s.t_s > started_s && s.t_s <= end_s + 0.5)
+            .collect()
+    };
+    let server = during(sampler.snapshot());
+    let per_node = sampler.snapshot_nodes().into_iter().map(during).collect();
+    let trial = to_trial(plan, &outcome, started_s, server, per_node);
     Ok((outcome, trial))
 }
 
-/// The report's view of one outcome.
-pub fn to_trial(plan: &Plan, o: &Outcome, started_s: f64, server: Vec<ServerSample>) -> Trial {
-    let (offered_rate, clients) = match plan.pace {
-        Pace::Open { rate, .. } => (Some(rate), None),
-        Pace::Closed { clients, .. } => (None, Some(clients)),
-    };
+/// Mean CPU (cores) and maximum RSS (bytes) over some samples.
+fn cpu_and_rss(server: &[ServerSample]) -> (Option<f64>, Option<f64>) {
     let cpu: Vec<f64> = server.iter().filter_map(|s| s.cpu_cores).collect();
     let rss = server
         .iter()
         .filter_map(|s| s.rss_bytes)
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let mean = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
+    (mean, rss)
+}
+
+/// The report's view of one outcome: `server` holds the samples summed
+/// over the nodes, `node_server` each node's own (in the plan's order).
+pub fn to_trial(
+    plan: &Plan,
+    o: &Outcome,
+    started_s: f64,
+    server: Vec<ServerSample>,
+    mut node_server: Vec<Vec<ServerSample>>,
+) -> Trial {
+    let (offered_rate, clients) = match plan.pace {
+        Pace::Open { rate, .. } => (Some(rate), None),
+        Pace::Closed { clients, .. } => (None, Some(clients)),
+    };
+    let (cpu, rss) = cpu_and_rss(&server);
+    node_server.resize(plan.nodes.len(), Vec::new());
+    let per_node = plan
+        .nodes
+        .urls
+        .iter()
+        .zip(node_server)
+        .enumerate()
+        .map(|(i, (url, samples))| {
+            let totals = o.per_node.get(i).copied().unwrap_or_default();
+            let (cpu, rss) = cpu_and_rss(&samples);
+            NodeSummary {
+                url: url.clone(),
+                connections: totals.connections,
+                requests: totals.requests,
+                errors: totals.errors,
+                server: samples,
+                server_cpu_cores: cpu,
+                server_rss_bytes: rss,
+            }
+        })
+        .collect();
     Trial {
         offered_rate,
         clients,
@@ -290,9 +357,10 @@ pub fn to_trial(plan: &Plan, o: &Outcome, started_s: f64, server: Vec<ServerSamp
         late_sends: o.late,
         max_lag_ms: o.max_lag.as_secs_f64() * 1000.0,
         distinct_keys: Some(o.distinct_keys),
-        server_cpu_cores: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        server_cpu_cores: cpu,
         server_rss_bytes: rss,
         server,
+        per_node,
     }
 }
 
@@ -313,22 +381,17 @@ impl LoadArgs {
                 None => self.rate,
             })
         };
-        Ok(t.plan(&t.target()?, &t.workload()?, pace, self.duration, t.seed))
+        Ok(t.plan(&t.nodes()?, &t.workload()?, pace, self.duration, t.seed))
     }
 }
 
 /// Run the load and build its report (nothing is written or printed).
 pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
     let plan = a.plan()?;
-    a.target.maybe_preload(&plan.target, &plan.workload)?;
+    a.target.maybe_preload(&plan.nodes, &plan.workload)?;
     let origin = Instant::now();
     let started_at = rfc3339(SystemTime::now());
-    let sampler = Sampler::start(
-        plan.target.addr,
-        plan.target.host.clone(),
-        origin,
-        Duration::from_secs(1),
-    );
+    let sampler = Sampler::start(&plan.nodes.targets, origin, Duration::from_secs(1));
     let progress = Progress::new(a.target.quiet || a.target.json);
     let mut hdr = match &a.hdr {
         Some(p) => Some(
@@ -392,7 +455,7 @@ pub fn main(a: &LoadArgs) -> Result<(), String> {
             serde_json::to_string_pretty(&r.report).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", summary(&r.report.trials[0], &r.outcome));
+        print!("{}", summary(r.trial(), &r.outcome));
         println!("  Report: {}", dir.join("report.html").display());
     }
     Ok(())
@@ -466,9 +529,44 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
     );
     if let (Some(cpu), Some(rss)) = (t.server_cpu_cores, t.server_rss_bytes) {
         s += &format!(
-            "  Server: {cpu:.2} cores of CPU on average, {:.0} MiB resident at most\n",
+            "  Server{}: {cpu:.2} cores of CPU on average, {:.0} MiB resident at most\n",
+            if t.per_node.len() > 1 {
+                " (all nodes together)"
+            } else {
+                ""
+            },
             rss / (1024.0 * 1024.0)
         );
+    }
+    if t.per_node.len() > 1 {
+        s += &per_node_lines(t);
+    }
+    s
+}
+
+/// The spread over several nodes, one line per node: connections that
+/// chose it, its share of the requests, errors, its CPU and memory.
+pub fn per_node_lines(t: &Trial) -> String {
+    let total = t.per_node.iter().map(|n| n.requests).sum::<u64>().max(1);
+    let width = t.per_node.iter().map(|n| n.url.len()).max().unwrap_or(0);
+    let mut s =
+        String::from("  Per node (each connection chose its node from --seed and its index):\n");
+    for n in &t.per_node {
+        s += &format!(
+            "    {:<width$}  {:>4} conns  {:>9} requests ({:>5.1}%)  {:>7} errors",
+            n.url,
+            n.connections,
+            n.requests,
+            100.0 * n.requests as f64 / total as f64,
+            n.errors,
+        );
+        if let Some(cpu) = n.server_cpu_cores {
+            s += &format!("  cpu {cpu:.2}");
+        }
+        if let Some(rss) = n.server_rss_bytes {
+            s += &format!("  rss {:.0} MiB", rss / (1024.0 * 1024.0));
+        }
+        s += "\n";
     }
     s
 }

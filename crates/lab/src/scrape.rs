@@ -1,8 +1,10 @@
-//! The server's side of a run on the same time axis: a thread that reads
-//! the target's Prometheus `/metrics` every second and turns the counters
-//! it cares about (CPU, memory, admission, flushes, compactions, stalls)
-//! into per-interval samples. Owns the scraping and the text parsing; must
-//! not judge the numbers (the verdict does).
+//! The server's side of a run on the same time axis: one thread per node
+//! that reads its Prometheus `/metrics` every second (one scrape per node
+//! per interval, each with a timeout; all nodes on the same ticks) and
+//! turns the counters it cares about (CPU, memory, admission, flushes,
+//! compactions, stalls) into per-interval samples, per node and summed over
+//! the nodes. Owns the scraping and the text parsing; must not judge the
+//! numbers (the verdict does).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -12,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::client::Target;
 use crate::report::model::ServerSample;
 
 /// Sum of every sample of each metric name (labels ignored), from the
@@ -139,79 +142,183 @@ fn sample(
 /// The first and the last `/metrics` text a sampler read, as served: the
 /// node's state before and after the run, kept with the report so that
 /// `strata sim --from-report` can model the node from their difference.
+/// With several nodes these are the first node's, and `more` holds the
+/// others', in the order given.
 #[derive(Clone, Debug, Default)]
 pub struct Scrapes {
     pub first: Option<String>,
     pub last: Option<String>,
+    pub more: Vec<Scrapes>,
 }
 
-/// A running sampler; `stop` returns the first and last texts it read.
+/// A scrape longer than this is given up (the node then has no sample at
+/// that tick).
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One node's samples, each with the tick it was taken at.
+type Ticked = Vec<(u64, ServerSample)>;
+
+/// A running sampler of one or more nodes; `stop` returns the first and
+/// last texts it read from each.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    samples: Arc<Mutex<Vec<ServerSample>>>,
-    texts: Arc<Mutex<Scrapes>>,
-    handle: Option<JoinHandle<()>>,
+    samples: Vec<Arc<Mutex<Ticked>>>,
+    texts: Vec<Arc<Mutex<Scrapes>>>,
+    handles: Vec<JoinHandle<()>>,
 }
 
 impl Sampler {
-    /// Start sampling `addr`'s `/metrics` every `every`, with times
-    /// relative to `origin`. If the target has no `/metrics`, the sampler
-    /// quietly gathers nothing.
-    pub fn start(addr: SocketAddr, host: String, origin: Instant, every: Duration) -> Sampler {
+    /// Start sampling each node's `/metrics` every `every`, with times
+    /// relative to `origin`: one thread per node, all on the same ticks,
+    /// each scrape bounded by `SCRAPE_TIMEOUT`. A node without `/metrics`
+    /// quietly gives nothing.
+    pub fn start(nodes: &[Target], origin: Instant, every: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
-        let samples = Arc::new(Mutex::new(Vec::new()));
-        let texts = Arc::new(Mutex::new(Scrapes::default()));
-        let (st, sa, tx) = (stop.clone(), samples.clone(), texts.clone());
-        let handle = std::thread::Builder::new()
-            .name("strata-scrape".into())
-            .spawn(move || {
-                let mut prev: Option<(Instant, HashMap<String, f64>)> = None;
-                let mut next = Instant::now();
-                while !st.load(Ordering::Acquire) {
-                    let now = Instant::now();
-                    if let Ok(text) = http_get(addr, &host, "/metrics", Duration::from_secs(2)) {
-                        let m = parse_metrics(&text);
-                        if !m.is_empty() {
-                            let mut t = tx.lock().unwrap();
-                            if t.first.is_none() {
-                                t.first = Some(text.clone());
-                            }
-                            t.last = Some(text);
-                        }
-                        let t_s = now.saturating_duration_since(origin).as_secs_f64()
-                            - origin.saturating_duration_since(now).as_secs_f64();
-                        if prev.is_some() {
-                            sa.lock().unwrap().push(sample(prev.as_ref(), now, &m, t_s));
-                        }
-                        prev = Some((now, m));
-                    }
-                    next += every;
-                    while Instant::now() < next && !st.load(Ordering::Acquire) {
-                        std::thread::sleep(Duration::from_millis(20).min(every));
-                    }
-                }
-            })
-            .ok();
-        Sampler {
-            stop,
-            samples,
-            texts,
-            handle,
+        let first_tick = Instant::now();
+        let mut s = Sampler {
+            stop: stop.clone(),
+            samples: Vec::new(),
+            texts: Vec::new(),
+            handles: Vec::new(),
+        };
+        for (i, node) in nodes.iter().enumerate() {
+            let samples = Arc::new(Mutex::new(Vec::new()));
+            let texts = Arc::new(Mutex::new(Scrapes::default()));
+            let (st, sa, tx) = (stop.clone(), samples.clone(), texts.clone());
+            let (addr, host) = (node.addr, node.host.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("strata-scrape-{i}"))
+                .spawn(move || scrape_loop(addr, &host, origin, first_tick, every, &st, &sa, &tx));
+            if let Ok(h) = spawned {
+                s.handles.push(h);
+            }
+            s.samples.push(samples);
+            s.texts.push(texts);
         }
+        s
     }
 
-    /// Samples so far.
+    /// Samples so far, summed over the nodes tick by tick (for one node,
+    /// its own samples).
     pub fn snapshot(&self) -> Vec<ServerSample> {
-        self.samples.lock().unwrap().clone()
+        combine(&self.snapshot_ticked())
     }
 
-    /// Stop sampling; the first and last texts read.
+    /// Samples so far, per node in the order given.
+    pub fn snapshot_nodes(&self) -> Vec<Vec<ServerSample>> {
+        self.snapshot_ticked()
+            .into_iter()
+            .map(|v| v.into_iter().map(|(_, s)| s).collect())
+            .collect()
+    }
+
+    fn snapshot_ticked(&self) -> Vec<Ticked> {
+        self.samples
+            .iter()
+            .map(|s| s.lock().unwrap().clone())
+            .collect()
+    }
+
+    /// Stop sampling; the first and last texts read (the first node's,
+    /// the others' in `more`).
     pub fn stop(mut self) -> Scrapes {
         self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
+        for h in self.handles.drain(..) {
             let _ = h.join();
         }
-        std::mem::take(&mut *self.texts.lock().unwrap())
+        let mut all = self
+            .texts
+            .iter()
+            .map(|t| std::mem::take(&mut *t.lock().unwrap()));
+        let mut out = all.next().unwrap_or_default();
+        out.more = all.collect();
+        out
+    }
+}
+
+/// One node's sampling thread: scrape at every tick until told to stop.
+#[allow(clippy::too_many_arguments)]
+fn scrape_loop(
+    addr: SocketAddr,
+    host: &str,
+    origin: Instant,
+    first_tick: Instant,
+    every: Duration,
+    stop: &AtomicBool,
+    samples: &Mutex<Ticked>,
+    texts: &Mutex<Scrapes>,
+) {
+    let mut prev: Option<(Instant, HashMap<String, f64>)> = None;
+    let mut next = first_tick;
+    let mut tick = 0u64;
+    while !stop.load(Ordering::Acquire) {
+        let now = Instant::now();
+        if let Ok(text) = http_get(addr, host, "/metrics", SCRAPE_TIMEOUT) {
+            let m = parse_metrics(&text);
+            if !m.is_empty() {
+                let mut t = texts.lock().unwrap();
+                if t.first.is_none() {
+                    t.first = Some(text.clone());
+                }
+                t.last = Some(text);
+            }
+            let t_s = now.saturating_duration_since(origin).as_secs_f64()
+                - origin.saturating_duration_since(now).as_secs_f64();
+            if prev.is_some() {
+                let s = sample(prev.as_ref(), now, &m, t_s);
+                samples.lock().unwrap().push((tick, s));
+            }
+            prev = Some((now, m));
+        }
+        // The next tick not yet passed: a slow scrape skips ticks rather
+        // than scraping twice in a row.
+        next += every;
+        tick += 1;
+        while next + every <= Instant::now() {
+            next += every;
+            tick += 1;
+        }
+        while Instant::now() < next && !stop.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(20).min(every));
+        }
+    }
+}
+
+/// Samples of several nodes summed tick by tick, over the nodes that
+/// answered at that tick: CPU, memory, admission gauges and counter deltas
+/// are all additive across nodes. The time is the earliest of the tick's.
+fn combine(nodes: &[Ticked]) -> Vec<ServerSample> {
+    if let [one] = nodes {
+        return one.iter().map(|(_, s)| *s).collect();
+    }
+    let mut by_tick: std::collections::BTreeMap<u64, ServerSample> = Default::default();
+    for (tick, s) in nodes.iter().flatten() {
+        by_tick
+            .entry(*tick)
+            .and_modify(|acc| *acc = add(acc, s))
+            .or_insert(*s);
+    }
+    by_tick.into_values().collect()
+}
+
+fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
+    let sum = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, y) => x.or(y),
+    };
+    ServerSample {
+        t_s: a.t_s.min(b.t_s),
+        cpu_cores: sum(a.cpu_cores, b.cpu_cores),
+        rss_bytes: sum(a.rss_bytes, b.rss_bytes),
+        in_service: sum(a.in_service, b.in_service),
+        waiting: sum(a.waiting, b.waiting),
+        limit: sum(a.limit, b.limit),
+        admitted_at_once: sum(a.admitted_at_once, b.admitted_at_once),
+        admitted_after_wait: sum(a.admitted_after_wait, b.admitted_after_wait),
+        refused: sum(a.refused, b.refused),
+        flushes: sum(a.flushes, b.flushes),
+        compactions: sum(a.compactions, b.compactions),
+        stalls: sum(a.stalls, b.stalls),
     }
 }
 
@@ -248,6 +355,33 @@ mod tests {
         assert_eq!(s.flushes, Some(3.0));
         assert_eq!(s.rss_bytes, Some(1e6));
         assert_eq!(s.stalls, None);
+    }
+
+    #[test]
+    fn nodes_are_summed_tick_by_tick() {
+        let s = |t_s: f64, cpu: f64, waiting: Option<f64>| ServerSample {
+            t_s,
+            cpu_cores: Some(cpu),
+            waiting,
+            flushes: Some(1.0),
+            ..Default::default()
+        };
+        let a = vec![(1, s(1.0, 0.5, Some(2.0))), (2, s(2.0, 0.25, None))];
+        let b = vec![(1, s(1.01, 1.0, Some(1.0))), (3, s(3.0, 2.0, None))];
+        let c = combine(&[a.clone(), b]);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[0].t_s, 1.0);
+        assert_eq!(c[0].cpu_cores, Some(1.5));
+        assert_eq!(c[0].waiting, Some(3.0));
+        assert_eq!(c[0].flushes, Some(2.0));
+        assert_eq!(c[1].cpu_cores, Some(0.25));
+        assert_eq!(c[1].waiting, None);
+        assert_eq!(c[2].cpu_cores, Some(2.0));
+        // One node: its own samples, unchanged.
+        assert_eq!(
+            combine(&[a]),
+            vec![s(1.0, 0.5, Some(2.0)), s(2.0, 0.25, None)]
+        );
     }
 
     #[test]

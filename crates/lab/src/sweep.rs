@@ -1,10 +1,12 @@
-//! `strata sweep URL`: finds the breaking point by itself. Each trial
+//! `strata sweep URL[,URL...]`: finds the breaking point by itself. Each trial
 //! offers one constant rate for a fixed time; the rate doubles from a start
 //! until a trial fails the SLO (or achieves less than 95% of what it
 //! offered), then bisects between the last
 //! pass and the first failure. One row per trial, as in libri's experiment
-//! table, then a verdict naming what saturated. Owns the search; must not
-//! pace requests or read metrics itself.
+//! table (with each node's share under it when there are several), then a
+//! verdict naming what saturated. Every trial runs against the same list
+//! of nodes. Owns the search; must not pace requests or read metrics
+//! itself.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -117,6 +119,25 @@ pub fn row(t: &Trial, why: &[String]) -> String {
     )
 }
 
+/// Under a trial's row with several nodes: each node's share of the
+/// requests and its errors.
+pub fn node_row(t: &Trial) -> String {
+    let total = t.per_node.iter().map(|n| n.requests).sum::<u64>().max(1);
+    let parts: Vec<String> = t
+        .per_node
+        .iter()
+        .map(|n| {
+            format!(
+                "{} {:.1}% ({} errors)",
+                n.url,
+                100.0 * n.requests as f64 / total as f64,
+                n.errors
+            )
+        })
+        .collect();
+    format!("{:>10} per node: {}", "", parts.join(", "))
+}
+
 /// Run the sweep; `on_line` receives the table as it grows, and the
 /// verdict. Returns the report and the target's `/metrics` before the
 /// first trial and after the last.
@@ -126,10 +147,10 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         return Err("--start-rate, --duration and --max-trials must be positive".into());
     }
     let t = &a.target;
-    let target = t.target()?;
+    let nodes = t.nodes()?;
     let workload = t.workload()?;
-    t.maybe_preload(&target, &workload)?;
-    let local = target.addr.ip().is_loopback();
+    t.maybe_preload(&nodes, &workload)?;
+    let local = nodes.all_loopback();
     let cores = local
         .then(|| {
             std::thread::available_parallelism()
@@ -139,12 +160,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         .flatten();
     let origin = Instant::now();
     let started_at = rfc3339(SystemTime::now());
-    let sampler = Sampler::start(
-        target.addr,
-        target.host.clone(),
-        origin,
-        Duration::from_secs(1),
-    );
+    let sampler = Sampler::start(&nodes.targets, origin, Duration::from_secs(1));
     let progress = Progress::new(t.quiet || t.json);
     let mut trials: Vec<Trial> = Vec::new();
     let mut reasons: Vec<Vec<String>> = Vec::new();
@@ -160,7 +176,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
                 std::thread::sleep(Duration::from_secs_f64(a.pause));
             }
             let seed = t.seed.wrapping_add(trials.len() as u64);
-            let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
+            let plan = t.plan(&nodes, &workload, t.open(rate), a.duration, seed);
             let cpu0 = own_cpu();
             let wall0 = Instant::now();
             let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
@@ -174,6 +190,9 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             });
             trial.meets_slo = Some(why.is_empty());
             on_line(&row(&trial, &why));
+            if trial.per_node.len() > 1 {
+                on_line(&node_row(&trial));
+            }
             if why.is_empty() {
                 pass = Some(pass.map_or(rate, |p: f64| p.max(rate)));
             } else {

@@ -2,10 +2,12 @@
 //! the breaking point, read from the server's own metrics sampled during
 //! the first trial that failed (CPU, admission waiting and refusals,
 //! in-service at its limit, engine stalls) and from the generator's own
-//! schedule, and what to try next. Owns the reading of the evidence; must
+//! schedule, and what to try next. With several nodes, the CPU and the
+//! engine's counters are summed over them and the queueing is the busiest
+//! node's, which the verdict names. Owns the reading of the evidence; must
 //! not run load or format tables.
 
-use crate::report::model::Trial;
+use crate::report::model::{ServerSample, Trial};
 use crate::slo::fmt_num;
 
 /// What the sweep learned, for the verdict.
@@ -34,13 +36,62 @@ pub struct Saturation {
     pub flushes: f64,
     pub compactions: f64,
     pub limit: Option<f64>,
+    /// With several nodes: how many, and the URL of the busiest (the most
+    /// samples at its limit or queueing) with its share of the requests.
+    pub nodes: usize,
+    pub busiest: Option<(String, f64)>,
 }
 
+/// The trial's saturation: of its one node, or of several (CPU and the
+/// engine's counters summed over the nodes, the admission shares and
+/// limit of the busiest node).
 pub fn saturation(t: &Trial) -> Saturation {
-    let n = t.server.len();
+    if t.per_node.len() <= 1 {
+        return Saturation {
+            nodes: 1,
+            ..of_samples(&t.server, t.server_cpu_cores)
+        };
+    }
+    let per: Vec<Saturation> = t
+        .per_node
+        .iter()
+        .map(|n| of_samples(&n.server, n.server_cpu_cores))
+        .collect();
+    // The busiest: the most samples at its limit or queueing, then the
+    // most requests.
+    let busy = |s: &Saturation| s.at_limit_share.max(s.queueing_share);
+    let (bi, b) = per
+        .iter()
+        .enumerate()
+        .max_by(|(i, x), (j, y)| {
+            busy(x)
+                .total_cmp(&busy(y))
+                .then(t.per_node[*i].requests.cmp(&t.per_node[*j].requests))
+        })
+        .expect("several nodes");
+    let total = t.per_node.iter().map(|n| n.requests).sum::<u64>().max(1);
+    let busiest = &t.per_node[bi];
+    Saturation {
+        samples: per.iter().map(|s| s.samples).max().unwrap_or(0),
+        cpu_cores: t.server_cpu_cores,
+        queueing_share: b.queueing_share,
+        at_limit_share: b.at_limit_share,
+        refused: per.iter().map(|s| s.refused).sum(),
+        stalls: per.iter().map(|s| s.stalls).sum(),
+        flushes: per.iter().map(|s| s.flushes).sum(),
+        compactions: per.iter().map(|s| s.compactions).sum(),
+        limit: b.limit,
+        nodes: t.per_node.len(),
+        busiest: Some((busiest.url.clone(), busiest.requests as f64 / total as f64)),
+    }
+}
+
+/// The saturation one node's samples show.
+fn of_samples(server: &[ServerSample], cpu_cores: Option<f64>) -> Saturation {
+    let n = server.len();
     let mut s = Saturation {
         samples: n,
-        cpu_cores: t.server_cpu_cores,
+        cpu_cores,
         ..Default::default()
     };
     if n == 0 {
@@ -48,7 +99,7 @@ pub fn saturation(t: &Trial) -> Saturation {
     }
     let mut queueing = 0;
     let mut at_limit = 0;
-    for x in &t.server {
+    for x in server {
         let waited = x.waiting.unwrap_or(0.0) > 0.0
             || x.admitted_after_wait.unwrap_or(0.0) > 0.0
             || x.refused.unwrap_or(0.0) > 0.0;
@@ -111,13 +162,24 @@ pub fn verdict(e: &Evidence) -> String {
         _ => String::new(),
     };
     let mut facts = Vec::new();
+    let on = match &s.busiest {
+        Some((url, share)) => {
+            facts.push(format!(
+                "{} nodes, the busiest {url} with {:.0}% of the requests",
+                s.nodes,
+                share * 100.0
+            ));
+            " on the busiest node"
+        }
+        None => "",
+    };
     if s.samples > 0 {
         facts.push(format!(
-            "requests waited or were refused for admission in {:.0}% of samples",
+            "requests waited or were refused for admission{on} in {:.0}% of samples",
             s.queueing_share * 100.0
         ));
         facts.push(format!(
-            "all places in service taken in {:.0}% of samples",
+            "all places in service taken{on} in {:.0}% of samples",
             s.at_limit_share * 100.0
         ));
         facts.push(format!("engine stalls {}", fmt_num(s.stalls)));
@@ -149,14 +211,19 @@ pub fn verdict(e: &Evidence) -> String {
         )
     } else if cpu_full {
         (
-            format!("the node is CPU-bound {at}{}", if e.generator_cores.is_some() { ", sharing the machine with the generator" } else { "" }),
+            format!(
+                "{} CPU-bound {at}{}",
+                if s.nodes > 1 { "the nodes are" } else { "the node is" },
+                if e.generator_cores.is_some() { ", sharing the machine with the generator" } else { "" }
+            ),
             "more cores or more nodes; run the generator on another machine to see the node alone; profile with /debug/pprof/profile".to_string(),
         )
     } else if s.at_limit_share >= 0.5 || s.queueing_share >= 0.5 {
         (
             format!(
-                "the admission limit{} is the bottleneck {at}: requests queue for a place while the CPU has room, so the work each place does (a WAL fsync under sync durability) sets the pace",
-                s.limit.map(|l| format!(" ({} in service)", fmt_num(l))).unwrap_or_default()
+                "the admission limit{}{} is the bottleneck {at}: requests queue for a place while the CPU has room, so the work each place does (a WAL fsync under sync durability) sets the pace",
+                s.limit.map(|l| format!(" ({} in service)", fmt_num(l))).unwrap_or_default(),
+                s.busiest.as_ref().map(|(u, _)| format!(" of the busiest node, {u},")).unwrap_or_default()
             ),
             "raise --max-in-service, try --admission adaptive, or interval durability".to_string(),
         )
@@ -210,6 +277,7 @@ mod tests {
             distinct_keys: None,
             server_cpu_cores: cpu,
             server_rss_bytes: None,
+            per_node: vec![],
         }
     }
 
@@ -267,6 +335,48 @@ mod tests {
         assert!(judge(&t, None).contains("stalled writes (10 stalls)"));
         let t = trial(vec![sample(0.0, 1.0, 0.0); 5], Some(0.3), 40_000);
         assert!(judge(&t, Some(0.9)).contains("generator could not keep its schedule"));
+    }
+
+    #[test]
+    fn several_nodes_sum_cpu_and_name_the_busiest() {
+        use crate::report::model::NodeSummary;
+        let node = |url: &str, requests: u64| NodeSummary {
+            url: url.into(),
+            connections: 32,
+            requests,
+            errors: 0,
+            server: vec![sample(0.0, 10.0, 0.0); 5],
+            server_cpu_cores: Some(0.3),
+            server_rss_bytes: None,
+        };
+        let mut t = trial(vec![sample(0.0, 10.0, 0.0); 5], Some(0.6), 0);
+        t.per_node = vec![node("http://a:1", 100_000), node("http://b:2", 300_000)];
+        // Neither queues: the busiest is the one with more requests.
+        assert_eq!(saturation(&t).busiest, Some(("http://b:2".into(), 0.75)));
+        // The one at its limit is the busiest, even with fewer requests.
+        t.per_node[0].server = vec![sample(3.0, 64.0, 1.0); 5];
+        let s = saturation(&t);
+        assert_eq!(s.nodes, 2);
+        assert_eq!(s.at_limit_share, 1.0, "the busiest node's");
+        assert_eq!(s.stalls, 5.0, "summed");
+        assert_eq!(s.cpu_cores, Some(0.6), "summed over the nodes");
+        assert_eq!(s.busiest, Some(("http://a:1".into(), 0.25)));
+        let v = judge(&t, Some(0.3));
+        assert!(
+            v.contains("2 nodes, the busiest http://a:1 with 25% of the requests"),
+            "{v}"
+        );
+        assert!(v.contains("stalled writes (5 stalls)"), "{v}");
+        for y in &mut t.per_node[0].server {
+            y.stalls = Some(0.0);
+        }
+        let v = judge(&t, Some(0.3));
+        assert!(
+            v.contains(
+                "admission limit (64 in service) of the busiest node, http://a:1, is the bottleneck"
+            ),
+            "{v}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use strata_lab::report::{self, markdown, Report};
+use strata_lab::report::{self, html, markdown, NodeSummary, Report};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/report")
@@ -107,6 +107,44 @@ fn late_generator_is_noted_only_past_one_percent() {
     assert!(!markdown::render(&r).contains("fell behind"));
     r.trials[0].late_sends = requests / 100 + 1;
     assert!(markdown::render(&r).contains("fell behind its schedule"));
+}
+
+#[test]
+fn several_nodes_get_a_per_node_table_and_a_skew_note() {
+    let mut r = report::read_json(&golden_dir().join("load.json")).unwrap();
+    let node = |url: &str, connections: u64, requests: u64| NodeSummary {
+        url: url.into(),
+        connections,
+        requests,
+        errors: 1,
+        server: vec![],
+        server_cpu_cores: Some(0.5),
+        server_rss_bytes: None,
+    };
+    // One node: no table, the page as before.
+    let before = markdown::render(&r);
+    r.trials[0].per_node = vec![node("http://n1:1", 64, 1000)];
+    assert_eq!(markdown::render(&r), before);
+    assert!(markdown::node_table(&r).is_none());
+    // Two, evenly: a table naming both, no note.
+    r.trials[0].per_node = vec![node("http://n1:1", 32, 500), node("http://n2:2", 32, 500)];
+    let md = markdown::render(&r);
+    assert!(md.contains("## Per node"), "{md}");
+    let t = markdown::node_table(&r).unwrap();
+    assert_eq!(t.rows.len(), 2);
+    assert_eq!(t.rows[1][2], "http://n2:2");
+    assert_eq!(t.rows[1][5], "50.0%");
+    assert_eq!(t.rows[1][7], "0.50 cores");
+    assert!(!md.contains("uneven"), "{md}");
+    let page = html::render(&r).unwrap();
+    assert!(page.contains("<h2>Per node</h2>") && page.contains("http://n2:2"));
+    // Skewed: noted.
+    r.trials[0].per_node = vec![node("http://n1:1", 6, 800), node("http://n2:2", 2, 200)];
+    let md = markdown::render(&r);
+    assert!(
+        md.contains("http://n1:1 got 80.0% of the requests (6 of 8 connections)"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -110,6 +110,15 @@ pub struct ServeArgs {
     /// Hints delivered to one peer per second at most [default: 5000].
     #[arg(long, env = "STRATA_HINT_RATE")]
     pub hint_rate: Option<u32>,
+    /// A tombstone is dropped only this many seconds after its delete, and
+    /// only once every member holds it or something newer; must exceed
+    /// --hint-max-age-s [default: 7200].
+    #[arg(long, env = "STRATA_TOMBSTONE_GRACE_S")]
+    pub tombstone_grace_s: Option<u64>,
+    /// Milliseconds between the tombstone reaper's passes; at least
+    /// --replica-timeout-ms [default: 60000].
+    #[arg(long, env = "STRATA_REAPER_INTERVAL_MS")]
+    pub reaper_interval_ms: Option<u64>,
     /// Internal connections per peer [default: 2].
     #[arg(long, env = "STRATA_PEER_CONNECTIONS")]
     pub peer_connections: Option<usize>,
@@ -123,7 +132,13 @@ pub struct ServeArgs {
     pub test_clock_offset_ms: Option<i64>,
     /// Test only, deliberately unsafe: last write wins on bare wall clocks
     /// (proves the consistency checker catches it).
-    #[arg(long, env = "STRATA_TEST_UNSAFE_WALL_CLOCK", hide = true)]
+    #[arg(
+        long,
+        env = "STRATA_TEST_UNSAFE_WALL_CLOCK",
+        hide = true,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
     pub test_unsafe_wall_clock: Option<bool>,
 }
 
@@ -230,6 +245,7 @@ impl Config {
             (None, None) => None,
         };
         let defaults = strata_cluster::HintsConfig::default();
+        let reaper = strata_cluster::ReaperConfig::default();
         c.cluster = strata_cluster::ClusterConfig {
             members,
             advertise,
@@ -244,6 +260,14 @@ impl Config {
             transport: strata_cluster::TransportConfig {
                 pool: pick!(peer_connections, 2).max(1),
                 ..Default::default()
+            },
+            reaper: strata_cluster::ReaperConfig {
+                grace: Duration::from_secs(pick!(tombstone_grace_s, reaper.grace.as_secs())),
+                interval: Duration::from_millis(pick!(
+                    reaper_interval_ms,
+                    reaper.interval.as_millis() as u64
+                )),
+                ..reaper
             },
             apply_capacity: c.max_in_service.max(1024),
             clock_offset_ms: pick!(test_clock_offset_ms, 0),

@@ -538,6 +538,25 @@ impl StateCollector {
             "Peer timestamps too far ahead of this node's clock, followed only up to the bound",
             c.hlc().clamped.load(Ordering::Relaxed) as f64,
         )?;
+        let rs = c.reaper_stats();
+        counter(
+            e,
+            "strata_cluster_tombstones_purged_total",
+            "Tombstones dropped after the grace period, once every member held them or newer",
+            get(&rs.purged),
+        )?;
+        counter(
+            e,
+            "strata_cluster_tombstones_kept_total",
+            "Tombstones past the grace period kept because a member was down, silent or behind",
+            get(&rs.kept),
+        )?;
+        counter(
+            e,
+            "strata_cluster_writes_too_old_total",
+            "Fresh writes refused (to be stamped again) because stamped longer ago than the tombstone grace period",
+            get(&rs.refused_old),
+        )?;
         let view = c.view();
         gauge(
             e,

@@ -96,6 +96,12 @@ enum ClusterCmd {
     /// operation; the checker reports lost acknowledged writes and stale
     /// reads. Exits non-zero when it finds any.
     Check(Box<strata_lab::check::CheckArgs>),
+    /// Checked runs under faults (a node killed, stopped, partitioned,
+    /// its clock shifted), each on a fresh local cluster: lost writes,
+    /// stale reads, errors on live coordinators, the time until the
+    /// faulted node is level, every node's own store; the totals as a
+    /// table. Exits non-zero if any run failed.
+    Campaign(Box<strata_lab::cluster::campaign::CampaignArgs>),
 }
 
 #[derive(Subcommand)]
@@ -201,6 +207,15 @@ fn cluster(what: ClusterCmd) -> ExitCode {
             Ok(false) => ExitCode::FAILURE,
             Err(e) => exit("strata cluster check", Err(e)),
         },
+        ClusterCmd::Campaign(a) => {
+            let r = own_exe()
+                .and_then(|exe| strata_lab::cluster::campaign::campaign(&a, || Command::new(&exe)));
+            match r {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => exit("strata cluster campaign", Err(e)),
+            }
+        }
     }
 }
 

@@ -213,3 +213,83 @@ fn a_put_with_from_f_leaves_exactly_f_copies() {
         assert_eq!(count(&format!("f{f}-0")), f);
     }
 }
+
+/// A counter from node `n`'s `/metrics`.
+fn metric(n: &NodeProc, name: &str) -> f64 {
+    let r = n.request("GET", "/metrics", b"");
+    let text = String::from_utf8_lossy(&r.body);
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Wait (at most `secs`) until `ok` holds.
+fn eventually(secs: u64, what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn tombstones_go_only_once_every_replica_holds_them() {
+    const PURGED: &str = "strata_cluster_tombstones_purged_total";
+    const KEPT: &str = "strata_cluster_tombstones_kept_total";
+    // Grace 2 s, hints dropped after 1 s: the away node gets no hint for
+    // the deletes it misses, and only the reaper's own check stands
+    // between it and a resurrection.
+    let mut c = ClusterProcs::start(
+        3,
+        &[
+            "--hint-max-age-s",
+            "1",
+            "--tombstone-grace-s",
+            "2",
+            "--reaper-interval-ms",
+            "1000",
+        ],
+    );
+    // Deleted while everyone is up: dropped everywhere after the grace.
+    for i in 0..20 {
+        assert_eq!(put(c.node(0), &format!("d{i}"), "&ack=3", "v"), 201);
+        assert_eq!(delete(c.node(1), &format!("d{i}"), "&ack=3"), 202);
+    }
+    eventually(20, "d* purged on every node", || {
+        (0..3).all(|n| metric(c.node(n), PURGED) >= 20.0)
+    });
+    for i in 0..20 {
+        assert_eq!(holds(c.node(2), &format!("d{i}")), None);
+    }
+    for i in 0..20 {
+        assert_eq!(put(c.node(0), &format!("k{i}"), "&ack=3", "old"), 201);
+    }
+    c.kill(2);
+    for i in 0..20 {
+        assert_eq!(delete(c.node(0), &format!("k{i}"), "&ack=2"), 202);
+    }
+    // Past the grace, node 2 still away: the k* tombstones stay.
+    eventually(20, "k* kept on node 0", || metric(c.node(0), KEPT) >= 20.0);
+    assert!(metric(c.node(0), PURGED) < 40.0);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        metric(c.node(0), PURGED) < 40.0,
+        "purged with a replica away"
+    );
+
+    // Node 2 comes back holding "old" for every k*, its hints expired.
+    c.start_node(2);
+    // Node 2's counters started again with it: its own 20 k* tombstones
+    // (sent by the others' reapers) purged.
+    eventually(30, "every tombstone purged on every node", || {
+        metric(c.node(0), PURGED) >= 40.0
+            && metric(c.node(1), PURGED) >= 40.0
+            && metric(c.node(2), PURGED) >= 20.0
+    });
+    for i in 0..20 {
+        let k = format!("k{i}");
+        assert_eq!(holds(c.node(2), &k), None, "{k} came back on node 2");
+        assert_eq!(get(c.node(1), &k, "&ack=3").0, 404, "{k}");
+        assert_eq!(get(c.node(2), &k, "&ack=1&from=3").0, 404, "{k}");
+    }
+}

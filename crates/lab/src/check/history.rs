@@ -362,6 +362,11 @@ impl ClientLog {
         self.client
     }
 
+    /// The operations completed so far and not yet handed back.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
     /// Note the invocation of an operation: call just before sending it.
     pub fn invoke(
         &self,

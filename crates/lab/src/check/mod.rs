@@ -13,4 +13,4 @@ pub mod run;
 
 pub use checker::{check, Impossible, Lost, Quorum, Report, Stale, Why};
 pub use history::{ClientLog, History, KeyRole, Kind, Op, Outcome, Recorder};
-pub use run::{spawn, CheckArgs, Checked, Config, Mix, Progress, Running};
+pub use run::{spawn, BetweenPhases, CheckArgs, Checked, Config, Mix, Progress, Running};

@@ -117,6 +117,20 @@ pub struct Config {
     /// ... and gives up on keys not read by then (they count as not
     /// verified).
     pub final_deadline: Duration,
+    /// Called on the run's thread after the main phase and before the
+    /// final pass, with the main phase's history: a campaign looks at the
+    /// nodes' own stores here, before the final reads repair anything.
+    pub between_phases: Option<BetweenPhases>,
+}
+
+/// A hook run between the main phase and the final pass.
+#[derive(Clone)]
+pub struct BetweenPhases(pub Arc<dyn Fn(&History) + Send + Sync>);
+
+impl std::fmt::Debug for BetweenPhases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BetweenPhases(..)")
+    }
 }
 
 impl Config {
@@ -137,6 +151,7 @@ impl Config {
             final_attempts: 10,
             final_backoff: Duration::from_millis(100),
             final_deadline: Duration::from_secs(60),
+            between_phases: None,
         }
     }
 
@@ -233,9 +248,15 @@ impl Progress {
 pub struct Running {
     progress: Arc<Progress>,
     thread: JoinHandle<Result<Checked, String>>,
+    start: Instant,
 }
 
 impl Running {
+    /// The instant the history's times count from.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
     pub fn progress(&self) -> &Progress {
         &self.progress
     }
@@ -275,17 +296,22 @@ pub fn spawn(cfg: Config) -> Result<Running, String> {
     let targets = cfg.validate()?;
     let progress = Arc::new(Progress::default());
     let p = progress.clone();
+    let start = Instant::now();
     let thread = std::thread::Builder::new()
         .name("strata-check".into())
-        .spawn(move || execute(cfg, targets, p))
+        .spawn(move || execute(cfg, targets, p, start))
         .map_err(|e| e.to_string())?;
-    Ok(Running { progress, thread })
+    Ok(Running {
+        progress,
+        thread,
+        start,
+    })
 }
 
 /// Run on the calling thread until the end.
 pub fn run(cfg: &Config) -> Result<Checked, String> {
     let targets = cfg.validate()?;
-    execute(cfg.clone(), targets, Arc::default())
+    execute(cfg.clone(), targets, Arc::default(), Instant::now())
 }
 
 /// What every client shares (one thread: `Rc`).
@@ -322,13 +348,17 @@ struct Client {
     seq: u64,
 }
 
-fn execute(cfg: Config, targets: Vec<Target>, progress: Arc<Progress>) -> Result<Checked, String> {
+fn execute(
+    cfg: Config,
+    targets: Vec<Target>,
+    progress: Arc<Progress>,
+    start: Instant,
+) -> Result<Checked, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     let local = tokio::task::LocalSet::new();
-    let start = Instant::now();
     let recorder = Recorder::starting_at(start);
     let ctx = Rc::new(Ctx {
         nodes: cfg.urls.iter().map(|u| Arc::from(u.as_str())).collect(),
@@ -362,6 +392,11 @@ fn execute(cfg: Config, targets: Vec<Target>, progress: Arc<Progress>) -> Result
         Ok::<_, String>((start.elapsed(), clients))
     })?;
     progress.final_pass.store(true, Ordering::Relaxed);
+    if let Some(BetweenPhases(hook)) = &cfg.between_phases {
+        hook(&History::merge(
+            clients.iter().map(|c| c.log.ops().to_vec()),
+        ));
+    }
 
     // Every key any client may have written, in a queue the clients share.
     let mut keys = VecDeque::new();

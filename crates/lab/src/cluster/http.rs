@@ -18,6 +18,21 @@ const MAX_ANSWER: usize = 4 << 20;
 pub struct Reply {
     pub status: u16,
     pub body: Vec<u8>,
+    /// Where each chunk of a chunked body ends in `body` (empty for a
+    /// body that was not chunked).
+    pub chunks: Vec<usize>,
+}
+
+impl Reply {
+    /// The chunks of a chunked body, in order.
+    pub fn chunks(&self) -> impl Iterator<Item = &[u8]> {
+        let mut from = 0;
+        self.chunks.iter().map(move |&end| {
+            let c = &self.body[from..end];
+            from = end;
+            c
+        })
+    }
 }
 
 /// `GET path` from the node at `url` (`http://host:port`), everything
@@ -112,29 +127,43 @@ fn parse(buf: &[u8], eof: bool) -> Result<Option<Reply>, String> {
         return Ok(Some(Reply {
             status,
             body: vec![],
+            chunks: vec![],
         }));
     }
     if chunked {
-        return dechunk(rest).map(|b| b.map(|body| Reply { status, body }));
+        return dechunk(rest).map(|b| {
+            b.map(|(body, chunks)| Reply {
+                status,
+                body,
+                chunks,
+            })
+        });
     }
     match len {
         Some(l) if rest.len() >= l => Ok(Some(Reply {
             status,
             body: rest[..l].to_vec(),
+            chunks: vec![],
         })),
         Some(_) if eof => Err("connection closed inside the body".into()),
         Some(_) => Ok(None),
         None if eof => Ok(Some(Reply {
             status,
             body: rest.to_vec(),
+            chunks: vec![],
         })),
         None => Ok(None),
     }
 }
 
-/// A whole chunked body, or `None` if it has not all arrived.
-fn dechunk(mut b: &[u8]) -> Result<Option<Vec<u8>>, String> {
+/// A whole chunked body and where each chunk ends in it, or `None` if it
+/// has not all arrived.
+/// A dechunked body and the end of each chunk in it.
+type Dechunked = (Vec<u8>, Vec<usize>);
+
+fn dechunk(mut b: &[u8]) -> Result<Option<Dechunked>, String> {
     let mut out = Vec::new();
+    let mut ends = Vec::new();
     loop {
         let (used, size) = match httparse::parse_chunk_size(b) {
             Ok(httparse::Status::Complete(x)) => x,
@@ -144,12 +173,13 @@ fn dechunk(mut b: &[u8]) -> Result<Option<Vec<u8>>, String> {
         let size = size as usize;
         b = &b[used..];
         if size == 0 {
-            return Ok(Some(out));
+            return Ok(Some((out, ends)));
         }
         if b.len() < size + 2 {
             return Ok(None);
         }
         out.extend_from_slice(&b[..size]);
+        ends.push(out.len());
         b = &b[size + 2..];
     }
 }
@@ -187,19 +217,16 @@ mod tests {
             get(&u, "/v0/cluster", t).unwrap(),
             Reply {
                 status: 200,
-                body: b"{}".to_vec()
+                body: b"{}".to_vec(),
+                chunks: vec![],
             }
         );
         let u = serve_once(
             b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n",
         );
-        assert_eq!(
-            get(&u, "/v0/cluster", t).unwrap(),
-            Reply {
-                status: 503,
-                body: b"abc".to_vec()
-            }
-        );
+        let r = get(&u, "/v0/cluster", t).unwrap();
+        assert_eq!((r.status, &r.body[..]), (503, &b"abc"[..]));
+        assert_eq!(r.chunks().collect::<Vec<_>>(), [&b"ab"[..], b"c"]);
         let u = serve_once(b"HTTP/1.1 200 OK\r\n\r\nuntil close");
         assert_eq!(get(&u, "/v0/cluster", t).unwrap().body, b"until close");
     }

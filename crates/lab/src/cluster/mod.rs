@@ -11,12 +11,16 @@
 //! | `local.rs` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
 //! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
 //! | `http.rs` | a tiny blocking HTTP GET for control requests (`/v0/status`, `/v0/cluster`) |
+//! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |
+//! | `campaign.rs` | `strata cluster campaign`: checked runs under each fault, own stores compared with acknowledged writes, totals |
 //! | `up.rs` | `strata cluster up` |
 //! | `status.rs` | `strata cluster status` and its table |
 //! | `fake_node.rs` | tests only: a stand-in node for the tests of the above |
 
+pub mod campaign;
 #[cfg(test)]
 mod fake_node;
+pub mod fault;
 pub mod http;
 pub mod local;
 pub mod proxy;

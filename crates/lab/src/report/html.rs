@@ -1,8 +1,8 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG, no
-//! scripts, nothing fetched from elsewhere) with the same facts, tables,
-//! notes and result as `report.md`, plus the charts. Owns the page's markup
-//! only; must not compute what the tables say (markdown.rs does) nor draw
-//! (charts.rs does).
+//! scripts, nothing fetched from elsewhere) with the same facts, tables
+//! (per node too), notes and result as `report.md`, plus the charts. Owns
+//! the page's markup only; must not compute what the tables say
+//! (markdown.rs does) nor draw (charts.rs does).
 
 use super::charts::{self, Chart};
 use super::markdown::{self, Table};
@@ -113,6 +113,10 @@ pub fn render(r: &Report) -> Result<String, String> {
     s += &table(&markdown::trial_table(r));
     if let Some(t) = markdown::op_table(r) {
         s += "<h2>Per operation</h2>\n";
+        s += &table(&t);
+    }
+    if let Some(t) = markdown::node_table(r) {
+        s += &format!("<h2>Per node</h2>\n<p>{}</p>\n", esc(markdown::NODE_INTRO));
         s += &table(&t);
     }
     let notes = markdown::notes(r);

@@ -1,5 +1,5 @@
 //! The words of a report: its header facts, trial table, per-operation
-//! table, notes and result, as plain cells and sentences, and their
+//! table, per-node table (several nodes), notes and result, as plain cells and sentences, and their
 //! rendering as Markdown (`report.md`). The HTML page reuses the same cells
 //! and sentences so both say the same thing. Must not draw charts or touch
 //! files.
@@ -175,6 +175,52 @@ pub fn op_table(r: &Report) -> Option<Table> {
     Some(Table { header, rows })
 }
 
+/// The per-node table, or None when no trial ran against several nodes:
+/// each node's connections, requests (and share), errors, CPU and RSS.
+pub fn node_table(r: &Report) -> Option<Table> {
+    if r.trials.iter().all(|t| t.per_node.len() <= 1) {
+        return None;
+    }
+    let header = [
+        "trial",
+        "offered",
+        "node",
+        "connections",
+        "requests",
+        "share",
+        "errors",
+        "server CPU",
+        "server RSS",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut rows = Vec::new();
+    for (i, t) in r.trials.iter().enumerate() {
+        let total = t.per_node.iter().map(|n| n.requests).sum::<u64>().max(1);
+        for n in &t.per_node {
+            rows.push(vec![
+                (i + 1).to_string(),
+                offered(t),
+                n.url.clone(),
+                group(n.connections),
+                group(n.requests),
+                format!("{:.1}%", 100.0 * n.requests as f64 / total as f64),
+                group(n.errors),
+                fmt_opt(n.server_cpu_cores, |c| format!("{c:.2} cores")),
+                fmt_opt(n.server_rss_bytes, |b| {
+                    format!("{:.0} MiB", b / (1024.0 * 1024.0))
+                }),
+            ]);
+        }
+    }
+    Some(Table { header, rows })
+}
+
+/// A node with more than this many times its even share of the requests
+/// is noted: the spread was uneven.
+const SKEW: f64 = 1.5;
+
 /// A generator that sent more than this share of its requests late fell
 /// behind its schedule (the same rule as `strata load`'s summary).
 const LATE_SHARE: f64 = 0.01;
@@ -197,6 +243,26 @@ pub fn notes(r: &Report) -> Vec<String> {
                 100.0 * t.late_sends as f64 / t.requests.max(1) as f64,
                 fmt_ms(t.max_lag_ms),
             ));
+        }
+        let total: u64 = t.per_node.iter().map(|n| n.requests).sum();
+        let nodes = t.per_node.len();
+        if let Some(n) = t.per_node.iter().max_by_key(|n| n.requests) {
+            let share = n.requests as f64 / total.max(1) as f64;
+            if nodes > 1 && total > 0 && share > SKEW / nodes as f64 {
+                out.push(format!(
+                    "Trial {n_} ({}): the spread over the nodes was uneven: {} got {:.1}% of \
+                     the requests ({} of {} connections), an even share being {:.1}%. Each \
+                     connection draws its node at random (seeded by --seed), so few \
+                     connections per node spread unevenly: use more connections.",
+                    offered(t),
+                    n.url,
+                    100.0 * share,
+                    n.connections,
+                    t.per_node.iter().map(|n| n.connections).sum::<u64>(),
+                    100.0 / nodes as f64,
+                    n_ = i + 1,
+                ));
+            }
         }
         if t.errors > 0 {
             out.push(format!(
@@ -302,6 +368,12 @@ pub fn md_table(t: &Table) -> String {
     s
 }
 
+/// What the per-node table shows.
+pub const NODE_INTRO: &str = "Each connection chose its node from its own random stream, seeded \
+     by the run's seed and the connection's index. Requests and errors are those counted; \
+     server CPU is the node's mean over the trial, server RSS its maximum (the trial table \
+     sums them over the nodes).";
+
 /// The whole `report.md`.
 pub fn render(r: &Report) -> String {
     let mut s = format!("# {}\n\n", r.title);
@@ -319,6 +391,12 @@ pub fn render(r: &Report) -> String {
     s += &md_table(&trial_table(r));
     if let Some(t) = op_table(r) {
         s += "\n## Per operation\n\n";
+        s += &md_table(&t);
+    }
+    if let Some(t) = node_table(r) {
+        s += "\n## Per node\n\n";
+        s += NODE_INTRO;
+        s += "\n\n";
         s += &md_table(&t);
     }
     let notes = notes(r);

@@ -17,7 +17,7 @@ use std::path::Path;
 use crate::scrape::Scrapes;
 
 pub use model::{
-    spectrum_from_hist, OpSummary, Percentiles, Report, RunKind, Second, ServerSample,
+    spectrum_from_hist, NodeSummary, OpSummary, Percentiles, Report, RunKind, Second, ServerSample,
     SpectrumPoint, Trial,
 };
 
@@ -27,15 +27,27 @@ pub use strata_sim::{REPORT_METRICS_END as METRICS_END, REPORT_METRICS_START as 
 
 /// Write `report.json` (pretty), `report.md` and `report.html` into `dir`,
 /// creating it if needed, and the target's `/metrics` before and after the
-/// run when it served them (`strata sim --from-report` reads those).
+/// run when it served them (`strata sim --from-report` reads those). With
+/// several nodes those are the first node's; node N's (from 2 on) are
+/// `metrics-start.nodeN.txt` and `metrics-end.nodeN.txt`.
 pub fn write_dir(dir: &Path, r: &Report, scrapes: &Scrapes) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    for (name, text) in [
-        (METRICS_START, &scrapes.first),
-        (METRICS_END, &scrapes.last),
-    ] {
-        if let Some(t) = text {
-            std::fs::write(dir.join(name), t)?;
+    let nodes = std::iter::once((String::new(), scrapes)).chain(
+        scrapes
+            .more
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!(".node{}", i + 2), s)),
+    );
+    for (suffix, s) in nodes {
+        for (name, text) in [(METRICS_START, &s.first), (METRICS_END, &s.last)] {
+            if let Some(t) = text {
+                let name = match name.strip_suffix(".txt") {
+                    Some(stem) => format!("{stem}{suffix}.txt"),
+                    None => format!("{name}{suffix}"),
+                };
+                std::fs::write(dir.join(name), t)?;
+            }
         }
     }
     let json = serde_json::to_string_pretty(r).map_err(io::Error::other)?;

@@ -22,7 +22,7 @@ pub struct Report {
     pub started_at: String,
     /// The command line that ran.
     pub command: String,
-    /// The node's URL.
+    /// The node's URL, or the comma-separated list of nodes' URLs.
     pub target: String,
     /// One line.
     pub workload: String,
@@ -59,12 +59,36 @@ pub struct Trial {
     /// One per second of the trial; `t_s` relative to the run start.
     pub timeline: Vec<Second>,
     /// `/metrics` samples; `t_s` relative to the run start. May be empty.
+    /// With several nodes, summed over the nodes at each tick (see
+    /// `per_node` for each node's own).
     pub server: Vec<ServerSample>,
     pub meets_slo: Option<bool>,
     /// Sends more than 1 ms after their intended time.
     pub late_sends: u64,
     pub max_lag_ms: f64,
     pub distinct_keys: Option<u64>,
+    /// Mean over the trial.
+    pub server_cpu_cores: Option<f64>,
+    /// Max over the trial.
+    pub server_rss_bytes: Option<f64>,
+    /// Per node, in the order given (one entry for a single node; absent
+    /// in reports from before several nodes could be given).
+    #[serde(default)]
+    pub per_node: Vec<NodeSummary>,
+}
+
+/// One node's share of a trial.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeSummary {
+    pub url: String,
+    /// Connections (open loop) or clients (closed loop) that chose it.
+    pub connections: u64,
+    pub requests: u64,
+    /// Connection errors and 5xx answers.
+    pub errors: u64,
+    /// Its `/metrics` samples during the trial.
+    #[serde(default)]
+    pub server: Vec<ServerSample>,
     /// Mean over the trial.
     pub server_cpu_cores: Option<f64>,
     /// Max over the trial.

@@ -1,0 +1,166 @@
+//! The nodes a run spreads its connections over: the comma-separated URL
+//! list of `strata load` and `strata sweep`, validated, and each
+//! connection's choice of node, drawn from its own random stream seeded
+//! from the run's seed and the connection's index (lesson 10: libri's
+//! clients shared one seed and all hit the librarians in the same order).
+//! Owns the list and the choice; must not send requests, pace or count.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::client::Target;
+
+/// At most this many nodes in one list (one metrics sampler each).
+pub const MAX_NODES: usize = 64;
+
+/// The nodes of a run, in the order given.
+#[derive(Clone, Debug)]
+pub struct Nodes {
+    /// Each node's URL as given (without a trailing `/`), for reports.
+    pub urls: Vec<String>,
+    pub targets: Vec<Target>,
+}
+
+impl Nodes {
+    /// Parse `http://HOST:PORT[,http://HOST:PORT...]`. Every entry must be
+    /// a valid URL; an empty entry or a node listed twice is an error.
+    pub fn parse(list: &str) -> Result<Nodes, String> {
+        let entries: Vec<&str> = list.split(',').map(str::trim).collect();
+        if entries.len() > MAX_NODES {
+            return Err(format!(
+                "{} node URLs given; at most {MAX_NODES}",
+                entries.len()
+            ));
+        }
+        let n = entries.len();
+        let mut urls: Vec<String> = Vec::with_capacity(n);
+        let mut targets = Vec::with_capacity(n);
+        for (i, e) in entries.iter().enumerate() {
+            let which = if n == 1 {
+                "node URL".to_string()
+            } else {
+                format!("node URL {} of {n}", i + 1)
+            };
+            if e.is_empty() {
+                return Err(format!("{which} is empty in {list:?}"));
+            }
+            let url = e.trim_end_matches('/').to_string();
+            let t = Target::parse(&url).map_err(|err| format!("{which} ({e}): {err}"))?;
+            if urls.contains(&url) {
+                return Err(format!("{which} ({e}) is listed twice"));
+            }
+            urls.push(url);
+            targets.push(t);
+        }
+        Ok(Nodes { urls, targets })
+    }
+
+    pub fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+
+    /// Whether every node is on this machine (its cores are then known).
+    pub fn all_loopback(&self) -> bool {
+        self.targets.iter().all(|t| t.addr.ip().is_loopback())
+    }
+
+    /// The node connection `index` of a run seeded with `seed` talks to.
+    pub fn choose(&self, seed: u64, index: usize) -> usize {
+        node_for(seed, index, self.len())
+    }
+
+    /// How many of `connections` connections each node gets.
+    pub fn spread(&self, seed: u64, connections: usize) -> Vec<u64> {
+        let mut out = vec![0; self.len()];
+        for c in 0..connections {
+            out[self.choose(seed, c)] += 1;
+        }
+        out
+    }
+}
+
+/// Connection `index`'s node among `n`: one draw from its own stream,
+/// seeded from `seed` and `index` (salted so that it is not the stream the
+/// connection's keys come from). The same (seed, index) always picks the
+/// same node; different connections draw independently, so over many
+/// connections each node gets about its share.
+pub fn node_for(seed: u64, index: usize, n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    const SALT: u64 = 0x6E6F_6465_5F70_6963; // "node_pic"
+    let s = (seed ^ SALT).wrapping_add((index as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    SmallRng::seed_from_u64(s).random_range(0..n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_url_is_one_node_and_lists_are_validated() {
+        let one = Nodes::parse("http://127.0.0.1:7001/").unwrap();
+        assert_eq!(one.urls, vec!["http://127.0.0.1:7001"]);
+        assert_eq!(one.choose(42, 17), 0);
+        let two = Nodes::parse("http://127.0.0.1:7001, http://127.0.0.1:7002").unwrap();
+        assert_eq!(two.len(), 2);
+        assert!(two.all_loopback());
+        let e = Nodes::parse("http://127.0.0.1:7001,ftp://x:1").unwrap_err();
+        assert!(e.contains("node URL 2 of 2 (ftp://x:1)"), "{e}");
+        assert!(e.contains("only http://"), "{e}");
+        let e = Nodes::parse("http://127.0.0.1:7001,").unwrap_err();
+        assert!(e.contains("node URL 2 of 2 is empty"), "{e}");
+        let e = Nodes::parse("http://127.0.0.1:7001,http://127.0.0.1:7001/").unwrap_err();
+        assert!(e.contains("listed twice"), "{e}");
+        let many = vec!["http://127.0.0.1:1"; MAX_NODES + 1].join(",");
+        assert!(Nodes::parse(&many).unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn the_choice_is_seeded_per_connection() {
+        let n = 4;
+        // The same seed gives the same assignment, whatever order the
+        // connections are asked in.
+        let a: Vec<usize> = (0..256).map(|c| node_for(7, c, n)).collect();
+        let b: Vec<usize> = (0..256).rev().map(|c| node_for(7, c, n)).collect();
+        assert_eq!(a, b.into_iter().rev().collect::<Vec<_>>());
+        // Another seed gives another assignment.
+        let other: Vec<usize> = (0..256).map(|c| node_for(8, c, n)).collect();
+        assert_ne!(a, other);
+        // Connections do not all follow one another: not round-robin, not
+        // one stream (libri's mistake: everyone on the same node in the
+        // same order). Neighbouring connections agree about as often as
+        // independent draws would (1 in n).
+        let same_as_next = a.windows(2).filter(|w| w[0] == w[1]).count();
+        assert!((30..=100).contains(&same_as_next), "{same_as_next} of 255");
+        let round_robin = a.iter().enumerate().filter(|(c, k)| c % n == **k).count();
+        assert!(round_robin < 128, "{round_robin}");
+        // Across seeds, connection 0 does not always land on one node.
+        let firsts: std::collections::BTreeSet<usize> =
+            (0..64).map(|s| node_for(s, 0, n)).collect();
+        assert_eq!(firsts.len(), n, "{firsts:?}");
+    }
+
+    #[test]
+    fn the_spread_is_about_even_over_many_connections() {
+        let nodes =
+            Nodes::parse("http://127.0.0.1:1,http://127.0.0.1:2,http://127.0.0.1:3").unwrap();
+        for seed in [1, 2, 99] {
+            let s = nodes.spread(seed, 3000);
+            assert_eq!(s.iter().sum::<u64>(), 3000);
+            for k in &s {
+                // 1000 expected; the binomial's sd is about 26.
+                assert!((850..=1150).contains(k), "seed {seed}: {s:?}");
+            }
+        }
+        // Two nodes, the default 64 connections: both get some.
+        let two = Nodes::parse("http://127.0.0.1:1,http://127.0.0.1:2").unwrap();
+        for seed in 0..100 {
+            assert!(two.spread(seed, 64).iter().all(|&k| k > 0), "seed {seed}");
+        }
+    }
+}
