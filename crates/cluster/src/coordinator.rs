@@ -15,10 +15,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::membership::{State, HEARTBEAT};
 use crate::record::{Record, Version};
@@ -40,14 +41,21 @@ enum Replicated {
     Short(usize, Option<ClusterError>),
 }
 
-/// Real wall-clock milliseconds (hint ages; not versions).
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Inner {
+    /// Run blocking work on tokio's blocking pool, or on this task in the
+    /// simulation's inline mode (`ClusterConfig::inline_io`). `None` if the
+    /// blocking task failed.
+    pub(crate) async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<T> {
+        if self.cfg.inline_io {
+            Some(f())
+        } else {
+            tokio::task::spawn_blocking(f).await.ok()
+        }
+    }
+
     fn stamp(&self) -> Version {
         let hlc = if self.cfg.unsafe_wall_clock {
             (self.hlc.wall_ms() << crate::hlc::LOGICAL_BITS) | (self.hlc.now() & 0xffff)
@@ -440,21 +448,14 @@ impl Inner {
             if hints.pending(pid) == 0 || self.detectors[i].state(Instant::now()) != State::Up {
                 continue;
             }
-            let s = self.clone();
-            let batch = match tokio::task::spawn_blocking(move || {
-                s.hints
-                    .as_ref()
-                    .expect("hints")
-                    .oldest(pid, HINT_BATCH, now_ms())
-            })
-            .await
-            {
-                Ok(Ok(b)) => b,
-                Ok(Err(e)) => {
+            let (h, now) = (hints.clone(), self.cfg.wall_clock.now_ms());
+            let batch = match self.blocking(move || h.oldest(pid, HINT_BATCH, now)).await {
+                Some(Ok(b)) => b,
+                Some(Err(e)) => {
                     tracing::warn!(error = %e, "reading hints failed");
                     continue;
                 }
-                Err(_) => continue,
+                None => continue,
             };
             let started = Instant::now();
             let sent = batch.len();
@@ -477,12 +478,9 @@ impl Inner {
                 .zip(ok)
                 .filter_map(|(h, o)| o.then_some(h))
                 .collect();
-            let s = self.clone();
-            let r = tokio::task::spawn_blocking(move || {
-                s.hints.as_ref().expect("hints").delivered(pid, &done)
-            })
-            .await;
-            if let Ok(Err(e)) = r {
+            let h = hints.clone();
+            let r = self.blocking(move || h.delivered(pid, &done)).await;
+            if let Some(Err(e)) = r {
                 tracing::warn!(error = %e, "removing delivered hints failed");
             }
             let pace = Duration::from_secs_f64(sent as f64 / rate);

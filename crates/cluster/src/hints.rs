@@ -18,6 +18,7 @@ use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
 use strata_engine::{Db, WriteBatch};
 
+use crate::hlc::WallClock;
 use crate::record::Record;
 use crate::{ClusterError, Result};
 
@@ -226,16 +227,19 @@ impl Hints {
 /// and counted (the coordinator never waits for a hint).
 const WRITER_QUEUE: usize = 16_384;
 
-/// The thread that makes hints durable, many per fsync.
+/// The thread that makes hints durable, many per fsync (or, inline, the
+/// caller itself).
 pub struct HintWriter {
-    tx: std::sync::mpsc::SyncSender<(u64, Bytes, Record)>,
+    /// `None`: inline, each hint written on the caller's task.
+    tx: Option<std::sync::mpsc::SyncSender<(u64, Bytes, Record)>>,
     hints: std::sync::Arc<Hints>,
+    clock: WallClock,
 }
 
 impl HintWriter {
-    pub fn start(hints: std::sync::Arc<Hints>) -> HintWriter {
+    pub fn start(hints: std::sync::Arc<Hints>, clock: WallClock) -> HintWriter {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(u64, Bytes, Record)>(WRITER_QUEUE);
-        let h = hints.clone();
+        let (h, c) = (hints.clone(), clock.clone());
         std::thread::Builder::new()
             .name("strata-hints".into())
             .spawn(move || {
@@ -247,20 +251,46 @@ impl HintWriter {
                             Err(_) => break,
                         }
                     }
-                    if let Err(e) = h.add_many(&group, crate::coordinator::now_ms()) {
+                    if let Err(e) = h.add_many(&group, c.now_ms()) {
                         // add_many counted them as dropped.
                         tracing::warn!(error = %e, hints = group.len(), "writing hints failed");
                     }
                 }
             })
             .expect("spawn hint writer");
-        HintWriter { tx, hints }
+        HintWriter {
+            tx: Some(tx),
+            hints,
+            clock,
+        }
     }
 
-    /// Keep a write for `peer` (asynchronously).
+    /// No thread: `keep` writes each hint before it returns (the
+    /// deterministic simulation's `ClusterConfig::inline_io`).
+    pub fn inline(hints: std::sync::Arc<Hints>, clock: WallClock) -> HintWriter {
+        HintWriter {
+            tx: None,
+            hints,
+            clock,
+        }
+    }
+
+    /// Keep a write for `peer` (asynchronously, unless inline).
     pub fn keep(&self, peer: u64, key: Bytes, record: Record) {
-        if self.tx.try_send((peer, key, record)).is_err() {
-            self.hints.count_dropped(peer, 1);
+        match &self.tx {
+            Some(tx) => {
+                if tx.try_send((peer, key, record)).is_err() {
+                    self.hints.count_dropped(peer, 1);
+                }
+            }
+            None => {
+                if let Err(e) = self
+                    .hints
+                    .add_many(&[(peer, key, record)], self.clock.now_ms())
+                {
+                    tracing::warn!(error = %e, "writing a hint failed");
+                }
+            }
         }
     }
 }

@@ -3,8 +3,9 @@
 //! low 16. `now()` never goes back and always exceeds every timestamp the
 //! node has observed, so a write coordinated after a message from another
 //! node gets a later version than anything that node had stamped, whatever
-//! the two wall clocks say. Owns time for versions; must not be used to
-//! measure durations.
+//! the two wall clocks say. The wall clock itself is injectable
+//! (`WallClock`: the system's by default, simulated time in the turmoil
+//! tests). Owns time for versions; must not be used to measure durations.
 //!
 //! Written by hand rather than with `uhlc`: it is 60 lines, versions must
 //! pack into a u64 next to a node id, a test offset must shift the wall
@@ -12,12 +13,52 @@
 //! a peer whose clock runs seconds ahead, up to a bound.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub const LOGICAL_BITS: u32 = 16;
 
+/// Where a node reads the wall clock: milliseconds since the Unix epoch.
+/// The default is the system clock; a deterministic simulation passes its
+/// own (simulated time plus an epoch), so versions are a function of the
+/// run's seed.
+#[derive(Clone)]
+pub struct WallClock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl WallClock {
+    pub fn system() -> WallClock {
+        WallClock(Arc::new(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        }))
+    }
+
+    pub fn new(f: impl Fn() -> u64 + Send + Sync + 'static) -> WallClock {
+        WallClock(Arc::new(f))
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_ms(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl Default for WallClock {
+    fn default() -> Self {
+        WallClock::system()
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WallClock(..)")
+    }
+}
+
 pub struct Hlc {
     last: AtomicU64,
+    clock: WallClock,
     /// Added to the wall clock (tests shift one node's clock).
     offset_ms: AtomicI64,
     /// A remote timestamp further ahead of our wall clock than this is
@@ -30,8 +71,14 @@ pub struct Hlc {
 
 impl Hlc {
     pub fn new(offset_ms: i64, max_ahead_ms: u64) -> Hlc {
+        Hlc::with_clock(offset_ms, max_ahead_ms, WallClock::system())
+    }
+
+    /// A clock reading its wall time from `clock`.
+    pub fn with_clock(offset_ms: i64, max_ahead_ms: u64, clock: WallClock) -> Hlc {
         Hlc {
             last: AtomicU64::new(0),
+            clock,
             offset_ms: AtomicI64::new(offset_ms),
             max_ahead_ms,
             clamped: AtomicU64::new(0),
@@ -41,9 +88,7 @@ impl Hlc {
     /// Milliseconds since the Unix epoch as this node's (possibly shifted)
     /// wall clock says.
     pub fn wall_ms(&self) -> u64 {
-        let real = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let real = self.clock.now_ms() as i64;
         (real + self.offset_ms.load(Ordering::Relaxed)).max(0) as u64
     }
 

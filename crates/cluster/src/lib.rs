@@ -25,13 +25,15 @@ pub mod wire;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use strata_engine::Db;
+use tokio::time::Instant;
 
 pub use auth::Secret;
 pub use hints::{HintsConfig, PeerHints};
+pub use hlc::WallClock;
 pub use membership::State;
 pub use reaper::{ReaperConfig, ReaperStats};
 pub use store::Outcome;
@@ -174,6 +176,17 @@ pub struct ClusterConfig {
     pub hints_engine: strata_engine::Options,
     /// When tombstones may be dropped.
     pub reaper: ReaperConfig,
+    /// The wall clock behind versions and hint ages (default: the
+    /// system's). A deterministic simulation passes its simulated time.
+    pub wall_clock: WallClock,
+    /// Simulation only: apply writes, keep hints and read them back on the
+    /// calling task instead of the applier thread, the hint writer thread
+    /// and tokio's blocking pool (one write per engine commit, no group
+    /// commit). Under a deterministic single-threaded runtime (the turmoil
+    /// simulation) a node's work is then a function of its inputs; in
+    /// production it would block the runtime on every fsync.
+    #[doc(hidden)]
+    pub inline_io: bool,
 }
 
 impl Default for ClusterConfig {
@@ -193,6 +206,8 @@ impl Default for ClusterConfig {
             hints_dir: PathBuf::from("strata-data/hints"),
             hints_engine: Default::default(),
             reaper: ReaperConfig::default(),
+            wall_clock: WallClock::system(),
+            inline_io: false,
         }
     }
 }
@@ -312,7 +327,11 @@ impl Cluster {
                 cfg.timeout.as_millis()
             ));
         }
-        let hlc = Arc::new(Hlc::new(cfg.clock_offset_ms, cfg.max_clock_ahead_ms));
+        let hlc = Arc::new(Hlc::with_clock(
+            cfg.clock_offset_ms,
+            cfg.max_clock_ahead_ms,
+            cfg.wall_clock.clone(),
+        ));
         let detectors: Vec<Arc<Detector>> =
             (0..size).map(|_| Arc::new(Detector::default())).collect();
         let mut peers = Vec::with_capacity(size);
@@ -358,8 +377,18 @@ impl Cluster {
                 is_self: i == me,
             })
             .collect();
-        let store = Store::open(db, cfg.apply_capacity, size > 1);
-        let hint_writer = hints.clone().map(hints::HintWriter::start);
+        let store = if cfg.inline_io {
+            Store::open_inline(db, size > 1)
+        } else {
+            Store::open(db, cfg.apply_capacity, size > 1)
+        };
+        let hint_writer = hints.clone().map(|h| {
+            if cfg.inline_io {
+                hints::HintWriter::inline(h, cfg.wall_clock.clone())
+            } else {
+                hints::HintWriter::start(h, cfg.wall_clock.clone())
+            }
+        });
         let my_id = ids[me];
         let placement = Placement::new(std::mem::take(&mut ids));
         Ok(Cluster {

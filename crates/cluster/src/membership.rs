@@ -6,9 +6,12 @@
 //! decide what to do about them (the coordinator and hints do).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
+// tokio's clock: the system's in production, the simulated one under a
+// paused or simulated runtime (the turmoil tests).
+use tokio::time::Instant;
 
 /// How often a node pings each peer.
 pub const HEARTBEAT: Duration = Duration::from_millis(100);

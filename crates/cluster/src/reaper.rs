@@ -21,9 +21,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use crate::hlc::LOGICAL_BITS;
 use crate::record::{Record, Version};
@@ -122,10 +123,9 @@ impl Inner {
             let floor = self.write_floor();
             let s = self.clone();
             let at = from.clone();
-            let step =
-                tokio::task::spawn_blocking(move || s.tombstones_before(&at, floor, SCAN_STEP))
-                    .await
-                    .ok()?;
+            let step = self
+                .blocking(move || s.tombstones_before(&at, floor, SCAN_STEP))
+                .await?;
             let (found, next) = match step {
                 Ok(x) => x,
                 Err(e) => {

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;

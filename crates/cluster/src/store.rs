@@ -5,7 +5,9 @@
 //! incoming version with the stored one and keeps only newer writes, so a
 //! late, re-delivered or frozen-then-resumed write can never overwrite a
 //! newer one; then one WAL write and one fsync for the group. Because the
-//! applier is the only writer, compare-then-write needs no lock. Owns the
+//! applier is the only writer, compare-then-write needs no lock. (The
+//! deterministic simulation's inline mode has no thread: each write is
+//! applied on the caller's task as a group of one, under a lock.) Owns the
 //! local apply rule and local reads; must not talk to other nodes.
 
 use std::collections::HashMap;
@@ -45,7 +47,19 @@ struct Job {
 
 pub struct Store {
     db: Arc<Db>,
-    tx: mpsc::Sender<Job>,
+    applier: Applier,
+}
+
+enum Applier {
+    /// The applier thread's queue.
+    Thread(mpsc::Sender<Job>),
+    /// No thread: each write is applied on the caller's task, as a group
+    /// of one (the deterministic simulation). The lock keeps
+    /// compare-then-write exclusive all the same.
+    Inline {
+        check_versions: bool,
+        lock: parking_lot::Mutex<()>,
+    },
 }
 
 impl Store {
@@ -70,7 +84,23 @@ impl Store {
                 }
             })
             .expect("spawn applier thread");
-        Store { db, tx }
+        Store {
+            db,
+            applier: Applier::Thread(tx),
+        }
+    }
+
+    /// No applier thread: `apply` and `purge` write on the caller's task
+    /// before they return (one commit per write). For a deterministic
+    /// simulation, where a thread's timing must not steer the run.
+    pub fn open_inline(db: Arc<Db>, check_versions: bool) -> Store {
+        Store {
+            db,
+            applier: Applier::Inline {
+                check_versions,
+                lock: parking_lot::Mutex::new(()),
+            },
+        }
     }
 
     pub fn db(&self) -> &Arc<Db> {
@@ -90,10 +120,17 @@ impl Store {
 
     async fn submit(&self, key: Bytes, op: Op) -> Result<Outcome> {
         let (done, wait) = oneshot::channel();
-        self.tx
-            .send(Job { key, op, done })
-            .await
-            .map_err(|_| ClusterError::Closed)?;
+        let job = Job { key, op, done };
+        match &self.applier {
+            Applier::Thread(tx) => tx.send(job).await.map_err(|_| ClusterError::Closed)?,
+            Applier::Inline {
+                check_versions,
+                lock,
+            } => {
+                let _one = lock.lock();
+                apply_group(&self.db, vec![job], *check_versions);
+            }
+        }
         wait.await.map_err(|_| ClusterError::Closed)?
     }
 

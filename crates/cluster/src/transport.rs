@@ -17,7 +17,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
@@ -217,7 +217,7 @@ impl Peer {
 
     /// Send one request and wait for its answer, at most `timeout`.
     pub async fn call(&self, req: Request, timeout: Duration) -> Result<Response, CallError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
         let conn = tokio::time::timeout(timeout, self.conn())
             .await
             .map_err(|_| CallError::Timeout)??;
@@ -233,7 +233,7 @@ impl Peer {
             conn.pending.lock().remove(&id);
             return Err(CallError::Lost);
         }
-        match tokio::time::timeout_at(deadline.into(), rx).await {
+        match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(Response::Error { transient, message })) => {
                 Err(CallError::Remote { transient, message })
             }
@@ -259,8 +259,13 @@ impl Peer {
 impl Conn {
     fn kill(&self) {
         self.alive.store(false, Ordering::Release);
-        // Dropping the senders fails the waiting calls with `Lost`.
-        self.pending.lock().clear();
+        // Dropping the senders fails the waiting calls with `Lost`, in
+        // the order they were sent (not the map's, which is random per
+        // process): the calls wake in a fixed order, as a deterministic
+        // simulation needs.
+        let mut waiting: Vec<_> = self.pending.lock().drain().collect();
+        waiting.sort_unstable_by_key(|(id, _)| *id);
+        drop(waiting);
     }
 }
 
