@@ -98,6 +98,11 @@ pub struct RunResult {
     pub own_checked: u64,
     pub own_missing: Vec<u64>,
     pub main: Duration,
+    /// p99 latency of the operations acknowledged in the 5 s before the
+    /// fault, and of those invoked from the node's return until it was
+    /// level (hint replay), all nodes together.
+    pub p99_before: Option<Duration>,
+    pub p99_replay: Option<Duration>,
 }
 
 impl RunResult {
@@ -115,7 +120,7 @@ impl RunResult {
     /// One line: the figures a campaign prints per run.
     pub fn line(&self) -> String {
         format!(
-            "{:<9} seed {:<3} {:>7} acked  lost {}  stale {}  impossible {}  live errors {}  in flight {}  level {}  own-store missing {:?} of {}  dropped hints {}  {}",
+            "{:<9} seed {:<3} {:>7} acked  lost {}  stale {}  impossible {}  live errors {}  in flight {}  level {}  p99 before {} / replay {}  own-store missing {:?} of {}  dropped hints {}  {}",
             self.fault.name(),
             self.seed,
             self.acknowledged,
@@ -127,12 +132,36 @@ impl RunResult {
             self.level_after
                 .map(|d| format!("{:.2}s", d.as_secs_f64()))
                 .unwrap_or_else(|| "-".into()),
+            ms(self.p99_before),
+            ms(self.p99_replay),
             self.own_missing,
             self.own_checked,
             self.hints_dropped,
             if self.passed() { "ok" } else { "FAILED" },
         )
     }
+}
+
+fn ms(d: Option<Duration>) -> String {
+    d.map(|d| format!("{:.2}ms", d.as_secs_f64() * 1e3))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The 99th percentile of the latencies of acknowledged main-phase
+/// operations invoked in `[from, to)`.
+fn p99_between(h: &History, from: Duration, to: Duration) -> Option<Duration> {
+    let mut l: Vec<Duration> = h
+        .ops
+        .iter()
+        .filter(|op| !op.final_read && op.outcome == Outcome::Ok)
+        .filter(|op| op.invoked >= from && op.invoked < to)
+        .map(|op| op.completed - op.invoked)
+        .collect();
+    if l.is_empty() {
+        return None;
+    }
+    l.sort_unstable();
+    Some(l[(l.len() * 99).div_ceil(100) - 1])
 }
 
 /// What the hook between the phases found.
@@ -219,6 +248,21 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
         }
     }
     let acknowledged = checked.report.set_acknowledged;
+    let (p99_before, p99_replay) = match (injected, level_after) {
+        (Some(x), Some(level)) => {
+            let began = x.began.saturating_duration_since(start);
+            let back = x.returned.saturating_duration_since(start);
+            (
+                p99_between(
+                    &checked.history,
+                    began.saturating_sub(Duration::from_secs(5)),
+                    began,
+                ),
+                p99_between(&checked.history, back, back + level),
+            )
+        }
+        _ => (None, None),
+    };
     Ok(RunResult {
         fault: o.plan.fault,
         seed: o.seed,
@@ -232,6 +276,8 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
         own_checked: own.checked,
         own_missing: own.missing,
         main: checked.main,
+        p99_before,
+        p99_replay,
     })
 }
 
@@ -375,7 +421,7 @@ pub fn campaign(a: &CampaignArgs, strata: impl Fn() -> Command) -> Result<bool, 
 /// The totals per fault as a Markdown table.
 pub fn totals(runs: &[RunResult]) -> String {
     let mut s = String::from(
-        "\n| fault | runs | acknowledged writes | lost | stale reads | live-coordinator errors | own-store missing | hints dropped | level after return (median / max) | passed |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "\n| fault | runs | acknowledged writes | lost | stale reads | live-coordinator errors | own-store missing | hints dropped | level after return (median / max) | p99 before fault / during replay (medians) | passed |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut faults: Vec<Fault> = runs.iter().map(|r| r.fault).collect();
     faults.dedup();
@@ -396,9 +442,19 @@ pub fn totals(runs: &[RunResult]) -> String {
                 levels[levels.len() - 1]
             )
         };
+        let median = |g: &dyn Fn(&RunResult) -> Option<Duration>| {
+            let mut v: Vec<Duration> = rs.iter().filter_map(|r| g(r)).collect();
+            v.sort_unstable();
+            ms(v.get(v.len().saturating_sub(1) / 2).copied())
+        };
+        let p99 = format!(
+            "{} / {}",
+            median(&|r| r.p99_before),
+            median(&|r| r.p99_replay)
+        );
         let _ = writeln!(
             s,
-            "| {f} | {} | {} | {} | {} | {} | {} | {} | {level} | {}/{} |",
+            "| {f} | {} | {} | {} | {} | {} | {} | {} | {level} | {p99} | {}/{} |",
             rs.len(),
             sum(&|r| r.acknowledged),
             sum(&|r| r.report.lost),

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The cluster against a single node (issue 12), side by side in one run:
+# `strata sweep` finds the breaking point at p99<=10ms of PUT (random keys,
+# 100-byte values) and of GET (pre-loaded keys) against
+#
+#   1. one node (a cluster of one),
+#   2. a local 3-node cluster at the default ack=2&from=3 (replication 3),
+#      the connections spread over the three nodes,
+#   3. the same at replication 1 (ack=1&from=1: routing only, each request
+#      forwarded to the key's one replica unless the receiving node owns it).
+#
+# Every process (nodes and generator) shares the machine's cores: no
+# pinning, so the cluster's three nodes get the same CPU the single node
+# had. Knobs (environment): DURATION (5 s per trial), KEYS (100000),
+# CONNECTIONS (64), STRATA_BIN.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-5}
+KEYS=${KEYS:-100000}
+CONNECTIONS=${CONNECTIONS:-64}
+cargo build --release -q -p strata
+STRATA_BIN=${STRATA_BIN:-target/release/strata}
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+sweep() { # name urls workload -> prints "name workload rate"
+    local extra=()
+    if [ "$3" = get ]; then extra=(--preload); fi
+    "$STRATA_BIN" sweep "$2" --workload "$3" --keys "$KEYS" --connections "$CONNECTIONS" \
+        --slo 'p99<=10ms' --max-errors 0.1% --start-rate 4000 --duration "$DURATION" \
+        --warmup 1 --precision 0.05 --quiet "${extra[@]}" --out "$TMP/$1-$3" >"$TMP/$1-$3.txt" 2>&1 || true
+    local bp
+    bp=$(sed -n 's/^Breaking point: \([0-9,]*\) req\/s.*/\1/p' "$TMP/$1-$3.txt" | tr -d ,)
+    echo "$1 $3 ${bp:-0}" | tee -a "$TMP/results"
+    grep -E "^At |Verdict" "$TMP/$1-$3.txt" | head -2 | sed 's/^/    /' >&2 || true
+}
+
+cluster_up() { # name replication -> sets URLS
+    "$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/$1" --base-port 0 --replication "$2" >"$TMP/$1.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 100); do
+        URLS=$(grep -E '^http://.*,http://' "$TMP/$1.out" || true)
+        [ -n "$URLS" ] && return 0
+        sleep 0.2
+    done
+    cat "$TMP/$1.out" >&2
+    exit 1
+}
+
+echo "## Single node"
+"$STRATA_BIN" serve --listen 127.0.0.1:0 --data-dir "$TMP/single" --log-level warn >"$TMP/single.out" 2>&1 &
+SINGLE_PID=$!
+PIDS+=($SINGLE_PID)
+for _ in $(seq 50); do
+    URL=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$TMP/single.out")
+    [ -n "$URL" ] && break
+    sleep 0.1
+done
+sweep single "$URL" put
+sweep single "$URL" get
+kill "$SINGLE_PID"; wait "$SINGLE_PID" 2>/dev/null || true
+
+echo "## 3 nodes, ack=2&from=3"
+cluster_up r3 3
+sweep r3 "$URLS" put
+sweep r3 "$URLS" get
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+
+echo "## 3 nodes, ack=1&from=1"
+cluster_up r1 1
+sweep r1 "$URLS" put
+sweep r1 "$URLS" get
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+
+echo
+echo "| setup | PUT breaking point req/s | ratio | GET breaking point req/s | ratio |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+python3 - "$TMP/results" <<'PY'
+import sys
+r = {}
+for line in open(sys.argv[1]):
+    n, w, v = line.split()
+    r[(n, w)] = int(v)
+names = {"single": "one node", "r3": "3 nodes, ack=2&from=3", "r1": "3 nodes, ack=1&from=1"}
+for n in ["single", "r3", "r1"]:
+    cells = []
+    for w in ["put", "get"]:
+        v, base = r.get((n, w), 0), r.get(("single", w), 0)
+        cells += [f"{v:,}", f"{v / base:.2f}x" if base else "-"]
+    print(f"| {names[n]} | " + " | ".join(cells) + " |")
+PY
