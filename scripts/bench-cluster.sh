@@ -12,13 +12,16 @@
 # Every process (nodes and generator) shares the machine's cores: no
 # pinning, so the cluster's three nodes get the same CPU the single node
 # had. Knobs (environment): DURATION (5 s per trial), KEYS (100000),
-# CONNECTIONS (64), STRATA_BIN.
+# CONNECTIONS (64), DURABILITY (the nodes' --durability, default sync),
+# WORKLOADS ("put get"), STRATA_BIN.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
 KEYS=${KEYS:-100000}
 CONNECTIONS=${CONNECTIONS:-64}
+DURABILITY=${DURABILITY:-sync}
+WORKLOADS=${WORKLOADS:-put get}
 cargo build --release -q -p strata
 STRATA_BIN=${STRATA_BIN:-target/release/strata}
 TMP=$(mktemp -d)
@@ -43,7 +46,8 @@ sweep() { # name urls workload -> prints "name workload rate"
 }
 
 cluster_up() { # name replication -> sets URLS
-    "$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/$1" --base-port 0 --replication "$2" >"$TMP/$1.out" 2>&1 &
+    "$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/$1" --base-port 0 --replication "$2" \
+        -- --durability "$DURABILITY" >"$TMP/$1.out" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 100); do
         URLS=$(grep -E '^http://.*,http://' "$TMP/$1.out" || true)
@@ -54,8 +58,9 @@ cluster_up() { # name replication -> sets URLS
     exit 1
 }
 
-echo "## Single node"
-"$STRATA_BIN" serve --listen 127.0.0.1:0 --data-dir "$TMP/single" --log-level warn >"$TMP/single.out" 2>&1 &
+echo "## Single node (--durability $DURABILITY)"
+"$STRATA_BIN" serve --listen 127.0.0.1:0 --data-dir "$TMP/single" --log-level warn \
+    --durability "$DURABILITY" >"$TMP/single.out" 2>&1 &
 SINGLE_PID=$!
 PIDS+=($SINGLE_PID)
 for _ in $(seq 50); do
@@ -63,20 +68,17 @@ for _ in $(seq 50); do
     [ -n "$URL" ] && break
     sleep 0.1
 done
-sweep single "$URL" put
-sweep single "$URL" get
+for w in $WORKLOADS; do sweep single "$URL" "$w"; done
 kill "$SINGLE_PID"; wait "$SINGLE_PID" 2>/dev/null || true
 
 echo "## 3 nodes, ack=2&from=3"
 cluster_up r3 3
-sweep r3 "$URLS" put
-sweep r3 "$URLS" get
+for w in $WORKLOADS; do sweep r3 "$URLS" "$w"; done
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
 
 echo "## 3 nodes, ack=1&from=1"
 cluster_up r1 1
-sweep r1 "$URLS" put
-sweep r1 "$URLS" get
+for w in $WORKLOADS; do sweep r1 "$URLS" "$w"; done
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
 
 echo
