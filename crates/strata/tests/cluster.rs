@@ -1,9 +1,12 @@
-//! The cluster on real processes and loopback ports: replication parameters,
-//! quorums that cannot be met, reads and writes at different `ack`, a node
-//! away while keys change and level again by itself, exact copy counts.
+//! The cluster on real processes and loopback ports, on 2 and on 3 nodes:
+//! replication parameters, quorums that cannot be met (a node killed or
+//! frozen), reads and writes at different `ack`, a node away while keys
+//! change and level again by itself, exact copy counts; and tombstones
+//! dropped only once every replica holds them.
 
 mod support;
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{ClusterProcs, NodeProc};
@@ -80,80 +83,123 @@ fn internal_traffic_without_the_secret_is_403() {
 
 #[test]
 fn a_stopped_node_makes_full_ack_a_prompt_504() {
-    // A long replica timeout: the 504s must come from the failure
-    // detector's knowledge, not from waiting the timeout out.
-    let mut c = ClusterProcs::start(3, &["--replica-timeout-ms", "30000"]);
-    assert_eq!(put(c.node(0), "k", "&ack=3", "v"), 201);
-    c.kill(2);
-    assert!(c.wait_states(0, &["up", "up", "down"], 10));
-    let t = Instant::now();
-    let r = c.node(0).request("PUT", "/v0/entity?id=k&ack=3", b"v2");
-    assert_eq!(r.status, 504);
-    assert_eq!(
-        String::from_utf8_lossy(&r.body).trim(),
-        "not enough replicas: got 2 of 3"
-    );
-    assert_eq!(get(c.node(0), "k", "&ack=3").0, 504);
-    assert_eq!(delete(c.node(0), "k", "&ack=3"), 504);
-    assert!(
-        t.elapsed() < Duration::from_secs(25),
-        "waited out the timeout"
-    );
-    // Reads and deletes still work at the default quorum with one node down.
-    assert_eq!(get(c.node(1), "k", "").0, 200);
-    assert_eq!(delete(c.node(1), "k", ""), 202);
-    assert_eq!(get(c.node(0), "k", "").0, 404);
+    // On 3 nodes the last one is killed, on 2 it is frozen (SIGSTOP: its
+    // sockets stay open and silent). A long replica timeout: the 504s must
+    // come from the failure detector's knowledge, not from waiting the
+    // timeout out.
+    for n in [3usize, 2] {
+        let mut c = ClusterProcs::start(n, &["--replica-timeout-ms", "30000"]);
+        let full = format!("&ack={n}");
+        assert_eq!(put(c.node(0), "k", &full, "v"), 201);
+        let frozen = if n == 3 {
+            c.kill(n - 1);
+            None
+        } else {
+            let pid = c.node(n - 1).child.id().to_string();
+            assert!(Command::new("kill")
+                .args(["-STOP", &pid])
+                .status()
+                .unwrap()
+                .success());
+            Some(pid)
+        };
+        let mut want = vec!["up"; n];
+        want[n - 1] = "down";
+        assert!(c.wait_states(0, &want, 10), "{n} nodes");
+        let t = Instant::now();
+        let r = c
+            .node(0)
+            .request("PUT", &format!("/v0/entity?id=k{full}"), b"v2");
+        assert_eq!(r.status, 504, "{n} nodes");
+        assert_eq!(
+            String::from_utf8_lossy(&r.body).trim(),
+            format!("not enough replicas: got {} of {n}", n - 1)
+        );
+        assert_eq!(get(c.node(0), "k", &full).0, 504);
+        assert_eq!(delete(c.node(0), "k", &full), 504);
+        assert!(
+            t.elapsed() < Duration::from_secs(25),
+            "waited out the timeout"
+        );
+        // Reads and deletes still work with one node down: at the default
+        // quorum on 3 nodes (2 of 3), at ack=1 on 2.
+        let low = if n == 3 { "" } else { "&ack=1" };
+        let live = n - 2;
+        assert_eq!(
+            get(c.node(live), "k", low),
+            (200, "v".to_string()),
+            "{n} nodes"
+        );
+        assert_eq!(delete(c.node(live), "k", low), 202);
+        assert_eq!(get(c.node(0), "k", low).0, 404);
+        if let Some(pid) = frozen {
+            assert!(Command::new("kill")
+                .args(["-CONT", &pid])
+                .status()
+                .unwrap()
+                .success());
+        }
+    }
 }
 
 #[test]
 fn writes_at_low_ack_read_back_at_high_ack_and_the_reverse() {
-    let c = ClusterProcs::start(3, &[]);
-    for i in 0..30 {
-        let k = format!("low{i}");
-        assert_eq!(
-            put(c.node(i % 3), &k, "&ack=1&from=3", &format!("v{i}")),
-            201
-        );
-        assert_eq!(
-            get(c.node((i + 1) % 3), &k, "&ack=3&from=3"),
-            (200, format!("v{i}"))
-        );
-        let k = format!("high{i}");
-        assert_eq!(
-            put(c.node(i % 3), &k, "&ack=3&from=3", &format!("w{i}")),
-            201
-        );
-        assert_eq!(
-            get(c.node((i + 2) % 3), &k, "&ack=1&from=3"),
-            (200, format!("w{i}"))
-        );
-        assert_eq!(delete(c.node(i % 3), &k, "&ack=1"), 202);
-        assert_eq!(get(c.node((i + 1) % 3), &k, "&ack=3").0, 404);
+    for n in [2usize, 3] {
+        let c = ClusterProcs::start(n, &[]);
+        let (low, high) = (format!("&ack=1&from={n}"), format!("&ack={n}&from={n}"));
+        for i in 0..30 {
+            let k = format!("low{i}");
+            assert_eq!(put(c.node(i % n), &k, &low, &format!("v{i}")), 201);
+            assert_eq!(
+                get(c.node((i + 1) % n), &k, &high),
+                (200, format!("v{i}")),
+                "{n} nodes"
+            );
+            let k = format!("high{i}");
+            assert_eq!(put(c.node(i % n), &k, &high, &format!("w{i}")), 201);
+            assert_eq!(
+                get(c.node((i + n - 1) % n), &k, &low),
+                (200, format!("w{i}")),
+                "{n} nodes"
+            );
+            assert_eq!(delete(c.node(i % n), &k, "&ack=1"), 202);
+            assert_eq!(get(c.node((i + 1) % n), &k, &high).0, 404);
+        }
     }
 }
 
 #[test]
 fn a_node_away_during_changes_is_level_on_its_own_store_when_back() {
-    let mut c = ClusterProcs::start(3, &[]);
+    for n in [2usize, 3] {
+        node_away_during_changes(n);
+    }
+}
+
+/// The last of `n` nodes is killed while keys change through the others
+/// (at ack=1 on 2 nodes, the default quorum on 3), then restarted.
+fn node_away_during_changes(n: usize) {
+    let away = n - 1;
+    let q = if n == 2 { "&ack=1" } else { "" };
+    let mut c = ClusterProcs::start(n, &[]);
     // Keys that exist before, then change while node 2 is away.
     for i in 0..50 {
         assert_eq!(put(c.node(0), &format!("k{i}"), "", "before"), 201);
     }
-    c.kill(2);
+    c.kill(away);
     for i in 0..50 {
         let k = format!("k{i}");
         match i % 4 {
-            0 => assert_eq!(put(c.node(i % 2), &k, "", "overwritten"), 201),
-            1 => assert_eq!(delete(c.node(i % 2), &k, ""), 202),
+            0 => assert_eq!(put(c.node(i % away), &k, q, "overwritten"), 201),
+            1 => assert_eq!(delete(c.node(i % away), &k, q), 202),
             2 => {
-                assert_eq!(delete(c.node(i % 2), &k, ""), 202);
-                assert_eq!(put(c.node(1 - i % 2), &k, "", "recreated"), 201);
+                assert_eq!(delete(c.node(i % away), &k, q), 202);
+                assert_eq!(put(c.node((i + 1) % away), &k, q, "recreated"), 201);
             }
             _ => {}
         }
-        assert_eq!(put(c.node(i % 2), &format!("new{i}"), "", "new"), 201);
+        assert_eq!(put(c.node(i % away), &format!("new{i}"), q, "new"), 201);
     }
-    c.start_node(2);
+    c.start_node(away);
     // Hints bring node 2 level without any read of these keys.
     let want = |i: usize| match i % 4 {
         0 => Some("overwritten"),
@@ -164,17 +210,18 @@ fn a_node_away_during_changes_is_level_on_its_own_store_when_back() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let level = loop {
         let ok = (0..50).all(|i| {
-            holds(c.node(2), &format!("k{i}")).as_deref() == want(i)
-                && holds(c.node(2), &format!("new{i}")).as_deref() == Some("new")
+            holds(c.node(away), &format!("k{i}")).as_deref() == want(i)
+                && holds(c.node(away), &format!("new{i}")).as_deref() == Some("new")
         });
         if ok || Instant::now() > deadline {
             break ok;
         }
         std::thread::sleep(Duration::from_millis(200));
     };
-    assert!(level, "node 2 did not become level from hints");
+    assert!(level, "node {away} of {n} did not become level from hints");
+    let full = format!("&ack={n}");
     for i in 0..50 {
-        let (s, v) = get(c.node(2), &format!("k{i}"), "&ack=3");
+        let (s, v) = get(c.node(away), &format!("k{i}"), &full);
         match want(i) {
             Some(w) => assert_eq!((s, v.as_str()), (200, w), "k{i}"),
             None => assert_eq!(s, 404, "k{i}"),
@@ -184,12 +231,18 @@ fn a_node_away_during_changes_is_level_on_its_own_store_when_back() {
 
 #[test]
 fn a_put_with_from_f_leaves_exactly_f_copies() {
-    let c = ClusterProcs::start(3, &[]);
-    for f in 1..=3usize {
+    for n in [2usize, 3] {
+        exactly_f_copies(n);
+    }
+}
+
+fn exactly_f_copies(n: usize) {
+    let c = ClusterProcs::start(n, &[]);
+    for f in 1..=n {
         for i in 0..10 {
             let k = format!("f{f}-{i}");
             assert_eq!(
-                put(c.node(i % 3), &k, &format!("&ack=1&from={f}"), "x"),
+                put(c.node(i % n), &k, &format!("&ack=1&from={f}"), "x"),
                 201
             );
         }
@@ -197,8 +250,8 @@ fn a_put_with_from_f_leaves_exactly_f_copies() {
     // Copies beyond ack arrive in the background: wait for them (a PUT
     // never goes to more than `from` replicas, so the count cannot pass f),
     // then count each node's own store.
-    let count = |k: &str| (0..3).filter(|&n| holds(c.node(n), k).is_some()).count();
-    for f in 1..=3usize {
+    let count = |k: &str| (0..n).filter(|&m| holds(c.node(m), k).is_some()).count();
+    for f in 1..=n {
         for i in 0..10 {
             let k = format!("f{f}-{i}");
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -209,7 +262,7 @@ fn a_put_with_from_f_leaves_exactly_f_copies() {
         }
     }
     std::thread::sleep(Duration::from_millis(300));
-    for f in 1..=3usize {
+    for f in 1..=n {
         assert_eq!(count(&format!("f{f}-0")), f);
     }
 }
