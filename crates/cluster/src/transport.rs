@@ -122,6 +122,10 @@ struct Conn {
     next_id: AtomicU64,
     alive: AtomicBool,
     window: Arc<Semaphore>,
+    /// When the connection opened, and the last answer's arrival as
+    /// microseconds since then.
+    born: tokio::time::Instant,
+    heard_us: AtomicU64,
 }
 
 impl Peer {
@@ -193,6 +197,8 @@ impl Peer {
             next_id: AtomicU64::new(1),
             alive: AtomicBool::new(true),
             window: Arc::new(Semaphore::new(self.ctx.cfg.window.max(1))),
+            born: tokio::time::Instant::now(),
+            heard_us: AtomicU64::new(0),
         });
         let c = conn.clone();
         let hlc_w = self.ctx.hlc.clone();
@@ -241,6 +247,14 @@ impl Peer {
             Ok(Err(_)) => Err(CallError::Lost),
             Err(_) => {
                 conn.pending.lock().remove(&id);
+                // Nothing at all came back on this connection while the
+                // call waited: the peer is frozen or the path black-holes
+                // (TCP may not say so for many minutes). Close it, so
+                // that the next call dials afresh instead of queueing
+                // behind a silent connection.
+                if conn.silent_since(tokio::time::Instant::now() - timeout) {
+                    conn.kill();
+                }
                 Err(CallError::Timeout)
             }
         }
@@ -257,6 +271,17 @@ impl Peer {
 }
 
 impl Conn {
+    fn heard(&self) {
+        let us = self.born.elapsed().as_micros() as u64;
+        self.heard_us.fetch_max(us, Ordering::Relaxed);
+    }
+
+    /// No answer arrived since `t`.
+    fn silent_since(&self, t: tokio::time::Instant) -> bool {
+        let last = self.born + Duration::from_micros(self.heard_us.load(Ordering::Relaxed));
+        last < t
+    }
+
     fn kill(&self) {
         self.alive.store(false, Ordering::Release);
         // Dropping the senders fails the waiting calls with `Lost`, in
@@ -283,6 +308,7 @@ async fn read_answers<R: AsyncRead + Unpin>(
             hlc.observe(their_hlc);
             let resp = wire::decode_response(kind, body).map_err(|e| e.to_string())?;
             heard();
+            conn.heard();
             if let Some(tx) = conn.pending.lock().remove(&id) {
                 let _ = tx.send(resp);
             }
@@ -378,4 +404,75 @@ pub async fn serve<S: Stream, H: Handler>(
     drop(tx);
     let _ = writer.await;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::{TcpListener, TcpStream};
+
+    struct Tcp(std::net::SocketAddr);
+    impl Dialer for Tcp {
+        fn dial<'a>(&'a self, _url: &'a str) -> DialFuture<'a> {
+            Box::pin(async move {
+                let s = TcpStream::connect(self.0).await?;
+                Ok(Box::new(s) as BoxStream)
+            })
+        }
+    }
+
+    struct Pong;
+    impl Handler for Pong {
+        fn handle(
+            self: Arc<Self>,
+            _from: u64,
+            _req: Request,
+        ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
+            Box::pin(async { Response::Pong })
+        }
+    }
+
+    /// The first connection is accepted and authenticated, then never
+    /// answered (a frozen peer, a black hole that keeps TCP up); later
+    /// ones are served. A call that hears nothing on its connection closes
+    /// it, so the next call gets through on a new one.
+    #[tokio::test]
+    async fn a_silent_connection_is_closed_and_the_next_call_dials_again() {
+        let secret = Secret::new("transport-test-secret-0123").unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let hlc = Arc::new(Hlc::new(0, 60_000));
+        let (s2, h2) = (secret.clone(), hlc.clone());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            for n in 0.. {
+                let (mut s, _) = l.accept().await.unwrap();
+                if n == 0 {
+                    auth::accept(&mut s, &s2).await.unwrap();
+                    held.push(s);
+                } else {
+                    let (s3, h3) = (s2.clone(), h2.clone());
+                    tokio::spawn(async move { serve(s, &s3, h3, Arc::new(Pong)).await });
+                }
+            }
+        });
+        let ctx = Arc::new(Ctx {
+            dialer: Arc::new(Tcp(addr)),
+            secret,
+            my_id: 1,
+            hlc,
+            cfg: TransportConfig {
+                pool: 1,
+                ..Default::default()
+            },
+        });
+        let peer = Peer::new("http://peer".into(), 2, ctx, Arc::new(|| {}));
+        let t = Duration::from_millis(300);
+        assert_eq!(peer.call(Request::Ping, t).await, Err(CallError::Timeout));
+        assert_eq!(peer.call(Request::Ping, t).await, Ok(Response::Pong));
+        // A live connection is kept: calls keep getting answers on it.
+        for _ in 0..3 {
+            assert_eq!(peer.call(Request::Ping, t).await, Ok(Response::Pong));
+        }
+    }
 }
