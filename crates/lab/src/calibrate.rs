@@ -36,8 +36,9 @@ pub struct CalibrateArgs {
     /// Rate of the first step, in requests per second.
     #[arg(long, default_value_t = 2000.0)]
     pub start_rate: f64,
-    /// Seconds each step is measured (after its warm-up).
-    #[arg(long, default_value_t = 5.0)]
+    /// How long each step is measured after its warm-up (5s; a bare
+    /// number is seconds).
+    #[arg(long, default_value_t = 5.0, value_parser = crate::units::seconds)]
     pub duration: f64,
     /// At most this many steps.
     #[arg(long, default_value_t = 8)]

@@ -32,8 +32,8 @@ pub struct DemoArgs {
     /// Latency objective of the sweep.
     #[arg(long, default_value = "p99<=10ms")]
     pub slo: String,
-    /// Seconds each trial is counted.
-    #[arg(long, default_value_t = 4.0)]
+    /// How long each trial is counted (4s; a bare number is seconds).
+    #[arg(long, default_value_t = 4.0, value_parser = crate::units::seconds)]
     pub trial: f64,
     /// Most trials (each about trial + 2 seconds).
     #[arg(long, default_value_t = 12)]

@@ -20,5 +20,6 @@ pub mod scrape;
 pub mod slo;
 pub mod sweep;
 pub mod timer;
+pub mod units;
 pub mod verdict;
 pub mod workload;

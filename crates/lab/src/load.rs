@@ -48,8 +48,9 @@ pub struct TargetArgs {
     /// each connection derives its own from it.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Seconds of warm-up: requests sent on schedule but not counted.
-    #[arg(long, default_value_t = 0.0)]
+    /// Warm-up (30s, 1m, 500ms; a bare number is seconds): requests sent
+    /// on schedule but not counted.
+    #[arg(long, default_value_t = 0.0, value_parser = crate::units::seconds)]
     pub warmup: f64,
     /// Report directory (default: strata-reports/KIND-TIMESTAMP).
     #[arg(long)]
@@ -176,16 +177,18 @@ pub struct LoadArgs {
     /// --rate.
     #[arg(long)]
     pub uploads_per_day: Option<f64>,
-    /// Seconds to run (after the warm-up).
-    #[arg(long, default_value_t = 10.0)]
+    /// How long to run after the warm-up (30s, 1m, 500ms; a bare number
+    /// is seconds).
+    #[arg(long, default_value_t = 10.0, value_parser = crate::units::seconds)]
     pub duration: f64,
     /// Closed loop instead: this many clients, each sending a request,
     /// waiting for its answer, then thinking. Latency is then measured from
     /// the actual send, as such clients do (and a stall hides in it).
     #[arg(long, default_value_t = 0)]
     pub clients: usize,
-    /// Closed loop: seconds each client thinks between requests.
-    #[arg(long, default_value_t = 0.0)]
+    /// Closed loop: how long each client thinks between requests (500ms,
+    /// 1s; a bare number is seconds).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::units::seconds)]
     pub think: f64,
     /// Also write the latency histograms, one per operation per second, in
     /// HdrHistogram's interval log format (merge several with

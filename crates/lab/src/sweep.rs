@@ -28,8 +28,9 @@ pub struct SweepArgs {
     /// Never offer more than this.
     #[arg(long, default_value_t = 1_000_000.0)]
     pub max_rate: f64,
-    /// Seconds each trial is counted (after its warm-up).
-    #[arg(long, default_value_t = 10.0)]
+    /// How long each trial is counted after its warm-up (10s, 1m; a bare
+    /// number is seconds).
+    #[arg(long, default_value_t = 10.0, value_parser = crate::units::seconds)]
     pub duration: f64,
     /// Stop bisecting when the bracket is narrower than this fraction.
     #[arg(long, default_value_t = 0.05)]
@@ -37,8 +38,9 @@ pub struct SweepArgs {
     /// At most this many trials.
     #[arg(long, default_value_t = 14)]
     pub max_trials: usize,
-    /// Seconds of rest between trials, so queues drain.
-    #[arg(long, default_value_t = 1.0)]
+    /// Rest between trials, so queues drain (1s, 500ms; a bare number is
+    /// seconds).
+    #[arg(long, default_value_t = 1.0, value_parser = crate::units::seconds)]
     pub pause: f64,
 }
 

@@ -610,10 +610,6 @@ fn encode_into(out: &mut String, key: &[u8]) {
     }
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    Ok(Duration::from_nanos(strata_sim::Dur::parse(s)?.ns()))
-}
-
 /// Arguments of a checked run, for a command (`strata load --check`, or a
 /// command of its own).
 #[derive(clap::Args, Clone, Debug)]
@@ -626,7 +622,7 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 16)]
     pub clients: u32,
     /// How long the main phase runs (e.g. 30s, 500ms, 2m).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::units::duration)]
     pub duration: Duration,
     /// End the main phase earlier, once this many set writes were
     /// acknowledged.
@@ -655,10 +651,10 @@ pub struct CheckArgs {
     pub ack_read: Option<u32>,
     /// A request not answered within this is abandoned; its outcome is
     /// unknown.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = crate::units::duration)]
     pub timeout: Duration,
     /// How long the final reads may keep retrying while the cluster heals.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = crate::units::duration)]
     pub final_deadline: Duration,
     /// Seed of the clients' random streams.
     #[arg(long, default_value_t = 1)]
@@ -771,13 +767,11 @@ mod tests {
     }
 
     #[test]
-    fn urls_and_durations_parse() {
+    fn urls_parse() {
         assert_eq!(
             Config::parse_urls("http://a:1/, http://b:2,"),
             vec!["http://a:1".to_string(), "http://b:2".to_string()]
         );
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
     }
 
     #[test]

@@ -378,12 +378,14 @@ pub struct CampaignArgs {
     /// Closed-loop clients.
     #[arg(long, default_value_t = 16)]
     pub clients: u32,
-    /// How long a kill, stop or partition lasts, in seconds.
-    #[arg(long, default_value_t = 3.0)]
-    pub hold_s: f64,
-    /// The clock fault's offset in seconds; runs alternate its sign.
-    #[arg(long, default_value_t = 10.0)]
-    pub clock_offset_s: f64,
+    /// How long a kill, stop or partition lasts (3s, 500ms; a bare number
+    /// is seconds).
+    #[arg(long, default_value = "3s", value_parser = crate::units::duration)]
+    pub hold: Duration,
+    /// The clock fault's offset (10s; a bare number is seconds); runs
+    /// alternate its sign.
+    #[arg(long, default_value = "10s", value_parser = crate::units::duration)]
+    pub clock_offset: Duration,
     /// First seed (run r uses seed + r).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -405,9 +407,9 @@ pub fn campaign(a: &CampaignArgs, strata: impl Fn() -> Command) -> Result<bool, 
             let mut o = RunOptions::new(fault, a.writes, a.dir.join(format!("{fault}-{r}")));
             o.clients = a.clients;
             o.seed = a.seed + r as u64;
-            o.plan.hold = Duration::from_secs_f64(a.hold_s);
-            let sign = if r % 2 == 0 { 1.0 } else { -1.0 };
-            o.plan.clock_offset_ms = (sign * a.clock_offset_s * 1000.0) as i64;
+            o.plan.hold = a.hold;
+            let sign = if r % 2 == 0 { 1 } else { -1 };
+            o.plan.clock_offset_ms = sign * a.clock_offset.as_millis() as i64;
             o.serve_args = a.serve_args.clone();
             let res = run_one(&o, strata())?;
             println!("{}", res.line());
