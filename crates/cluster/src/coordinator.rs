@@ -103,20 +103,19 @@ impl Inner {
                             return Err(e);
                         }
                     }
-                    self.stats
-                        .not_enough_replicas
-                        .fetch_add(1, Ordering::Relaxed);
-                    return Err(ClusterError::NotEnoughReplicas { got, need: r.ack });
+                    return Err(self.not_enough(got, r.ack));
                 }
             }
         }
+        Err(self.not_enough(0, r.ack))
+    }
+
+    /// The 504 error, counted.
+    fn not_enough(&self, got: usize, need: usize) -> ClusterError {
         self.stats
             .not_enough_replicas
             .fetch_add(1, Ordering::Relaxed);
-        Err(ClusterError::NotEnoughReplicas {
-            got: 0,
-            need: r.ack,
-        })
+        ClusterError::NotEnoughReplicas { got, need }
     }
 
     async fn replicate(
@@ -127,14 +126,9 @@ impl Inner {
         replicas: &[usize],
         ack: usize,
     ) -> Replicated {
-        // Stamped longer ago than the tombstone grace period (this
-        // coordinator was frozen): stamp again.
-        if let Some(floor) = self.too_old(&record) {
-            return Replicated::Superseded(floor);
-        }
         // The common single-replica case on this node: no task, no channel.
         if replicas == [self.me] {
-            return match self.store.apply(key, record).await {
+            return match self.apply_fresh(key, record).await {
                 Ok(Outcome::Applied) => Replicated::Done,
                 Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => Replicated::Done,
                 Ok(Outcome::Superseded(v)) => Replicated::Superseded(v),
@@ -155,7 +149,7 @@ impl Inner {
             if m == self.me {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
-                    let r = s.store.apply(k, rec).await;
+                    let r = s.apply_fresh(k, rec).await;
                     let _ = tx.send((m, r)).await;
                 });
             } else if !reach {
@@ -276,13 +270,7 @@ impl Inner {
         let reach = self.reachable(&replicas);
         let live = reach.iter().filter(|&&x| x).count();
         if live < r.ack {
-            self.stats
-                .not_enough_replicas
-                .fetch_add(1, Ordering::Relaxed);
-            return Err(ClusterError::NotEnoughReplicas {
-                got: live,
-                need: r.ack,
-            });
+            return Err(self.not_enough(live, r.ack));
         }
         let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
         let mut answers: Vec<(usize, Option<Record>)> = Vec::with_capacity(replicas.len());
@@ -320,13 +308,7 @@ impl Inner {
             if let (Some(e), 1) = (local_err, replicas.len()) {
                 return Err(e);
             }
-            self.stats
-                .not_enough_replicas
-                .fetch_add(1, Ordering::Relaxed);
-            return Err(ClusterError::NotEnoughReplicas {
-                got: answers.len(),
-                need: r.ack,
-            });
+            return Err(self.not_enough(answers.len(), r.ack));
         }
         let newest = answers
             .iter()
@@ -346,13 +328,7 @@ impl Inner {
                 let repaired = self.clone().repair(id, &key, newest, &stale).await;
                 let holders = answers.len() - stale.len() + repaired;
                 if holders < r.ack {
-                    self.stats
-                        .not_enough_replicas
-                        .fetch_add(1, Ordering::Relaxed);
-                    return Err(ClusterError::NotEnoughReplicas {
-                        got: holders,
-                        need: r.ack,
-                    });
+                    return Err(self.not_enough(holders, r.ack));
                 }
             }
             if outstanding > 0 {
@@ -532,15 +508,10 @@ impl Handler for Inner {
     ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
         Box::pin(async move {
             match req {
-                Request::Write { key, record } => {
-                    if let Some(floor) = self.too_old(&record) {
-                        return Response::Written(Outcome::Superseded(floor));
-                    }
-                    match self.store.apply(key, record).await {
-                        Ok(o) => Response::Written(o),
-                        Err(e) => error(e),
-                    }
-                }
+                Request::Write { key, record } => match self.apply_fresh(key, record).await {
+                    Ok(o) => Response::Written(o),
+                    Err(e) => error(e),
+                },
                 Request::Repair { key, record } => match self.store.apply(key, record).await {
                     Ok(o) => Response::Written(o),
                     Err(e) => error(e),

@@ -71,6 +71,9 @@ pub struct ReaperStats {
     pub refused_old: AtomicU64,
 }
 
+/// Tombstones found by one step of the scan, and where the next goes on.
+type Found = (Vec<(Bytes, Version)>, Option<Bytes>);
+
 /// Records read from the store per blocking step at most.
 const SCAN_STEP: usize = 20_000;
 
@@ -89,15 +92,19 @@ impl Inner {
         }
     }
 
-    /// Whether a fresh write is too old to take (and counts it).
-    pub(crate) fn too_old(&self, rec: &Record) -> Option<Version> {
+    /// Apply a fresh write (a coordinator's, or a hint) to this node's
+    /// store, unless it was stamped before the grace period: then the
+    /// floor comes back as the newer version held, and the coordinator
+    /// stamps it again. Read repair does not come this way.
+    pub(crate) async fn apply_fresh(&self, key: Bytes, rec: Record) -> crate::Result<Outcome> {
         let floor = self.write_floor();
-        (rec.version < floor).then(|| {
+        if rec.version < floor {
             self.reaper_stats
                 .refused_old
                 .fetch_add(1, Ordering::Relaxed);
-            floor
-        })
+            return Ok(Outcome::Superseded(floor));
+        }
+        self.store.apply(key, rec).await
     }
 
     pub(crate) async fn reaper_loop(self: Arc<Self>) {
@@ -148,13 +155,7 @@ impl Inner {
 
     /// Up to `step` records from `from`: the tombstones among them older
     /// than `floor`, and the key to go on from (`None` at the end).
-    #[allow(clippy::type_complexity)]
-    fn tombstones_before(
-        &self,
-        from: &[u8],
-        floor: Version,
-        step: usize,
-    ) -> crate::Result<(Vec<(Bytes, Version)>, Option<Bytes>)> {
+    fn tombstones_before(&self, from: &[u8], floor: Version, step: usize) -> crate::Result<Found> {
         let mut out = Vec::new();
         let mut it = self.store.scan(from, None)?;
         for _ in 0..step {

@@ -122,10 +122,8 @@ struct Conn {
     next_id: AtomicU64,
     alive: AtomicBool,
     window: Arc<Semaphore>,
-    /// When the connection opened, and the last answer's arrival as
-    /// microseconds since then.
-    born: tokio::time::Instant,
-    heard_us: AtomicU64,
+    /// Answers received so far.
+    answers: AtomicU64,
 }
 
 impl Peer {
@@ -197,8 +195,7 @@ impl Peer {
             next_id: AtomicU64::new(1),
             alive: AtomicBool::new(true),
             window: Arc::new(Semaphore::new(self.ctx.cfg.window.max(1))),
-            born: tokio::time::Instant::now(),
-            heard_us: AtomicU64::new(0),
+            answers: AtomicU64::new(0),
         });
         let c = conn.clone();
         let hlc_w = self.ctx.hlc.clone();
@@ -234,6 +231,7 @@ impl Peer {
             .map_err(|_| CallError::Overloaded)?;
         let id = conn.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
+        let answers = conn.answers.load(Ordering::Relaxed);
         conn.pending.lock().insert(id, tx);
         if conn.tx.send(Outgoing::Request(id, req)).await.is_err() {
             conn.pending.lock().remove(&id);
@@ -252,7 +250,7 @@ impl Peer {
                 // (TCP may not say so for many minutes). Close it, so
                 // that the next call dials afresh instead of queueing
                 // behind a silent connection.
-                if conn.silent_since(tokio::time::Instant::now() - timeout) {
+                if conn.answers.load(Ordering::Relaxed) == answers {
                     conn.kill();
                 }
                 Err(CallError::Timeout)
@@ -271,17 +269,6 @@ impl Peer {
 }
 
 impl Conn {
-    fn heard(&self) {
-        let us = self.born.elapsed().as_micros() as u64;
-        self.heard_us.fetch_max(us, Ordering::Relaxed);
-    }
-
-    /// No answer arrived since `t`.
-    fn silent_since(&self, t: tokio::time::Instant) -> bool {
-        let last = self.born + Duration::from_micros(self.heard_us.load(Ordering::Relaxed));
-        last < t
-    }
-
     fn kill(&self) {
         self.alive.store(false, Ordering::Release);
         // Dropping the senders fails the waiting calls with `Lost`, in
@@ -308,7 +295,7 @@ async fn read_answers<R: AsyncRead + Unpin>(
             hlc.observe(their_hlc);
             let resp = wire::decode_response(kind, body).map_err(|e| e.to_string())?;
             heard();
-            conn.heard();
+            conn.answers.fetch_add(1, Ordering::Relaxed);
             if let Some(tx) = conn.pending.lock().remove(&id) {
                 let _ = tx.send(resp);
             }

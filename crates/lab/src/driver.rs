@@ -351,8 +351,8 @@ impl Worker {
 }
 
 /// Percent-encode a key for a query string (unreserved bytes as they are).
-pub fn encode_into(out: &mut String, key: &str) {
-    for &b in key.as_bytes() {
+pub fn encode_into(out: &mut String, key: impl AsRef<[u8]>) {
+    for &b in key.as_ref() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
             out.push(b as char);
         } else {

@@ -23,6 +23,28 @@ fn strata(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `strata load` at 200 req/s for 1.5 s over 16 connections against the
+/// nodes in `list`, its report in `dir`.
+fn load(list: &str, dir: &std::path::Path, more: &[&str]) -> (bool, String, String) {
+    let mut args = vec![
+        "load",
+        list,
+        "--rate",
+        "200",
+        "--duration",
+        "1.5",
+        "--connections",
+        "16",
+        "--keys",
+        "1000",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    strata(&args)
+}
+
 /// The node's count of PUTs answered 201, from its `/metrics`.
 fn puts_created(node: &NodeProc) -> u64 {
     let m = String::from_utf8(node.request("GET", "/metrics", b"").body).unwrap();
@@ -42,21 +64,7 @@ fn a_load_over_two_nodes_reaches_both_and_reports_each() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("rep");
     let list = format!("{ua},{ub}");
-    let (ok, stdout, stderr) = strata(&[
-        "load",
-        &list,
-        "--rate",
-        "200",
-        "--duration",
-        "1.5",
-        "--connections",
-        "16",
-        "--keys",
-        "1000",
-        "--quiet",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let (ok, stdout, stderr) = load(&list, &dir, &[]);
     assert!(ok, "{stdout}{stderr}");
     assert!(stdout.contains("300 requests in"), "{stdout}");
     // The printed summary names both nodes.
@@ -104,22 +112,7 @@ fn a_load_over_two_nodes_reaches_both_and_reports_each() {
 
     // The same seed spreads the same way: a second run against the same
     // nodes adds the same counts to each.
-    let (ok, stdout, stderr) = strata(&[
-        "load",
-        &list,
-        "--rate",
-        "200",
-        "--duration",
-        "1.5",
-        "--connections",
-        "16",
-        "--keys",
-        "1000",
-        "--quiet",
-        "--json",
-        "--out",
-        out.path().join("rep2").to_str().unwrap(),
-    ]);
+    let (ok, stdout, stderr) = load(&list, &out.path().join("rep2"), &["--json"]);
     assert!(ok, "{stdout}{stderr}");
     let again: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let conns = |r: &serde_json::Value| -> Vec<u64> {

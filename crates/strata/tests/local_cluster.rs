@@ -25,17 +25,7 @@ fn status_code(url: &str) -> Result<u16, String> {
 /// The states `url` holds for every member, `self` for itself.
 fn states(url: &str) -> Vec<String> {
     match status::fetch(url) {
-        Ok(v) => v
-            .members
-            .iter()
-            .map(|m| {
-                if m.is_self {
-                    "self".into()
-                } else {
-                    m.state.clone()
-                }
-            })
-            .collect(),
+        Ok(v) => v.states(),
         Err(e) => vec![e],
     }
 }

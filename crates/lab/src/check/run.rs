@@ -25,6 +25,7 @@ use super::history::{
     register_key, register_value, set_key, ClientLog, History, Kind, Outcome, Recorder,
 };
 use crate::client::{Conn, Target};
+use crate::driver::encode_into;
 
 /// The share of each operation (weights; they need not add up to 1).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -591,21 +592,6 @@ async fn final_phase(
                     .await;
                 wait = (wait * 2).min(Duration::from_secs(1));
             }
-        }
-    }
-}
-
-/// Percent-encode a key for the query string (unreserved bytes as they
-/// are).
-fn encode_into(out: &mut String, key: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in key {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push('%');
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
         }
     }
 }

@@ -200,12 +200,12 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
     let own = Arc::new(Mutex::new(OwnStores::default()));
     let hook = {
         let own = own.clone();
-        let urls = urls.clone();
+        let (urls, adv) = (urls.clone(), c.advertised());
         let clients = o.clients;
         // The hook runs on the run's thread: it asks the nodes itself.
         BetweenPhases(Arc::new(move |h: &History| {
             let mut out = own.lock().expect("own-store lock");
-            *out = check_own_stores(h, &urls, clients);
+            *out = check_own_stores(h, &urls, &adv, clients);
         }))
     };
     let mut cfg = check::Config::new(urls.clone());
@@ -228,9 +228,11 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
             return Err(format!("injecting {}: {e}", o.plan.fault));
         }
     };
-    let level_after = injected.and_then(|_| wait_level(c, i, false, Duration::from_secs(60)));
+    let level_after = injected.and_then(|_| wait_level(c, i, Duration::from_secs(60)));
     let checked = running.join()?;
-    let dropped = Backlog::of(c, i).map(|b| b.dropped).unwrap_or(0);
+    let dropped = Backlog::of(&urls, &c.advertised(), i)
+        .map(|b| b.dropped)
+        .unwrap_or(0);
     let own = std::mem::take(&mut *own.lock().expect("own-store lock"));
     if let Some(e) = own.error {
         return Err(format!("checking the nodes' own stores: {e}"));
@@ -284,14 +286,14 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
 /// After the main phase: wait (at most a minute) until no hint is pending
 /// anywhere, then read every node's own store of `set/…` keys and count
 /// the acknowledged writes each lacks.
-fn check_own_stores(h: &History, urls: &[String], clients: u32) -> OwnStores {
+fn check_own_stores(h: &History, urls: &[String], adv: &[String], clients: u32) -> OwnStores {
     let mut out = OwnStores {
         missing: vec![0; urls.len()],
         ..OwnStores::default()
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        match pending_total(urls) {
+        match Backlog::of(urls, adv, 0).map(|b| b.total) {
             Ok(0) => break,
             Ok(n) if Instant::now() >= deadline => {
                 out.undrained = n;
@@ -332,16 +334,6 @@ fn check_own_stores(h: &History, urls: &[String], clients: u32) -> OwnStores {
             .count() as u64;
     }
     out
-}
-
-/// Hints pending on every node, summed.
-fn pending_total(urls: &[String]) -> Result<u64, String> {
-    let mut n = 0;
-    for u in urls {
-        let v = super::status::fetch(u)?;
-        n += v.members.iter().map(|m| m.hints.count).sum::<u64>();
-    }
-    Ok(n)
 }
 
 /// Client `client`'s `set/…` keys in node `url`'s own store (the range's

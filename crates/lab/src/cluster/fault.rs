@@ -147,11 +147,10 @@ pub struct Backlog {
 }
 
 impl Backlog {
-    /// Every node's view of the hints concerning node `i`; an error if a
-    /// node does not answer.
-    pub fn of(c: &LocalCluster, i: usize) -> Result<Backlog, String> {
-        let urls = c.urls();
-        let adv = c.advertised();
+    /// Every node's view of the hints concerning node `i`, asked at the
+    /// nodes' client `urls` (`adv`: their advertised URLs, as members are
+    /// named); an error if a node does not answer.
+    pub fn of(urls: &[String], adv: &[String], i: usize) -> Result<Backlog, String> {
         let mut b = Backlog::default();
         for (j, u) in urls.iter().enumerate() {
             let v = status::fetch(u)?;
@@ -160,7 +159,7 @@ impl Backlog {
                 b.dropped += m.hints.dropped;
                 if j == i {
                     b.held += m.hints.count;
-                } else if same(&m.url, &adv[i]) {
+                } else if status::same(&m.url, &adv[i]) {
                     b.toward += m.hints.count;
                 }
             }
@@ -170,18 +169,14 @@ impl Backlog {
 }
 
 /// Poll until nothing concerning node `i` is pending (`toward` and `held`
-/// both 0; with `all`, nothing anywhere), at most `limit`; how long it
-/// took, `None` if it did not happen.
-pub fn wait_level(c: &LocalCluster, i: usize, all: bool, limit: Duration) -> Option<Duration> {
+/// both 0), at most `limit`; how long it took, `None` if it did not
+/// happen.
+pub fn wait_level(c: &LocalCluster, i: usize, limit: Duration) -> Option<Duration> {
     let t0 = Instant::now();
+    let (urls, adv) = (c.urls(), c.advertised());
     loop {
-        if let Ok(b) = Backlog::of(c, i) {
-            let done = if all {
-                b.total == 0
-            } else {
-                b.toward == 0 && b.held == 0
-            };
-            if done {
+        if let Ok(b) = Backlog::of(&urls, &adv, i) {
+            if b.toward == 0 && b.held == 0 {
                 return Some(t0.elapsed());
             }
         }
@@ -190,10 +185,6 @@ pub fn wait_level(c: &LocalCluster, i: usize, all: bool, limit: Duration) -> Opt
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn same(a: &str, b: &str) -> bool {
-    a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 
 #[cfg(test)]

@@ -672,17 +672,7 @@ mod tests {
 
     fn states(url: &str) -> Vec<String> {
         match crate::cluster::status::fetch(url) {
-            Ok(v) => v
-                .members
-                .iter()
-                .map(|m| {
-                    if m.is_self {
-                        "self".into()
-                    } else {
-                        m.state.clone()
-                    }
-                })
-                .collect(),
+            Ok(v) => v.states(),
             Err(e) => vec![e],
         }
     }

@@ -31,6 +31,22 @@ pub struct ClusterView {
     pub members: Vec<MemberView>,
 }
 
+impl ClusterView {
+    /// Each member's state as this node sees it, `self` for itself.
+    pub fn states(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .map(|m| {
+                if m.is_self {
+                    "self".into()
+                } else {
+                    m.state.clone()
+                }
+            })
+            .collect()
+    }
+}
+
 /// One member as a node sees it.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 pub struct MemberView {
@@ -105,7 +121,8 @@ pub fn fetch(url: &str) -> Result<ClusterView, String> {
     serde_json::from_slice(&r.body).map_err(|e| format!("{base}/v0/cluster: {e}"))
 }
 
-fn same(a: &str, b: &str) -> bool {
+/// The same URL, with or without a trailing `/`.
+pub(super) fn same(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 
