@@ -82,6 +82,8 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
             keys: 1_000_000,
             value_size: 100,
             connections: 64,
+            max_connections: 10_000,
+            drop_after: 1.0,
             threads: 1,
             arrivals: "constant".into(),
             seed: 1,

@@ -55,11 +55,14 @@ pub const LATE: Duration = Duration::from_millis(1);
 /// How requests are paced.
 #[derive(Clone, Debug)]
 pub enum Pace {
-    /// Open loop: `rate` requests per second spread over `connections`.
+    /// Open loop: `rate` requests per second. `connections` are opened at
+    /// the start; when a send finds none idle, another is opened, up to
+    /// `max_connections` (k6's preAllocatedVUs and maxVUs).
     Open {
         rate: f64,
         arrivals: Arrivals,
         connections: usize,
+        max_connections: usize,
     },
     /// Closed loop: `clients`, each sending, waiting, then thinking.
     Closed { clients: usize, think: Duration },
@@ -75,9 +78,17 @@ pub struct Plan {
     pub threads: usize,
     pub warmup: Duration,
     pub duration: Duration,
+    /// A send that cannot start within this of its intended time is
+    /// dropped (and counted as an error); a request still unanswered this
+    /// long after the end is abandoned (and counted as an error), so a run
+    /// ends at its duration.
+    pub drop_after: Duration,
     pub workload: Arc<Workload>,
     pub seed: u64,
 }
+
+/// The default of `Plan::drop_after`.
+pub const DROP_AFTER: Duration = Duration::from_secs(1);
 
 /// Live figures for a progress line.
 #[derive(Clone, Debug, Default)]
@@ -144,6 +155,15 @@ pub struct Outcome {
     /// Sends more than 1 ms behind their intended time, and the worst lag.
     pub late: u64,
     pub max_lag: Duration,
+    /// Counted sends dropped because they could not start within
+    /// `drop_after` of their intended time (not in `counted` nor
+    /// `errors`: they were never sent).
+    pub dropped: u64,
+    /// Requests abandoned unanswered `drop_after` past the end (in
+    /// `counted`, `errors` and `conn_errors`).
+    pub unfinished: u64,
+    /// Connections (or clients) opened over the run.
+    pub connections: u64,
     /// From the start of the counted part to the last counted answer (at
     /// least the planned duration).
     pub elapsed: Duration,
@@ -189,11 +209,16 @@ struct ThreadTotals {
     op_errors: [u64; N],
     late: u64,
     max_lag: Duration,
+    /// Counted sends dropped for missing their time by more than the
+    /// bound, and requests abandoned unanswered at the end.
+    dropped: u64,
+    unfinished: u64,
     last_answer: Option<Instant>,
     /// Counted requests and errors per node (grown to the highest node
-    /// index seen).
+    /// index seen), and the connections or clients opened to each.
     node_requests: Vec<u64>,
     node_errors: Vec<u64>,
+    node_connections: Vec<u64>,
 }
 
 enum Msg {
@@ -250,6 +275,22 @@ impl Recorder {
             let h = self.interval.per_op[slot].get_or_insert_with(new_histogram);
             h.saturating_record(us);
         }
+    }
+
+    /// A counted send dropped: an error of its second, never sent.
+    fn dropped(&mut self) {
+        self.totals.dropped += 1;
+        self.interval.requests += 1;
+        self.interval.errors += 1;
+    }
+
+    /// A connection (or client) opened to `node`.
+    fn opened(&mut self, node: usize) {
+        let c = &mut self.totals.node_connections;
+        if c.len() <= node {
+            c.resize(node + 1, 0);
+        }
+        c[node] += 1;
     }
 
     fn late(&mut self, lag: Duration) {
@@ -384,40 +425,139 @@ struct Pacer {
     end: Duration,
 }
 
+/// A thread's open-loop connections: how many are open, how many wait
+/// for the pacer (idle), and how many it may open.
+struct Pool {
+    open: std::cell::Cell<usize>,
+    idle: std::cell::Cell<usize>,
+    /// Connection indexes of this thread: `thread + k * threads` below
+    /// `max`.
+    thread: usize,
+    threads: usize,
+    max: usize,
+}
+
+impl Pool {
+    /// The index of the next connection to open, if the cap allows one.
+    fn next_index(&self) -> Option<usize> {
+        let i = self.thread + self.open.get() * self.threads;
+        (i < self.max).then_some(i)
+    }
+}
+
 struct ThreadCtx {
     clock: Arc<Clock>,
     rec: Rc<RefCell<Recorder>>,
     keys: Arc<KeyCounter>,
     sent: Arc<AtomicU64>,
+    drop_after: Duration,
+    /// Every worker task of the thread, those opened later too.
+    tasks: RefCell<Vec<tokio::task::JoinHandle<()>>>,
 }
 
-async fn open_loop(mut w: Worker, pacer: Rc<tokio::sync::Mutex<Pacer>>, ctx: Rc<ThreadCtx>) {
+impl ThreadCtx {
+    /// Send `op` on `w`, abandoning it if it is still unanswered
+    /// `drop_after` past the end of the run; record it if `counted`.
+    async fn send_and_record(
+        &self,
+        w: &mut Worker,
+        next: &crate::workload::Next,
+        intended: Instant,
+        counted: bool,
+    ) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        let deadline = self.clock.end + self.drop_after;
+        let status = tokio::time::timeout_at(deadline.into(), w.send(&next.op)).await;
+        if counted {
+            let mut r = self.rec.borrow_mut();
+            let status = match status {
+                Ok(s) => s,
+                Err(_) => {
+                    r.totals.unfinished += 1;
+                    None
+                }
+            };
+            r.record(w.node, op_index(&next.op), status, intended);
+            if let Some(k) = next.key_index {
+                self.keys.touch(k);
+            }
+        }
+    }
+}
+
+/// Open one more connection of the pool (its worker waits for the pacer
+/// like the others), if the cap allows.
+fn grow(
+    pool: &Rc<Pool>,
+    pacer: &Rc<tokio::sync::Mutex<Pacer>>,
+    ctx: &Rc<ThreadCtx>,
+    make: &Rc<dyn Fn(usize) -> Worker>,
+) -> bool {
+    let Some(index) = pool.next_index() else {
+        return false;
+    };
+    pool.open.set(pool.open.get() + 1);
+    let w = make(index);
+    ctx.rec.borrow_mut().opened(w.node);
+    let task = tokio::task::spawn_local(open_loop(
+        w,
+        pool.clone(),
+        pacer.clone(),
+        ctx.clone(),
+        make.clone(),
+    ));
+    ctx.tasks.borrow_mut().push(task);
+    true
+}
+
+async fn open_loop(
+    mut w: Worker,
+    pool: Rc<Pool>,
+    pacer: Rc<tokio::sync::Mutex<Pacer>>,
+    ctx: Rc<ThreadCtx>,
+    make: Rc<dyn Fn(usize) -> Worker>,
+) {
     loop {
         // The connection holding the pacer waits for the next slot; the
-        // others queue on the lock in order, without spinning.
-        let intended = {
+        // other idle ones queue on the lock in order, without spinning.
+        pool.idle.set(pool.idle.get() + 1);
+        let slot = {
             let mut p = pacer.lock().await;
-            let off = p.schedule.next_offset();
-            if off >= p.end {
-                break;
+            pool.idle.set(pool.idle.get() - 1);
+            loop {
+                let off = p.schedule.next_offset();
+                if off >= p.end {
+                    break None;
+                }
+                let t = ctx.clock.start + off;
+                wait_until(t).await;
+                // A slot that found every connection busy for longer than
+                // the bound is dropped: sending it now would only measure
+                // the generator's backlog, and it still counts against the
+                // run as an error.
+                if Instant::now().saturating_duration_since(t) > ctx.drop_after {
+                    if t >= ctx.clock.counted_start {
+                        ctx.rec.borrow_mut().dropped();
+                    }
+                    continue;
+                }
+                break Some(t);
             }
-            let t = ctx.clock.start + off;
-            wait_until(t).await;
-            t
         };
+        let Some(intended) = slot else { break };
+        // No connection left waiting for the next slot: open another.
+        if pool.idle.get() == 0 {
+            grow(&pool, &pacer, &ctx, &make);
+        }
         let now = Instant::now();
         let counted = intended >= ctx.clock.counted_start;
         let next = w.gen.next(now - ctx.clock.start);
-        ctx.sent.fetch_add(1, Ordering::Relaxed);
-        let status = w.send(&next.op).await;
         if counted {
-            let mut r = ctx.rec.borrow_mut();
-            r.late(now.saturating_duration_since(intended));
-            r.record(w.node, op_index(&next.op), status, intended);
-            if let Some(k) = next.key_index {
-                ctx.keys.touch(k);
-            }
+            ctx.rec
+                .borrow_mut()
+                .late(now.saturating_duration_since(intended));
         }
+        ctx.send_and_record(&mut w, &next, intended, counted).await;
     }
 }
 
@@ -429,16 +569,8 @@ async fn closed_loop(mut w: Worker, think: Duration, ctx: Rc<ThreadCtx>) {
             break;
         }
         let next = w.gen.next(sent - ctx.clock.start);
-        ctx.sent.fetch_add(1, Ordering::Relaxed);
-        let status = w.send(&next.op).await;
-        if sent >= ctx.clock.counted_start {
-            ctx.rec
-                .borrow_mut()
-                .record(w.node, op_index(&next.op), status, sent);
-            if let Some(k) = next.key_index {
-                ctx.keys.touch(k);
-            }
-        }
+        ctx.send_and_record(&mut w, &next, sent, sent >= ctx.clock.counted_start)
+            .await;
         if !think.is_zero() {
             tokio::time::sleep(think).await;
         }
@@ -490,26 +622,31 @@ fn thread_main(
             })),
             keys,
             sent,
+            drop_after: plan.drop_after,
+            tasks: RefCell::new(Vec::new()),
         });
         let values = Rc::new(Values(RefCell::new(Rc::from(vec![b'v'; 4096]))));
-        let worker = |index: usize| {
-            let node = plan.nodes.choose(plan.seed, index);
-            Worker {
-                node,
-                conn: Conn::new(plan.nodes.targets[node].clone()),
-                gen: plan.workload.generator(index, plan.seed),
-                path: String::with_capacity(128),
-                values: values.clone(),
-            }
+        let make: Rc<dyn Fn(usize) -> Worker> = {
+            let plan = plan.clone();
+            Rc::new(move |index: usize| {
+                let node = plan.nodes.choose(plan.seed, index);
+                Worker {
+                    node,
+                    conn: Conn::new(plan.nodes.targets[node].clone()),
+                    gen: plan.workload.generator(index, plan.seed),
+                    path: String::with_capacity(128),
+                    values: values.clone(),
+                }
+            })
         };
         let tick = tokio::task::spawn_local(ticker(ctx.clone(), thread, tx.clone()));
-        let mut tasks = Vec::new();
         let threads = plan.threads;
         match plan.pace {
             Pace::Open {
                 rate,
                 arrivals,
                 connections,
+                max_connections,
             } => {
                 // Thread t takes every threads-th slot of the constant
                 // schedule, or a Poisson stream at its share of the rate.
@@ -520,23 +657,41 @@ fn thread_main(
                     schedule: Schedule::starting_at(share, arrivals, seed, first),
                     end: clock.end - clock.start,
                 }));
-                for c in (thread..connections).step_by(threads) {
-                    let w = worker(c);
-                    tasks.push(tokio::task::spawn_local(open_loop(
+                let pool = Rc::new(Pool {
+                    open: Default::default(),
+                    idle: Default::default(),
+                    thread,
+                    threads,
+                    max: max_connections.max(connections),
+                });
+                for _ in (thread..connections).step_by(threads) {
+                    let index = pool.next_index().expect("within the cap");
+                    pool.open.set(pool.open.get() + 1);
+                    let w = make(index);
+                    ctx.rec.borrow_mut().opened(w.node);
+                    let task = tokio::task::spawn_local(open_loop(
                         w,
+                        pool.clone(),
                         pacer.clone(),
                         ctx.clone(),
-                    )));
+                        make.clone(),
+                    ));
+                    ctx.tasks.borrow_mut().push(task);
                 }
             }
             Pace::Closed { clients, think } => {
                 for c in (thread..clients).step_by(threads) {
-                    let w = worker(c);
-                    tasks.push(tokio::task::spawn_local(closed_loop(w, think, ctx.clone())));
+                    let w = make(c);
+                    ctx.rec.borrow_mut().opened(w.node);
+                    let task = tokio::task::spawn_local(closed_loop(w, think, ctx.clone()));
+                    ctx.tasks.borrow_mut().push(task);
                 }
             }
         }
-        for t in tasks {
+        // Workers open others while they run: await until none is left.
+        loop {
+            let next = ctx.tasks.borrow_mut().pop();
+            let Some(t) = next else { break };
             t.await.map_err(|e| e.to_string())?;
         }
         tick.abort();
@@ -735,6 +890,9 @@ pub fn run(
                     totals.op_errors[i] += t.op_errors[i];
                 }
                 totals.late += t.late;
+                totals.dropped += t.dropped;
+                totals.unfinished += t.unfinished;
+                add_into(&mut totals.node_connections, &t.node_connections);
                 totals.max_lag = totals.max_lag.max(t.max_lag);
                 totals.last_answer = totals.last_answer.max(t.last_answer);
                 add_into(&mut totals.node_requests, &t.node_requests);
@@ -792,13 +950,9 @@ pub fn run(
         .map(|t| t.saturating_duration_since(counted_start))
         .unwrap_or_default()
         .max(plan.duration);
-    let per_node = plan
-        .nodes
-        .spread(plan.seed, workers)
-        .into_iter()
-        .enumerate()
-        .map(|(i, connections)| NodeTotals {
-            connections,
+    let per_node = (0..plan.nodes.len())
+        .map(|i| NodeTotals {
+            connections: totals.node_connections.get(i).copied().unwrap_or(0),
             requests: totals.node_requests.get(i).copied().unwrap_or(0),
             errors: totals.node_errors.get(i).copied().unwrap_or(0),
         })
@@ -810,6 +964,9 @@ pub fn run(
         conn_errors: totals.conn_errors,
         late: totals.late,
         max_lag: totals.max_lag,
+        dropped: totals.dropped,
+        unfinished: totals.unfinished,
+        connections: totals.node_connections.iter().sum(),
         elapsed,
         all: col.cumulative,
         per_op,

@@ -35,9 +35,22 @@ pub struct TargetArgs {
     /// Value size of built-in workloads, in bytes.
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
-    /// Open loop: keep-alive connections the requests are spread over.
+    /// Open loop: keep-alive connections opened at the start. When a send
+    /// finds none idle, the generator opens another, up to
+    /// --max-connections, so it keeps its schedule by itself.
     #[arg(long, default_value_t = 64)]
     pub connections: usize,
+    /// Open loop: the most connections the generator may open (each
+    /// thread its share).
+    #[arg(long, default_value_t = 10_000)]
+    pub max_connections: usize,
+    /// A send that cannot start within this of its intended time (every
+    /// connection busy, up to the cap, or the generator short of CPU) is
+    /// dropped and counted as an error; requests still unanswered this
+    /// long after the end are abandoned as errors, so a run ends at its
+    /// duration (1s, 500ms; a bare number is seconds).
+    #[arg(long, default_value_t = 1.0, value_parser = crate::units::seconds)]
+    pub drop_after: f64,
     /// Generator threads (each at most one core).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -131,6 +144,7 @@ impl TargetArgs {
             threads: self.threads.max(1),
             warmup: Duration::from_secs_f64(self.warmup),
             duration: Duration::from_secs_f64(duration),
+            drop_after: Duration::from_secs_f64(self.drop_after),
             workload: workload.clone(),
             seed,
         }
@@ -142,6 +156,7 @@ impl TargetArgs {
             rate,
             arrivals: self.arrivals(),
             connections: self.connections,
+            max_connections: self.max_connections,
         }
     }
 
@@ -328,10 +343,12 @@ pub fn to_trial(
         clients,
         started_s,
         duration_s: o.elapsed.as_secs_f64(),
-        requests: o.counted,
+        // Dropped sends count as requests that failed: dropping must never
+        // make a saturated target look healthy.
+        requests: o.counted + o.dropped,
         achieved_rate: o.achieved_rate(),
-        errors: o.errors,
-        error_pct: 100.0 * o.errors as f64 / o.counted.max(1) as f64,
+        errors: o.errors + o.dropped,
+        error_pct: 100.0 * (o.errors + o.dropped) as f64 / (o.counted + o.dropped).max(1) as f64,
         latency: Percentiles::from_hist(&o.all),
         per_op: o
             .per_op
@@ -359,6 +376,9 @@ pub fn to_trial(
         meets_slo: None,
         late_sends: o.late,
         max_lag_ms: o.max_lag.as_secs_f64() * 1000.0,
+        dropped_sends: o.dropped,
+        unfinished: o.unfinished,
+        connections_opened: Some(o.connections),
         distinct_keys: Some(o.distinct_keys),
         server_cpu_cores: cpu,
         server_rss_bytes: rss,
@@ -509,18 +529,25 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
         .map(|(c, n)| format!("{c}: {n}"))
         .collect();
     s += &format!(
-        "  Status codes: {}; connection errors: {}; errors (5xx or none): {} ({:.3}%)\n",
+        "  Status codes: {}; connection errors: {}{}; errors (5xx, none or dropped): {} ({:.3}%)\n",
         codes.join(", "),
         o.conn_errors,
-        o.errors,
+        if o.unfinished > 0 {
+            format!(" ({} unanswered at the end)", o.unfinished)
+        } else {
+            String::new()
+        },
+        t.errors,
         t.error_pct
     );
     s += &format!(
-        "  Schedule: {} sends more than 1 ms late, worst lag {:.3} ms{}\n",
+        "  Schedule: {} sends more than 1 ms late, worst lag {:.3} ms; {} dropped (not started within --drop-after); {} connections opened{}\n",
         o.late,
         o.max_lag.as_secs_f64() * 1000.0,
-        if o.late * 100 > o.counted.max(1) {
-            " (the generator or its connections could not keep the schedule: more connections or threads, or a lower rate)"
+        o.dropped,
+        o.connections,
+        if (o.late + o.dropped) * 100 > (o.counted + o.dropped).max(1) {
+            " (the generator could not keep the schedule: more --threads, a higher --max-connections, another machine, or a lower rate)"
         } else {
             ""
         }

@@ -73,6 +73,8 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
             keys: 1000,
             value_size: 10,
             connections: 8,
+            max_connections: 10_000,
+            drop_after: 1.0,
             threads: 1,
             arrivals: "constant".into(),
             seed: 1,

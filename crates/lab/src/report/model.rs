@@ -66,6 +66,16 @@ pub struct Trial {
     /// Sends more than 1 ms after their intended time.
     pub late_sends: u64,
     pub max_lag_ms: f64,
+    /// Sends dropped for not starting within the bound of their intended
+    /// time (already in `requests` and `errors`).
+    #[serde(default)]
+    pub dropped_sends: u64,
+    /// Requests abandoned unanswered after the end (already in `errors`).
+    #[serde(default)]
+    pub unfinished: u64,
+    /// Connections (or clients) the generator opened.
+    #[serde(default)]
+    pub connections_opened: Option<u64>,
     pub distinct_keys: Option<u64>,
     /// Mean over the trial.
     pub server_cpu_cores: Option<f64>,
