@@ -229,7 +229,7 @@ enum Msg {
     },
     Done {
         thread: usize,
-        totals: ThreadTotals,
+        totals: Box<ThreadTotals>,
     },
 }
 
@@ -703,7 +703,7 @@ fn thread_main(
             index,
             data: Box::new(data),
         });
-        let totals = std::mem::take(&mut rec.totals);
+        let totals = Box::new(std::mem::take(&mut rec.totals));
         let _ = tx.send(Msg::Done { thread, totals });
         Ok(())
     })
