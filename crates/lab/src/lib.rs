@@ -9,6 +9,7 @@ pub mod calibrate;
 pub mod check;
 pub mod client;
 pub mod cluster;
+pub mod cpu;
 pub mod demo;
 pub mod driver;
 pub mod load;

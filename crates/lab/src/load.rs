@@ -379,6 +379,8 @@ pub fn to_trial(
         dropped_sends: o.dropped,
         unfinished: o.unfinished,
         connections_opened: Some(o.connections),
+        generator_cpu_cores: None,
+        machine_cpu_cores: None,
         distinct_keys: Some(o.distinct_keys),
         server_cpu_cores: cpu,
         server_rss_bytes: rss,

@@ -136,6 +136,16 @@ fn sample(
         flushes: delta("strata_engine_flushes_total"),
         compactions: delta("strata_engine_compactions_total"),
         stalls: delta("strata_engine_write_stalls_total"),
+        fsync_busy: delta("strata_engine_wal_fsync_duration_seconds_sum")
+            .zip(secs)
+            .map(|(d, s)| d / s.max(1e-3)),
+        replica_errors: delta("strata_replica_errors_total"),
+        replica_mean_ms: delta("strata_replica_duration_seconds_sum")
+            .zip(delta("strata_replica_duration_seconds_count"))
+            .and_then(|(s, n)| (n > 0.0).then(|| 1000.0 * s / n)),
+        not_enough: delta("strata_cluster_not_enough_replicas_total"),
+        hints_pending: get("strata_hints_pending"),
+        cpus: get("strata_process_cpus"),
     }
 }
 
@@ -319,6 +329,15 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         flushes: sum(a.flushes, b.flushes),
         compactions: sum(a.compactions, b.compactions),
         stalls: sum(a.stalls, b.stalls),
+        fsync_busy: sum(a.fsync_busy, b.fsync_busy),
+        replica_errors: sum(a.replica_errors, b.replica_errors),
+        replica_mean_ms: match (a.replica_mean_ms, b.replica_mean_ms) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
+        not_enough: sum(a.not_enough, b.not_enough),
+        hints_pending: sum(a.hints_pending, b.hints_pending),
+        cpus: sum(a.cpus, b.cpus),
     }
 }
 

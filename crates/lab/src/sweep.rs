@@ -64,17 +64,6 @@ pub fn next_rate(
     }
 }
 
-/// CPU seconds this process has used (user + system).
-fn own_cpu() -> Option<f64> {
-    // SAFETY: getrusage writes into the struct we pass and nothing else.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
-        return None;
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    Some(t(u.ru_utime) + t(u.ru_stime))
-}
-
 /// The table's header and one row per trial.
 pub fn header() -> String {
     format!(
@@ -166,7 +155,6 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let progress = Progress::new(t.quiet || t.json);
     let mut trials: Vec<Trial> = Vec::new();
     let mut reasons: Vec<Vec<String>> = Vec::new();
-    let mut gen_cores: Vec<Option<f64>> = Vec::new();
     let (mut pass, mut fail): (Option<f64>, Option<f64>) = (None, None);
     on_line(&header());
     let result = (|| -> Result<(), String> {
@@ -179,14 +167,13 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             }
             let seed = t.seed.wrapping_add(trials.len() as u64);
             let plan = t.plan(&nodes, &workload, t.open(rate), a.duration, seed);
-            let cpu0 = own_cpu();
-            let wall0 = Instant::now();
+            let span = crate::cpu::Span::start();
             let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
             let (outcome, mut trial) =
                 run_trial(&plan, origin, &progress, &prefix, &mut |_| {}, &sampler)?;
-            let gen = own_cpu()
-                .zip(cpu0)
-                .map(|(b, a)| (b - a) / wall0.elapsed().as_secs_f64());
+            let used = span.end();
+            trial.generator_cpu_cores = used.own;
+            trial.machine_cpu_cores = used.machine.filter(|_| local);
             let why = slo.judge(&trial, &|q| {
                 outcome.all.value_at_quantile(q) as f64 / 1000.0
             });
@@ -202,7 +189,6 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             }
             trials.push(trial);
             reasons.push(why);
-            gen_cores.push(gen);
         }
         Ok(())
     })();
@@ -213,7 +199,8 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         breaking_point: pass,
         first_failure: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
         cores,
-        generator_cores: first_failure.and_then(|i| gen_cores[i]),
+        generator_cores: first_failure.and_then(|i| trials[i].generator_cpu_cores),
+        machine_cores: first_failure.and_then(|i| trials[i].machine_cpu_cores),
     });
     on_line("");
     on_line(&format!(

@@ -76,6 +76,12 @@ pub struct Trial {
     /// Connections (or clients) the generator opened.
     #[serde(default)]
     pub connections_opened: Option<u64>,
+    /// Cores the generator used, and the whole machine's busy cores when
+    /// the nodes run on it (so the split can be told).
+    #[serde(default)]
+    pub generator_cpu_cores: Option<f64>,
+    #[serde(default)]
+    pub machine_cpu_cores: Option<f64>,
     pub distinct_keys: Option<u64>,
     /// Mean over the trial.
     pub server_cpu_cores: Option<f64>,
@@ -162,6 +168,25 @@ pub struct ServerSample {
     pub flushes: Option<f64>,
     pub compactions: Option<f64>,
     pub stalls: Option<f64>,
+    /// Share of the interval the WAL spent in fsync (one commit group at a
+    /// time: near 1 means the fsync sets the pace of writes).
+    #[serde(default)]
+    pub fsync_busy: Option<f64>,
+    /// Internal operations to peers that failed or timed out, and the
+    /// mean time of those that answered, in milliseconds.
+    #[serde(default)]
+    pub replica_errors: Option<f64>,
+    #[serde(default)]
+    pub replica_mean_ms: Option<f64>,
+    /// Requests answered 504 for want of replicas.
+    #[serde(default)]
+    pub not_enough: Option<f64>,
+    /// Hints kept for peers (a gauge).
+    #[serde(default)]
+    pub hints_pending: Option<f64>,
+    /// CPUs the node may use (a gauge).
+    #[serde(default)]
+    pub cpus: Option<f64>,
 }
 
 /// Histograms given to these helpers hold microseconds.
