@@ -313,3 +313,24 @@ fn stale_reads_are_not_judged_when_quorums_need_not_meet() {
     assert!(out.history.ops.iter().any(|o| o.final_read));
     println!("{r}");
 }
+
+#[test]
+fn a_second_run_on_the_same_store_is_not_confused_by_the_first() {
+    let store = Arc::new(Store::default());
+    let urls = start(store.clone(), 1);
+    let small = |urls: Vec<String>| Config {
+        target_writes: Some(200),
+        ..config(urls)
+    };
+    let first = check::spawn(small(urls.clone())).unwrap().join().unwrap();
+    assert!(first.report.passed(), "{}", first.report);
+    // Same seed, same clients: the same operations, on keys of its own.
+    let second = check::spawn(small(urls)).unwrap().join().unwrap();
+    let r = &second.report;
+    assert!(r.passed(), "{r}");
+    assert_eq!(r.impossible, 0, "{r}");
+    let keys = |h: &check::History| -> std::collections::HashSet<Vec<u8>> {
+        h.ops.iter().map(|o| o.key.clone()).collect()
+    };
+    assert!(keys(&first.history).is_disjoint(&keys(&second.history)));
+}

@@ -192,14 +192,25 @@ impl KeyRole {
 pub const SET_PREFIX: &str = "set/";
 pub const REG_PREFIX: &str = "reg/";
 
-/// `set/<client>/<n>`.
-pub fn set_key(client: u32, n: u64) -> String {
-    format!("{SET_PREFIX}{client}/{n}")
+/// `set/<run>/<client>/<n>`: the run's tag keeps what earlier runs
+/// wrote on the same cluster out of this run's history.
+pub fn set_key(run: &str, client: u32, n: u64) -> String {
+    format!("{SET_PREFIX}{run}/{client}/{n}")
 }
 
-/// `reg/<client>/<i>`.
-pub fn register_key(client: u32, i: u32) -> String {
-    format!("{REG_PREFIX}{client}/{i}")
+/// `reg/<run>/<client>/<i>`.
+pub fn register_key(run: &str, client: u32, i: u32) -> String {
+    format!("{REG_PREFIX}{run}/{client}/{i}")
+}
+
+/// A tag for a run, different from run to run (time and process id).
+pub fn run_tag() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let x = (t ^ (std::process::id() as u64).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    format!("{:08x}", x >> 32)
 }
 
 /// A register value: `<client>:<seq>`.
@@ -567,9 +578,9 @@ mod tests {
         assert_eq!(parse_register_value(b"7:"), None);
         assert_eq!(parse_register_value(b"x:1"), None);
         assert_eq!(parse_register_value(b"\xff:1"), None);
-        assert_eq!(KeyRole::of(set_key(3, 9).as_bytes()), KeyRole::Set);
+        assert_eq!(KeyRole::of(set_key("r1", 3, 9).as_bytes()), KeyRole::Set);
         assert_eq!(
-            KeyRole::of(register_key(3, 1).as_bytes()),
+            KeyRole::of(register_key("r1", 3, 1).as_bytes()),
             KeyRole::Register
         );
         assert_eq!(KeyRole::of(b"other"), KeyRole::Other);

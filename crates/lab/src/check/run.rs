@@ -93,6 +93,9 @@ pub struct Config {
     /// Base URLs of the nodes (`http://host:port`); each operation goes to
     /// one picked at random.
     pub urls: Vec<String>,
+    /// Tag of this run's keys (`set/<run>/...`), so that values left by
+    /// earlier runs on the same nodes are not taken for this run's.
+    pub run: String,
     pub clients: u32,
     /// Client `c`'s random stream is seeded from `seed` and `c`.
     pub seed: u64,
@@ -140,6 +143,7 @@ impl Config {
     pub fn new(urls: Vec<String>) -> Config {
         Config {
             urls,
+            run: super::history::run_tag(),
             clients: 16,
             seed: 1,
             duration: Duration::from_secs(10),
@@ -403,13 +407,13 @@ fn execute(
     let mut keys = VecDeque::new();
     for c in &clients {
         for n in 0..c.set_written {
-            keys.push_back(set_key(c.id, n).into_bytes());
+            keys.push_back(set_key(&cfg.run, c.id, n).into_bytes());
         }
     }
     if cfg.mix.register_writes + cfg.mix.register_reads > 0.0 {
         for id in 0..cfg.clients {
             for i in 0..cfg.registers_per_client {
-                keys.push_back(register_key(id, i).into_bytes());
+                keys.push_back(register_key(&cfg.run, id, i).into_bytes());
             }
         }
     }
@@ -539,7 +543,7 @@ async fn main_phase(mut c: Client, ctx: Rc<Ctx>) -> Client {
         if x < mix.set_writes {
             let n = c.set_written;
             c.set_written += 1;
-            let key = set_key(c.id, n);
+            let key = set_key(&ctx.cfg.run, c.id, n);
             c.set_value(n, ctx.cfg.value_size);
             let value = std::mem::take(&mut c.value);
             let o = c.op(&ctx, node, key.as_bytes(), Req::Write(&value)).await;
@@ -550,13 +554,13 @@ async fn main_phase(mut c: Client, ctx: Rc<Ctx>) -> Client {
         } else if x < mix.set_writes + mix.register_writes {
             // Sequential by construction: this client waits for each answer.
             c.seq += 1;
-            let key = register_key(c.id, c.rng.random_range(0..regs));
+            let key = register_key(&ctx.cfg.run, c.id, c.rng.random_range(0..regs));
             let value = register_value(c.id, c.seq);
             c.op(&ctx, node, key.as_bytes(), Req::Write(value.as_bytes()))
                 .await;
         } else {
             let owner = c.rng.random_range(0..ctx.cfg.clients);
-            let key = register_key(owner, c.rng.random_range(0..regs));
+            let key = register_key(&ctx.cfg.run, owner, c.rng.random_range(0..regs));
             c.op(&ctx, node, key.as_bytes(), Req::Read).await;
         }
     }
