@@ -112,6 +112,8 @@ pub struct Second {
     pub per_op: Vec<(&'static str, Histogram<u64>)>,
     pub requests: u64,
     pub errors: u64,
+    /// With several nodes: each node's requests, errors and latencies.
+    per_node: Vec<NodeInterval>,
 }
 
 /// Per operation type over the run.
@@ -141,6 +143,8 @@ pub struct SecondStats {
     pub p50_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// Per node (with several): requests, errors, p99 of the answered.
+    pub per_node: Vec<(u64, u64, u64)>,
 }
 
 /// What a run measured.
@@ -188,6 +192,15 @@ struct Interval {
     per_op: [Option<Histogram<u64>>; N],
     requests: u64,
     errors: u64,
+    /// Per node, with several: requests, errors, answered latencies.
+    per_node: Vec<NodeInterval>,
+}
+
+#[derive(Default)]
+struct NodeInterval {
+    requests: u64,
+    errors: u64,
+    hist: Option<Histogram<u64>>,
 }
 
 impl Interval {
@@ -196,7 +209,15 @@ impl Interval {
             per_op: Default::default(),
             requests: 0,
             errors: 0,
+            per_node: Vec::new(),
         }
+    }
+
+    fn node(&mut self, node: usize) -> &mut NodeInterval {
+        if self.per_node.len() <= node {
+            self.per_node.resize_with(node + 1, Default::default);
+        }
+        &mut self.per_node[node]
     }
 }
 
@@ -238,6 +259,8 @@ struct Recorder {
     index: u64,
     interval: Interval,
     totals: ThreadTotals,
+    /// Whether to keep per-node figures per second.
+    several_nodes: bool,
 }
 
 impl Recorder {
@@ -266,11 +289,22 @@ impl Recorder {
             self.totals.node_errors[node] += 1;
             self.interval.errors += 1;
         }
+        let per_node = self.several_nodes.then(|| self.interval.node(node));
+        let mut per_node = per_node.map(|n| {
+            n.requests += 1;
+            n.errors += failed as u64;
+            n
+        });
         // Failed answers have latencies too (a 503 at once is fast), timed
         // on their own line; requests with no answer at all have none.
         if status.is_some() {
             let us =
                 (now.saturating_duration_since(since).as_micros() as u64).clamp(1, MAX_LATENCY_US);
+            if let Some(n) = per_node.as_mut() {
+                n.hist
+                    .get_or_insert_with(new_histogram)
+                    .saturating_record(us);
+            }
             let slot = if failed { FAILED } else { op };
             let h = self.interval.per_op[slot].get_or_insert_with(new_histogram);
             h.saturating_record(us);
@@ -619,6 +653,7 @@ fn thread_main(
                 index: 0,
                 interval: Interval::new(),
                 totals: ThreadTotals::default(),
+                several_nodes: plan.nodes.len() > 1,
             })),
             keys,
             sent,
@@ -733,9 +768,24 @@ impl Collector {
             per_op: Vec::new(),
             requests: 0,
             errors: 0,
+            per_node: Vec::new(),
         });
         s.requests += data.requests;
         s.errors += data.errors;
+        if s.per_node.len() < data.per_node.len() {
+            s.per_node
+                .resize_with(data.per_node.len(), Default::default);
+        }
+        for (acc, n) in s.per_node.iter_mut().zip(data.per_node) {
+            acc.requests += n.requests;
+            acc.errors += n.errors;
+            if let Some(h) = n.hist {
+                match &mut acc.hist {
+                    Some(a) => a.add(&h).expect("same bounds"),
+                    None => acc.hist = Some(h),
+                }
+            }
+        }
         self.done_requests += data.requests;
         self.errors += data.errors;
         for (i, h) in data.per_op.into_iter().enumerate() {
@@ -765,6 +815,7 @@ impl Collector {
                 per_op: Vec::new(),
                 requests: 0,
                 errors: 0,
+                per_node: Vec::new(),
             });
             let mut all = new_histogram();
             for (name, h) in &s.per_op {
@@ -783,6 +834,14 @@ impl Collector {
                 p50_us: all.value_at_quantile(0.5),
                 p99_us: all.value_at_quantile(0.99),
                 max_us: all.max(),
+                per_node: s
+                    .per_node
+                    .iter()
+                    .map(|n| {
+                        let p99 = n.hist.as_ref().map_or(0, |h| h.value_at_quantile(0.99));
+                        (n.requests, n.errors, p99)
+                    })
+                    .collect(),
             });
             self.next_final += 1;
             out.push(s);
@@ -997,6 +1056,7 @@ mod tests {
             index: 0,
             interval: Interval::new(),
             totals: ThreadTotals::default(),
+            several_nodes: true,
         };
         let t = Instant::now();
         r.record(0, 1, Some(201), t);

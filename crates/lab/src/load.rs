@@ -371,6 +371,15 @@ pub fn to_trial(
                 p50_ms: s.p50_us as f64 / 1000.0,
                 p99_ms: s.p99_us as f64 / 1000.0,
                 max_ms: s.max_us as f64 / 1000.0,
+                per_node: s
+                    .per_node
+                    .iter()
+                    .map(|&(requests, errors, p99_us)| model::NodeSecond {
+                        requests,
+                        errors,
+                        p99_ms: p99_us as f64 / 1000.0,
+                    })
+                    .collect(),
             })
             .collect(),
         meets_slo: None,
@@ -450,6 +459,8 @@ pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
         Pace::Closed { clients, .. } => format!("{clients} closed-loop clients"),
     };
     let report = Report {
+        faults: Vec::new(),
+        check: None,
         kind: RunKind::Load,
         title: format!("load of {}: {how}", a.target.url),
         started_at,

@@ -210,6 +210,8 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     ));
     on_line(&v);
     let report = Report {
+        faults: Vec::new(),
+        check: None,
         kind: RunKind::Sweep,
         title: format!("sweep of {}", t.url),
         started_at,

@@ -34,6 +34,12 @@ pub struct Report {
     pub breaking_point: Option<f64>,
     /// Sweep: plain words, what saturated and what to try next.
     pub verdict: Option<String>,
+    /// Faults injected during the run (`--fault`), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultMark>,
+    /// `--check`: what the consistency checker found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckSummary>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -139,15 +145,77 @@ pub struct SpectrumPoint {
 }
 
 /// One second of a trial.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Second {
     /// Relative to the run start.
     pub t_s: f64,
+    /// Requests of the second: answered, failed, and dropped (which are
+    /// also errors).
     pub requests: u64,
     pub errors: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// With several nodes, each one's share of the second, in the order
+    /// given (dropped sends belong to no node).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_node: Vec<NodeSecond>,
+}
+
+/// One node's requests in one second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeSecond {
+    pub requests: u64,
+    pub errors: u64,
+    /// Of its answered requests; 0 when it answered none.
+    pub p99_ms: f64,
+}
+
+/// A fault injected during a run, on the report's time axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultMark {
+    /// As given, e.g. `kill:2@20s`, `pause:1@10s+3s`.
+    pub spec: String,
+    /// `kill`, `restart`, `pause`, `partition` or `clock`.
+    pub kind: String,
+    /// 1-based, as in the spec.
+    pub node: usize,
+    /// When it was injected, relative to the run start (seconds).
+    pub at_s: f64,
+    /// When it was undone (the node restarted and serving, continued,
+    /// healed), if it was during the run.
+    pub until_s: Option<f64>,
+    /// Seconds from the node's return until the cluster held no hints for
+    /// it any more (it was level), if seen before the run ended.
+    pub level_after_s: Option<f64>,
+    /// Seconds from the node's return (from the injection, for a fault
+    /// that was not undone) until the successful rate was back to its
+    /// level before the fault, if it came back during the run.
+    pub recovered_after_s: Option<f64>,
+    /// What went wrong injecting it, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The consistency checker's verdict on the checked clients of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckSummary {
+    pub passed: bool,
+    /// Writes acknowledged, and of those the once-written keys verified
+    /// by the final reads.
+    pub writes_acknowledged: u64,
+    pub set_acknowledged: u64,
+    pub reads_checked: u64,
+    /// Whether stale reads were judged (ack_read + ack_write > from).
+    pub stale_checked: bool,
+    pub lost: u64,
+    pub stale: u64,
+    pub impossible: u64,
+    pub unverified: u64,
+    /// Which checks, with their exact definitions.
+    pub method: String,
+    /// The checker's report as text: counts and the first examples.
+    pub text: String,
 }
 
 /// One sample of the node's `/metrics`. Gauges as read; counters as deltas
