@@ -289,12 +289,11 @@ impl Recorder {
             self.totals.node_errors[node] += 1;
             self.interval.errors += 1;
         }
-        let per_node = self.several_nodes.then(|| self.interval.node(node));
-        let mut per_node = per_node.map(|n| {
+        let mut per_node = self.several_nodes.then(|| self.interval.node(node));
+        if let Some(n) = per_node.as_mut() {
             n.requests += 1;
             n.errors += failed as u64;
-            n
-        });
+        }
         // Failed answers have latencies too (a 503 at once is fast), timed
         // on their own line; requests with no answer at all have none.
         if status.is_some() {
