@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod cpu;
 pub mod demo;
 pub mod driver;
+pub mod during;
 pub mod load;
 pub mod nodes;
 pub mod preload;

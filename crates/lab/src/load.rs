@@ -210,6 +210,9 @@ pub struct LoadArgs {
     /// `strata report merge`).
     #[arg(long)]
     pub hdr: Option<PathBuf>,
+    /// Faults and the consistency checker alongside the load.
+    #[command(flatten)]
+    pub during: crate::during::DuringArgs,
 }
 
 /// A load run: the driver's outcome, the report trial, the whole report.
@@ -420,7 +423,22 @@ impl LoadArgs {
 }
 
 /// Run the load and build its report (nothing is written or printed).
+/// With `--fault`, the faults go to the cluster `strata cluster up` runs
+/// in `--cluster-dir`, through its control socket.
 pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
+    if a.during.faults.is_empty() {
+        return run_on::<crate::cluster::control::Control>(a, None);
+    }
+    let mut c = crate::cluster::control::Control::connect(&a.during.cluster_dir)?;
+    run_on(a, Some(&mut c))
+}
+
+/// [`run`], with the faults of `--fault` injected into `target` (a
+/// cluster the lab started).
+pub fn run_on<T: crate::cluster::schedule::Target + Send>(
+    a: &LoadArgs,
+    target: Option<&mut T>,
+) -> Result<LoadRun, String> {
     let plan = a.plan()?;
     a.target.maybe_preload(&plan.nodes, &plan.workload)?;
     let origin = Instant::now();
@@ -445,9 +463,19 @@ pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
             }
         }
     };
-    let r = run_trial(&plan, origin, &progress, "", &mut on_second, &sampler);
+    let expected = plan.warmup + plan.duration + plan.drop_after;
+    let (r, found) = crate::during::around(
+        &a.during,
+        &plan.nodes.urls,
+        target,
+        origin,
+        expected,
+        || run_trial(&plan, origin, &progress, "", &mut on_second, &sampler),
+    )?;
     let scrapes = sampler.stop();
     let (outcome, trial) = r?;
+    let faults = crate::during::with_recovery(found.faults, &trial);
+    let check = found.checked.as_ref().map(crate::during::check_summary);
     if let Some(w) = hdr {
         w.finish().map_err(|e| e.to_string())?;
     }
@@ -459,8 +487,8 @@ pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
         Pace::Closed { clients, .. } => format!("{clients} closed-loop clients"),
     };
     let report = Report {
-        faults: Vec::new(),
-        check: None,
+        faults,
+        check,
         kind: RunKind::Load,
         title: format!("load of {}: {how}", a.target.url),
         started_at,
@@ -492,7 +520,14 @@ pub fn main(a: &LoadArgs) -> Result<(), String> {
         );
     } else {
         print!("{}", summary(r.trial(), &r.outcome));
+        print!(
+            "{}",
+            crate::during::summary(&r.report.faults, r.report.check.as_ref())
+        );
         println!("  Report: {}", dir.join("report.html").display());
+    }
+    if r.report.check.as_ref().is_some_and(|c| !c.passed) {
+        return Err("the consistency check failed (see the report's section)".into());
     }
     Ok(())
 }

@@ -90,6 +90,7 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
         clients: 0,
         think: 0.0,
         hdr: None,
+        during: Default::default(),
     }
 }
 

@@ -410,6 +410,30 @@ impl LocalCluster {
         }
     }
 
+    /// Whether internal traffic runs through the lab's proxy.
+    pub fn proxied(&self) -> bool {
+        self.proxy.is_some()
+    }
+
+    /// Start node i with its wall clock off by `ms` milliseconds from its
+    /// next start on (replacing any offset it had).
+    pub fn set_clock_offset(&mut self, i: usize, ms: i64) {
+        const FLAG: &str = "--test-clock-offset-ms";
+        let args = &mut self.nodes[i].args;
+        let mut k = 0;
+        while k < args.len() {
+            let a = args[k].to_string_lossy();
+            if a == FLAG {
+                args.drain(k..(k + 2).min(args.len()));
+            } else if a.starts_with(&format!("{FLAG}=")) {
+                args.remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        args.push(format!("{FLAG}={ms}").into());
+    }
+
     fn proxy(&self) -> Result<&FaultProxy, String> {
         self.proxy
             .as_ref()

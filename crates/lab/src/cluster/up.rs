@@ -81,8 +81,15 @@ pub fn up(args: &UpArgs, strata: Command) -> Result<(), String> {
             ""
         }
     );
-    let mut c = LocalCluster::start(&opts, strata)?;
-    print!("{}", summary(&c));
+    let c = std::sync::Arc::new(std::sync::Mutex::new(LocalCluster::start(&opts, strata)?));
+    let lock = || c.lock().unwrap_or_else(|p| p.into_inner());
+    print!("{}", summary(&lock()));
+    let control = super::control::serve(&opts.dir, c.clone())?;
+    println!(
+        "Faults during a run: strata load ... --fault kill:2@20s --cluster-dir {} (control socket {})",
+        opts.dir.display(),
+        control.display()
+    );
 
     let interrupted = rt.block_on(async {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -91,6 +98,7 @@ pub fn up(args: &UpArgs, strata: Command) -> Result<(), String> {
                 _ = int.recv() => return "Ctrl-C",
                 _ = term.recv() => return "SIGTERM",
                 _ = tick.tick() => {
+                    let mut c = lock();
                     for i in 0..c.len() {
                         if let Some(st) = c.exited(i) {
                             println!(
@@ -105,6 +113,8 @@ pub fn up(args: &UpArgs, strata: Command) -> Result<(), String> {
         }
     });
     println!("{interrupted}: stopping the nodes (SIGTERM)");
+    let _ = std::fs::remove_file(&control);
+    let mut c = lock();
     let mut failed = Vec::new();
     for (i, r) in c.terminate_all().into_iter().enumerate() {
         match r {

@@ -1,0 +1,643 @@
+//! A fault schedule for a run (`--fault kill:2@20s --fault restart:2@30s
+//! --fault pause:1@10s+3s --fault partition:3@15s+5s --fault clock:2+10s`):
+//! its grammar, and the thread that injects each fault at its time into a
+//! cluster the lab started (a [`LocalCluster`] in this process, or one that
+//! `strata cluster up` runs, through its control socket), undoes it after
+//! its hold, notes when each happened, and polls the cluster's hints until
+//! the node that came back is level. Owns the schedule and its timing;
+//! must not judge the run (the report and the checker do) nor know how a
+//! node is started or frozen (the target does).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::fault::Backlog;
+use super::local::LocalCluster;
+use crate::report::model::FaultMark;
+
+/// What a step does to its node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// SIGKILL; started again on its data after the hold, or by a later
+    /// `restart` step, or at the end of the run.
+    Kill,
+    /// Started again (after a kill), or stopped gracefully and started
+    /// again if it runs.
+    Restart,
+    /// SIGSTOP, SIGCONT after the hold (or at the end of the run).
+    Pause,
+    /// Its internal traffic black-holed in the proxy (the cluster must
+    /// run `--proxied`), healed after the hold (or at the end).
+    Partition,
+    /// Restarted with its wall clock off by the offset (HLC versions must
+    /// still order writes); at the start of the run unless `@` says when.
+    Clock,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Kill => "kill",
+            Kind::Restart => "restart",
+            Kind::Pause => "pause",
+            Kind::Partition => "partition",
+            Kind::Clock => "clock",
+        }
+    }
+}
+
+/// One `--fault`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// As given.
+    pub spec: String,
+    pub kind: Kind,
+    /// 0-based (the spec counts from 1, as `strata cluster up` names
+    /// nodes).
+    pub node: usize,
+    /// From the start of the run.
+    pub at: Duration,
+    pub hold: Option<Duration>,
+    /// Clock: the offset in milliseconds.
+    pub offset_ms: i64,
+}
+
+const GRAMMAR: &str = "KIND:NODE@TIME[+HOLD] (kill, restart, pause, partition) or clock:NODE+OFFSET[@TIME], e.g. kill:2@20s, pause:1@10s+3s, clock:2-500ms";
+
+impl Step {
+    pub fn parse(spec: &str) -> Result<Step, String> {
+        let bad = |why: &str| format!("--fault {spec}: {why}; expected {GRAMMAR}");
+        let (kind, rest) = spec.trim().split_once(':').ok_or_else(|| bad("no ':'"))?;
+        let kind = match kind {
+            "kill" => Kind::Kill,
+            "restart" => Kind::Restart,
+            "pause" | "stop" => Kind::Pause,
+            "partition" => Kind::Partition,
+            "clock" => Kind::Clock,
+            k => return Err(bad(&format!("unknown fault {k:?}"))),
+        };
+        let dur = |s: &str| crate::units::duration(s).map_err(|e| bad(&e));
+        let node_of = |s: &str| -> Result<usize, String> {
+            match s.parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(n - 1),
+                _ => Err(bad(&format!("{s:?} is not a node number (1, 2, ...)"))),
+            }
+        };
+        let mut step = Step {
+            spec: spec.trim().to_string(),
+            kind,
+            node: 0,
+            at: Duration::ZERO,
+            hold: None,
+            offset_ms: 0,
+        };
+        if kind == Kind::Clock {
+            let (main, at) = match rest.split_once('@') {
+                Some((m, a)) => (m, Some(a)),
+                None => (rest, None),
+            };
+            let i = main
+                .find(['+', '-'])
+                .ok_or_else(|| bad("a clock fault needs +OFFSET or -OFFSET"))?;
+            step.node = node_of(&main[..i])?;
+            let off = dur(&main[i + 1..])?.as_millis() as i64;
+            step.offset_ms = if &main[i..=i] == "-" { -off } else { off };
+            if let Some(a) = at {
+                step.at = dur(a)?;
+            }
+            return Ok(step);
+        }
+        let (node, time) = rest.split_once('@').ok_or_else(|| bad("no '@TIME'"))?;
+        step.node = node_of(node)?;
+        let (at, hold) = match time.split_once('+') {
+            Some((a, h)) => (a, Some(h)),
+            None => (time, None),
+        };
+        step.at = dur(at)?;
+        if let Some(h) = hold {
+            if kind == Kind::Restart {
+                return Err(bad("a restart has no hold time"));
+            }
+            let h = dur(h)?;
+            if h.is_zero() {
+                return Err(bad("the hold time must be positive"));
+            }
+            step.hold = Some(h);
+        }
+        Ok(step)
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spec)
+    }
+}
+
+/// Check a schedule against a cluster of `nodes` (proxied or not).
+pub fn validate(steps: &[Step], nodes: usize, proxied: bool) -> Result<(), String> {
+    for s in steps {
+        if s.node >= nodes {
+            return Err(format!(
+                "--fault {s}: the cluster has {nodes} nodes (node-1 to node-{nodes})"
+            ));
+        }
+        if s.kind == Kind::Partition && !proxied {
+            return Err(format!(
+                "--fault {s}: a partition needs internal traffic through the lab's proxy (strata cluster up --proxied)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a fault does, in terms a cluster understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Kill(usize),
+    /// Start again if down; if it runs, stop it gracefully first.
+    Restart(usize),
+    Pause(usize),
+    Resume(usize),
+    Partition(usize),
+    Heal(usize),
+    /// Restart with the wall clock off by this many milliseconds.
+    Clock(usize, i64),
+}
+
+impl Action {
+    /// The control socket's line for it.
+    pub fn line(self) -> String {
+        match self {
+            Action::Kill(i) => format!("kill {i}"),
+            Action::Restart(i) => format!("restart {i}"),
+            Action::Pause(i) => format!("pause {i}"),
+            Action::Resume(i) => format!("resume {i}"),
+            Action::Partition(i) => format!("partition {i}"),
+            Action::Heal(i) => format!("heal {i}"),
+            Action::Clock(i, ms) => format!("clock {i} {ms}"),
+        }
+    }
+
+    pub fn parse_line(line: &str) -> Result<Action, String> {
+        let mut w = line.split_whitespace();
+        let (verb, i) = (w.next().unwrap_or(""), w.next().unwrap_or(""));
+        let i: usize = i.parse().map_err(|_| format!("{line:?}: no node index"))?;
+        Ok(match verb {
+            "kill" => Action::Kill(i),
+            "restart" => Action::Restart(i),
+            "pause" => Action::Pause(i),
+            "resume" => Action::Resume(i),
+            "partition" => Action::Partition(i),
+            "heal" => Action::Heal(i),
+            "clock" => {
+                let ms = w
+                    .next()
+                    .and_then(|m| m.parse().ok())
+                    .ok_or_else(|| format!("{line:?}: no offset"))?;
+                Action::Clock(i, ms)
+            }
+            v => return Err(format!("{v:?}: not an action")),
+        })
+    }
+}
+
+/// A cluster faults can be injected into.
+pub trait Target {
+    /// Client URLs and advertised URLs (as members name each other), in
+    /// node order.
+    fn urls(&self) -> Vec<String>;
+    fn advertised(&self) -> Vec<String>;
+    fn proxied(&self) -> bool;
+    fn apply(&mut self, a: Action) -> Result<(), String>;
+}
+
+impl Target for LocalCluster {
+    fn urls(&self) -> Vec<String> {
+        LocalCluster::urls(self)
+    }
+
+    fn advertised(&self) -> Vec<String> {
+        LocalCluster::advertised(self)
+    }
+
+    fn proxied(&self) -> bool {
+        LocalCluster::proxied(self)
+    }
+
+    fn apply(&mut self, a: Action) -> Result<(), String> {
+        match a {
+            Action::Kill(i) => self.kill(i),
+            Action::Restart(i) => {
+                if self.is_running(i) {
+                    self.terminate(i)?;
+                }
+                self.restart(i)
+            }
+            Action::Pause(i) => self.stop(i),
+            Action::Resume(i) => self.cont(i),
+            Action::Partition(i) => self.partition(i),
+            Action::Heal(i) => self.heal(i),
+            Action::Clock(i, ms) => {
+                if self.is_running(i) {
+                    self.terminate(i)?;
+                }
+                self.set_clock_offset(i, ms);
+                self.restart(i)
+            }
+        }
+    }
+}
+
+/// Something that happens at a time: a step's fault, or its undoing.
+struct Event {
+    at: Duration,
+    step: usize,
+    undo: bool,
+}
+
+/// How long after the run the schedule still waits for a node that came
+/// back during it to be level.
+pub const LEVEL_LIMIT: Duration = Duration::from_secs(30);
+
+/// Run `during` (the load) while the schedule's faults are injected into
+/// `target`, times counted from `origin`. When `during` returns, faults
+/// still in force are undone (killed nodes started again, paused ones
+/// continued, partitions healed), and nodes that came back during the run
+/// are given up to [`LEVEL_LIMIT`] to be level. The marks are in the
+/// steps' order; `recovered_after_s` is left for the caller, who has the
+/// timeline.
+pub fn run_during<T: Target + Send, R>(
+    steps: &[Step],
+    target: &mut T,
+    origin: Instant,
+    during: impl FnOnce() -> R,
+) -> (R, Vec<FaultMark>) {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let injector = scope.spawn(|| inject(steps, target, origin, &done));
+        let r = during();
+        done.store(true, Ordering::Relaxed);
+        let marks = injector.join().unwrap_or_else(|_| {
+            steps
+                .iter()
+                .map(|s| mark(s, 0.0, Some("the fault thread panicked".into())))
+                .collect()
+        });
+        (r, marks)
+    })
+}
+
+fn mark(s: &Step, at_s: f64, error: Option<String>) -> FaultMark {
+    FaultMark {
+        spec: s.spec.clone(),
+        kind: s.kind.name().into(),
+        node: s.node + 1,
+        at_s,
+        until_s: None,
+        level_after_s: None,
+        recovered_after_s: None,
+        error,
+    }
+}
+
+fn inject<T: Target>(
+    steps: &[Step],
+    target: &mut T,
+    origin: Instant,
+    done: &AtomicBool,
+) -> Vec<FaultMark> {
+    let mut events: Vec<Event> = Vec::new();
+    for (k, s) in steps.iter().enumerate() {
+        events.push(Event {
+            at: s.at,
+            step: k,
+            undo: false,
+        });
+        if let Some(h) = s.hold {
+            events.push(Event {
+                at: s.at + h,
+                step: k,
+                undo: true,
+            });
+        }
+    }
+    events.sort_by_key(|e| (e.at, e.undo, e.step));
+    let mut marks: Vec<Option<FaultMark>> = vec![None; steps.len()];
+    // Faults in force, by step: undone at the end if still there.
+    let mut in_force: Vec<bool> = vec![false; steps.len()];
+    // Nodes that came back: (step whose mark gets the level time, node,
+    // when it came back).
+    let mut leveling: Vec<(usize, usize, Instant)> = Vec::new();
+    let (urls, adv) = (target.urls(), target.advertised());
+    let now_s = || origin.elapsed().as_secs_f64();
+    let mut next = 0;
+    let mut last_poll = Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        if next < events.len() && origin + events[next].at <= Instant::now() {
+            let e = &events[next];
+            next += 1;
+            let s = &steps[e.step];
+            let i = s.node;
+            if !e.undo {
+                let action = match s.kind {
+                    Kind::Kill => Action::Kill(i),
+                    Kind::Restart => Action::Restart(i),
+                    Kind::Pause => Action::Pause(i),
+                    Kind::Partition => Action::Partition(i),
+                    Kind::Clock => Action::Clock(i, s.offset_ms),
+                };
+                let at_s = now_s();
+                let r = target.apply(action);
+                let mut m = mark(s, at_s, r.as_ref().err().cloned());
+                if r.is_ok() {
+                    match s.kind {
+                        Kind::Restart | Kind::Clock => {
+                            m.until_s = Some(now_s());
+                            // A restart ends an earlier kill of the node.
+                            for (k, f) in in_force.iter_mut().enumerate() {
+                                if *f && steps[k].node == i && steps[k].kind == Kind::Kill {
+                                    *f = false;
+                                    if let Some(km) = marks[k].as_mut() {
+                                        km.until_s = m.until_s;
+                                    }
+                                    leveling.push((k, i, Instant::now()));
+                                }
+                            }
+                            leveling.push((e.step, i, Instant::now()));
+                        }
+                        _ => in_force[e.step] = true,
+                    }
+                }
+                marks[e.step] = Some(m);
+            } else if in_force[e.step] {
+                in_force[e.step] = false;
+                let r = target.apply(undo_of(s));
+                if let Some(m) = marks[e.step].as_mut() {
+                    match r {
+                        Ok(()) => {
+                            m.until_s = Some(now_s());
+                            leveling.push((e.step, i, Instant::now()));
+                        }
+                        Err(err) => m.error = Some(err),
+                    }
+                }
+            }
+            continue;
+        }
+        if !leveling.is_empty() && last_poll.elapsed() >= Duration::from_millis(100) {
+            last_poll = Instant::now();
+            poll_level(&urls, &adv, &mut leveling, &mut marks);
+        }
+        let wait = events
+            .get(next)
+            .map(|e| (origin + e.at).saturating_duration_since(Instant::now()))
+            .unwrap_or(Duration::from_millis(50))
+            .min(Duration::from_millis(20));
+        std::thread::sleep(wait);
+    }
+    // The run is over: undo what is still in force, so the cluster is
+    // left whole.
+    for (k, f) in in_force.iter().enumerate() {
+        if *f {
+            if let Err(err) = target.apply(undo_of(&steps[k])) {
+                if let Some(m) = marks[k].as_mut() {
+                    m.error.get_or_insert(err);
+                }
+            }
+        }
+    }
+    let deadline = Instant::now() + LEVEL_LIMIT;
+    while !leveling.is_empty() && Instant::now() < deadline {
+        poll_level(&urls, &adv, &mut leveling, &mut marks);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    steps
+        .iter()
+        .zip(marks)
+        .map(|(s, m)| {
+            m.unwrap_or_else(|| mark(s, 0.0, Some("not reached before the run ended".into())))
+        })
+        .collect()
+}
+
+fn undo_of(s: &Step) -> Action {
+    match s.kind {
+        Kind::Kill | Kind::Restart | Kind::Clock => Action::Restart(s.node),
+        Kind::Pause => Action::Resume(s.node),
+        Kind::Partition => Action::Heal(s.node),
+    }
+}
+
+/// Note the level time of every node that has nothing pending any more.
+fn poll_level(
+    urls: &[String],
+    adv: &[String],
+    leveling: &mut Vec<(usize, usize, Instant)>,
+    marks: &mut [Option<FaultMark>],
+) {
+    leveling.retain(|&(k, i, back)| {
+        let level = matches!(Backlog::of(urls, adv, i), Ok(b) if b.toward == 0 && b.held == 0);
+        if level {
+            if let Some(m) = marks[k].as_mut() {
+                m.level_after_s = Some(back.elapsed().as_secs_f64());
+            }
+        }
+        !level
+    });
+}
+
+/// Fill in each mark's `recovered_after_s` from the run's timeline:
+/// `seconds` are (start of the second, successful requests in it). The
+/// level before a fault is the mean of the (up to 10) whole seconds before
+/// it was injected; the cluster has recovered at the first second, from
+/// the node's return (or the injection, for a fault not undone), that
+/// starts three in a row at 95% of that level or more.
+pub fn recovery(marks: &mut [FaultMark], seconds: &[(f64, f64)]) {
+    for m in marks.iter_mut() {
+        let before: Vec<f64> = seconds
+            .iter()
+            .filter(|(t, _)| *t + 1.0 <= m.at_s && *t + 10.0 >= m.at_s)
+            .map(|(_, ok)| *ok)
+            .collect();
+        if before.is_empty() {
+            continue;
+        }
+        let level = before.iter().sum::<f64>() / before.len() as f64;
+        let from = m.until_s.unwrap_or(m.at_s);
+        let after: Vec<&(f64, f64)> = seconds.iter().filter(|(t, _)| *t + 1.0 > from).collect();
+        for w in after.windows(3) {
+            if w.iter().all(|(_, ok)| *ok >= 0.95 * level) {
+                m.recovered_after_s = Some((w[0].0 - from).max(0.0));
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grammar() {
+        let s = Step::parse("kill:2@20s").unwrap();
+        assert_eq!(
+            (s.kind, s.node, s.at, s.hold),
+            (Kind::Kill, 1, Duration::from_secs(20), None)
+        );
+        let s = Step::parse("pause:1@10s+3s").unwrap();
+        assert_eq!(
+            (s.kind, s.node, s.hold),
+            (Kind::Pause, 0, Some(Duration::from_secs(3)))
+        );
+        let s = Step::parse("partition:3@1.5+500ms").unwrap();
+        assert_eq!(
+            (s.at, s.hold),
+            (
+                Duration::from_millis(1500),
+                Some(Duration::from_millis(500))
+            )
+        );
+        let s = Step::parse("clock:2+10s").unwrap();
+        assert_eq!(
+            (s.kind, s.node, s.offset_ms, s.at),
+            (Kind::Clock, 1, 10_000, Duration::ZERO)
+        );
+        let s = Step::parse("clock:3-250ms@5s").unwrap();
+        assert_eq!(
+            (s.node, s.offset_ms, s.at),
+            (2, -250, Duration::from_secs(5))
+        );
+        assert_eq!(
+            Step::parse("restart:2@30s").unwrap().at,
+            Duration::from_secs(30)
+        );
+        for bad in [
+            "kill",
+            "kill:0@1s",
+            "kill:x@1s",
+            "kill:2",
+            "flood:1@1s",
+            "restart:1@1s+2s",
+            "pause:1@1s+0s",
+            "clock:2",
+            "kill:2@soon",
+        ] {
+            let e = Step::parse(bad).unwrap_err();
+            assert!(e.contains("expected KIND:NODE"), "{bad}: {e}");
+        }
+        let steps = [Step::parse("partition:3@1s+1s").unwrap()];
+        assert!(validate(&steps, 3, false)
+            .unwrap_err()
+            .contains("--proxied"));
+        assert!(validate(&steps, 3, true).is_ok());
+        assert!(validate(&steps, 2, true).unwrap_err().contains("2 nodes"));
+    }
+
+    #[test]
+    fn actions_cross_the_control_socket_as_lines() {
+        for a in [
+            Action::Kill(0),
+            Action::Restart(2),
+            Action::Pause(1),
+            Action::Resume(1),
+            Action::Partition(0),
+            Action::Heal(0),
+            Action::Clock(1, -500),
+        ] {
+            assert_eq!(Action::parse_line(&a.line()), Ok(a));
+        }
+        assert!(Action::parse_line("explode 1").is_err());
+        assert!(Action::parse_line("kill").is_err());
+    }
+
+    /// A cluster that only writes down what it was told, with the time.
+    struct Log(Vec<(Action, Instant)>);
+
+    impl Target for Log {
+        fn urls(&self) -> Vec<String> {
+            vec![]
+        }
+        fn advertised(&self) -> Vec<String> {
+            vec![]
+        }
+        fn proxied(&self) -> bool {
+            true
+        }
+        fn apply(&mut self, a: Action) -> Result<(), String> {
+            self.0.push((a, Instant::now()));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn faults_happen_in_order_and_are_undone_by_the_end() {
+        let steps: Vec<Step> = [
+            "pause:1@50ms+100ms",
+            "kill:2@100ms",
+            "partition:3@120ms+10s",
+            "restart:2@200ms",
+        ]
+        .iter()
+        .map(|s| Step::parse(s).unwrap())
+        .collect();
+        let mut log = Log(vec![]);
+        let origin = Instant::now();
+        let (_, marks) = run_during(&steps, &mut log, origin, || {
+            std::thread::sleep(Duration::from_millis(400))
+        });
+        let actions: Vec<Action> = log.0.iter().map(|(a, _)| *a).collect();
+        assert_eq!(
+            actions,
+            [
+                Action::Pause(0),
+                Action::Kill(1),
+                Action::Partition(2),
+                Action::Resume(0),
+                Action::Restart(1),
+                // The partition's hold outlasts the run: healed at its end.
+                Action::Heal(2),
+            ]
+        );
+        // Never early.
+        for ((a, t), want) in log.0.iter().zip([50, 100, 120, 150, 200, 400]) {
+            assert!(
+                t.duration_since(origin) >= Duration::from_millis(want),
+                "{a:?}"
+            );
+        }
+        assert!(marks[0].until_s.is_some(), "the pause ended");
+        assert!(
+            marks[1].until_s.unwrap() >= 0.2,
+            "the kill ended at the restart"
+        );
+        assert_eq!(marks[2].until_s, None, "the partition outlasted the run");
+        assert_eq!(marks[3].node, 2);
+        assert!(marks.iter().all(|m| m.error.is_none()));
+    }
+
+    #[test]
+    fn recovery_is_three_seconds_back_at_the_level_before() {
+        let mut m = mark(&Step::parse("kill:2@5s+2s").unwrap(), 5.0, None);
+        m.until_s = Some(7.0);
+        // 100/s, a dip while it is down and two seconds after, then back.
+        let ok = [
+            100., 100., 100., 100., 100., 40., 40., 60., 90., 99., 100., 98.,
+        ];
+        let seconds: Vec<(f64, f64)> = ok.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect();
+        let mut marks = [m];
+        recovery(&mut marks, &seconds);
+        assert_eq!(marks[0].recovered_after_s, Some(2.0), "from second 9 on");
+        // Never back: none.
+        let mut marks = [marks[0].clone()];
+        marks[0].recovered_after_s = None;
+        let low: Vec<(f64, f64)> = seconds
+            .iter()
+            .map(|(t, v)| (*t, if *t >= 5.0 { 10.0 } else { *v }))
+            .collect();
+        recovery(&mut marks, &low);
+        assert_eq!(marks[0].recovered_after_s, None);
+    }
+}
