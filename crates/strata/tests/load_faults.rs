@@ -1,0 +1,188 @@
+//! Faults during a run, as a user drives them: `strata cluster up
+//! --proxied` in one process, `strata load URL,URL,URL --fault ... --check`
+//! in another, reaching the cluster through its control socket. Every
+//! fault kind (clock, kill, restart, pause, partition) is injected into
+//! the real nodes; the report must mark each one (when, until when), say
+//! when the faulted node was level again and when the successful rate
+//! was back, show availability per second, and carry the checker's
+//! verdict on a history recorded through the faults.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn strata() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+}
+
+/// `strata cluster up` in the background, and the URLs it printed.
+struct Up {
+    child: Child,
+    urls: Vec<String>,
+}
+
+impl Up {
+    fn start(dir: &std::path::Path) -> Up {
+        let mut child = strata()
+            .args([
+                "cluster",
+                "up",
+                "--nodes",
+                "3",
+                "--proxied",
+                "--base-port",
+                "0",
+            ])
+            .arg("--data-dir")
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let mut urls = Vec::new();
+        let mut lines = out.lines();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            eprintln!("up: {line}");
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() >= 2 && w[0].starts_with("node-") && w[1].starts_with("http://") {
+                urls.push(w[1].to_string());
+            }
+            if line.starts_with("Faults during a run") {
+                break;
+            }
+        }
+        // Keep draining its output so that it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        assert_eq!(urls.len(), 3, "cluster up printed {urls:?}");
+        Up { child, urls }
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        // SIGTERM: up stops its nodes gracefully and exits.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn every_fault_kind_is_injected_marked_and_recovered_from_under_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster");
+    let up = Up::start(&cluster);
+    let out = dir.path().join("report");
+    let faults = [
+        "clock:3+2s",
+        "kill:2@2s",
+        "restart:2@4s",
+        "pause:1@6s+1s",
+        "partition:3@8s+1500ms",
+    ];
+    let mut cmd = strata();
+    cmd.args(["load", &up.urls.join(",")])
+        .args(["--rate", "200", "--duration", "16s", "--keys", "1000"])
+        .args(["--check", "--json", "--quiet"])
+        .arg("--cluster-dir")
+        .arg(&cluster)
+        .arg("--out")
+        .arg(&out);
+    for f in faults {
+        cmd.args(["--fault", f]);
+    }
+    let o = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stderr}");
+    assert!(o.status.success(), "load failed: {stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+
+    // Every fault marked, in order, each undone during the run.
+    let marks = r["faults"].as_array().expect("faults in the report");
+    assert_eq!(marks.len(), faults.len(), "{marks:#?}");
+    for (m, spec) in marks.iter().zip(faults) {
+        assert_eq!(m["spec"], spec);
+        assert!(m.get("error").is_none(), "{m}");
+        let (at, until) = (m["at_s"].as_f64().unwrap(), m["until_s"].as_f64());
+        let until = until.unwrap_or_else(|| panic!("{spec} was not undone during the run: {m}"));
+        assert!(until >= at, "{m}");
+    }
+    let at = |k: usize| marks[k]["at_s"].as_f64().unwrap();
+    // On time (never early; a loaded machine may be a little late).
+    for (k, want) in [(1, 2.0), (2, 4.0), (3, 6.0), (4, 8.0)] {
+        assert!(at(k) >= want && at(k) < want + 3.0, "{}", marks[k]);
+    }
+    // The kill lasted until the restart; the pause and the partition their
+    // hold.
+    assert!(marks[1]["until_s"].as_f64().unwrap() >= 4.0);
+    assert!(marks[3]["until_s"].as_f64().unwrap() - at(3) >= 1.0);
+    assert!(marks[4]["until_s"].as_f64().unwrap() - at(4) >= 1.5);
+    // Node 2 missed writes while it was down: it became level again (the
+    // hints were delivered), and so did the paused and partitioned nodes.
+    for k in [1, 3, 4] {
+        assert!(
+            marks[k]["level_after_s"].as_f64().is_some(),
+            "no level time: {}",
+            marks[k]
+        );
+    }
+    // The successful rate came back after each fault before the run ended.
+    for (k, m) in marks.iter().enumerate().skip(1) {
+        assert!(
+            m["recovered_after_s"].as_f64().is_some(),
+            "fault {k} never recovered: {m}"
+        );
+    }
+    // Availability per second: the timeline has every second, with the
+    // errors the faults caused (if any) counted.
+    let t = &r["trials"][0];
+    let timeline = t["timeline"].as_array().unwrap();
+    assert!(timeline.len() >= 15, "{}", timeline.len());
+    let per_node = timeline[0]["per_node"]
+        .as_array()
+        .expect("per-node seconds");
+    assert_eq!(per_node.len(), 3);
+    // The checker's clients ran through every fault and found nothing.
+    let c = &r["check"];
+    assert_eq!(c["passed"], true, "{}", c["text"]);
+    assert!(c["writes_acknowledged"].as_u64().unwrap() > 100, "{c}");
+    assert_eq!(c["lost"], 0);
+    assert_eq!(c["stale"], 0);
+    assert_eq!(c["impossible"], 0);
+    // And the report on disk says the same.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("kill:2@2s"));
+    drop(up);
+}
+
+#[test]
+fn faults_need_the_cluster_the_lab_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = strata()
+        .args(["load", "http://127.0.0.1:9", "--duration", "1s", "--quiet"])
+        .args(["--fault", "kill:1@1s", "--cluster-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("control.sock") && e.contains("strata cluster up"),
+        "{e}"
+    );
+    let o = strata()
+        .args(["load", "http://127.0.0.1:9", "--fault", "kill:1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected KIND:NODE"));
+}
