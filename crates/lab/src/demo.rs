@@ -2,19 +2,20 @@
 //! minutes. Starts a local cluster (three `strata serve` processes, a
 //! generated secret; the caller says how to run `strata`) under a
 //! directory it creates, sweeps it through every node for its breaking
-//! point, writes the report and prints its verdict, then runs the checked
-//! workload while one node is killed and restarted and prints what the
-//! checker found and how long the node took to be level again; stops the
-//! cluster. Owns that sequence; must not know how a node is built.
+//! point, writes the report and prints its verdict, then offers half that
+//! rate for a while with the consistency checker's clients alongside while
+//! a fault schedule runs (a node killed and restarted, by default), and
+//! prints the faults' marks, the recovery times and what the checker
+//! found, with a report of its own; stops the cluster. Owns that
+//! sequence; must not know how a node is built.
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 
-use crate::cluster::campaign::{self, RunOptions};
-use crate::cluster::fault::Fault;
 use crate::cluster::local::{ClusterOptions, LocalCluster};
-use crate::load::TargetArgs;
+use crate::cluster::schedule::{Kind, Step};
+use crate::during::DuringArgs;
+use crate::load::{LoadArgs, TargetArgs};
 use crate::slo::SloArgs;
 use crate::sweep::{self, SweepArgs};
 
@@ -38,32 +39,34 @@ pub struct DemoArgs {
     /// Most trials (each about trial + 2 seconds).
     #[arg(long, default_value_t = 12)]
     pub max_trials: usize,
-    /// The fault after the sweep: kill, stop, partition, clock, or none.
-    #[arg(long, default_value = "kill")]
-    pub fault: String,
-    /// Acknowledged writes of the checked run under the fault.
-    #[arg(long, default_value_t = 20_000)]
-    pub fault_writes: u64,
+    /// The faults of the checked run after the sweep, as `strata load
+    /// --fault` takes them (repeatable: kill:3@5s+5s, pause:1@5s+3s,
+    /// partition:2@5s+5s, clock:3+10s); `none` for no checked run.
+    #[arg(long = "fault", default_value = "kill:3@5s+5s")]
+    pub faults: Vec<String>,
+    /// How long the checked run under the faults lasts (20s; a bare
+    /// number is seconds).
+    #[arg(long, default_value_t = 20.0, value_parser = crate::units::seconds)]
+    pub fault_run: f64,
 }
 
 /// Run the demo; `strata` runs the `strata` binary (the launcher adds
 /// `serve` and its flags).
 pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
-    let fault = match a.fault.as_str() {
-        "none" => None,
-        f => Some(f.parse::<Fault>()?),
+    let faults: Vec<Step> = if a.faults.iter().any(|f| f == "none") {
+        Vec::new()
+    } else {
+        a.faults
+            .iter()
+            .map(|f| Step::parse(f))
+            .collect::<Result<_, _>>()?
     };
     std::fs::create_dir_all(&a.dir).map_err(|e| format!("{}: {e}", a.dir.display()))?;
     let data = a.dir.join("cluster");
     let report = a.dir.join("report");
     let mut o = ClusterOptions::new(a.nodes, &data);
-    let mut plan = None;
-    if let Some(f) = fault {
-        let mut r = RunOptions::new(f, a.fault_writes, &data);
-        r.plan.node = a.nodes.saturating_sub(1);
-        r.plan.prepare(&mut o);
-        plan = Some(r);
-    }
+    o.proxied = faults.iter().any(|f| f.kind == Kind::Partition);
+    crate::cluster::schedule::validate(&faults, a.nodes, o.proxied)?;
     println!(
         "Starting a local cluster of {} nodes, data in {}",
         a.nodes,
@@ -75,24 +78,25 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         "Cluster at {urls}; sweeping {} load through every node (the nodes' default ack/from) for the breaking point of {}",
         a.workload, a.slo
     );
+    let target = TargetArgs {
+        url: urls,
+        workload: a.workload.clone(),
+        keys: 1_000_000,
+        value_size: 100,
+        connections: 64,
+        max_connections: 10_000,
+        drop_after: 1.0,
+        threads: 1,
+        arrivals: "constant".into(),
+        seed: 1,
+        warmup: 1.0,
+        out: Some(report.clone()),
+        preload: false,
+        json: false,
+        quiet: false,
+    };
     let args = SweepArgs {
-        target: TargetArgs {
-            url: urls,
-            workload: a.workload.clone(),
-            keys: 1_000_000,
-            value_size: 100,
-            connections: 64,
-            max_connections: 10_000,
-            drop_after: 1.0,
-            threads: 1,
-            arrivals: "constant".into(),
-            seed: 1,
-            warmup: 1.0,
-            out: Some(report.clone()),
-            preload: false,
-            json: false,
-            quiet: false,
-        },
+        target: target.clone(),
         objective: SloArgs {
             slo: a.slo.clone(),
             max_errors: "0.1%".into(),
@@ -104,62 +108,76 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         max_trials: a.max_trials,
         pause: 0.5,
     };
-    let swept = sweep::main(&args);
-    let checked = match (&swept, &plan) {
-        (Ok(()), Some(r)) => {
+    let swept = sweep::run(&args, &mut |line| println!("{line}")).and_then(|(r, scrapes)| {
+        crate::report::write_dir(&report, &r, &scrapes)
+            .map_err(|e| format!("{}: {e}", report.display()))?;
+        println!("Report: {}", report.join("report.html").display());
+        Ok(r.breaking_point)
+    });
+    let checked = match (&swept, faults.is_empty()) {
+        (Ok(bp), false) => {
+            let rate = (bp.unwrap_or(args.start_rate) * 0.5).max(100.0).round();
+            let out = a.dir.join("fault-report");
             println!();
             println!(
-                "Fault: {} on node-{} while {} checked writes are acknowledged (ack={}&from={}); the checker looks for lost writes and stale reads",
-                describe(r),
-                r.plan.node + 1,
-                r.writes,
-                r.quorum.ack_write.unwrap_or(0),
-                r.quorum.from.unwrap_or(0),
+                "Faults: {} during {:.0} s at {rate} req/s (half the breaking point), with the consistency checker's clients alongside",
+                faults.iter().map(|f| f.spec.as_str()).collect::<Vec<_>>().join(", "),
+                a.fault_run
             );
-            campaign::run_on(r, &mut cluster).map(Some)
+            let la = LoadArgs {
+                target: TargetArgs {
+                    out: Some(out.clone()),
+                    quiet: true,
+                    ..target
+                },
+                rate,
+                uploads_per_day: None,
+                duration: a.fault_run,
+                clients: 0,
+                think: 0.0,
+                hdr: None,
+                during: DuringArgs {
+                    faults,
+                    check: true,
+                    ..DuringArgs::default()
+                },
+            };
+            crate::load::run_on(&la, Some(&mut cluster)).and_then(|r| {
+                crate::report::write_dir(&out, &r.report, &r.scrapes)
+                    .map_err(|e| format!("{}: {e}", out.display()))?;
+                Ok(Some((r, out)))
+            })
         }
         _ => Ok(None),
     };
     let _ = cluster.terminate_all();
-    std::thread::sleep(Duration::from_millis(10));
     swept?;
-    if let Some(res) = checked? {
-        println!("{}", res.report);
-        println!(
-            "Faulted node level again (no hints pending for it) {} after its return; every node's own store held {} of {} acknowledged writes before the final reads",
-            res.level_after
-                .map(|d| format!("{:.2} s", d.as_secs_f64()))
-                .unwrap_or_else(|| "-".into()),
-            res.own_missing
-                .iter()
-                .map(|m| (res.own_checked - m).to_string())
-                .collect::<Vec<_>>()
-                .join("/"),
-            res.own_checked,
+    if let Some((r, out)) = checked? {
+        print!("{}", crate::load::summary(r.trial(), &r.outcome));
+        print!(
+            "{}",
+            crate::during::summary(&r.report.faults, r.report.check.as_ref())
         );
+        if let Some(c) = &r.report.check {
+            if !c.passed {
+                println!("{}", c.text);
+            }
+        }
+        println!("Report: {}", out.join("report.html").display());
+        let passed = r.report.check.as_ref().is_some_and(|c| c.passed);
         println!(
             "Fault verdict: {}",
-            if res.passed() {
+            if passed {
                 "PASSED: nothing acknowledged was lost, no read went back in time"
             } else {
                 "FAILED (see above)"
             }
         );
-        if !res.passed() {
+        if !passed {
             println!("Cluster stopped. Data in {}", data.display());
-            return Err("the checked run under the fault failed".into());
+            return Err("the checked run under the faults failed".into());
         }
     }
     println!("Cluster stopped. Data in {}", data.display());
     Ok(())
-}
-
-fn describe(r: &RunOptions) -> String {
-    let hold = r.plan.hold.as_secs_f64();
-    match r.plan.fault {
-        Fault::Kill => format!("SIGKILL, {hold:.0} s down, restart"),
-        Fault::Stop => format!("SIGSTOP for {hold:.0} s, then SIGCONT"),
-        Fault::Partition => format!("cut off from the others for {hold:.0} s"),
-        Fault::Clock => format!("clock {:+} ms off", r.plan.clock_offset_ms),
-    }
 }

@@ -152,15 +152,20 @@ fn the_demo_starts_a_cluster_sweeps_it_faults_it_and_stops_it() {
         "1",
         "--max-trials",
         "2",
-        "--fault-writes",
-        "500",
+        "--fault",
+        "kill:3@2s+2s",
+        "--fault-run",
+        "8s",
     ]);
     assert!(ok, "{stdout}{stderr}");
     assert!(stdout.contains("Breaking point:"), "{stdout}");
     assert!(stdout.contains("Server: 3 nodes"), "{stdout}");
     assert!(stdout.contains("Report: "), "{stdout}");
-    assert!(stdout.contains("Fault: SIGKILL"), "{stdout}");
-    assert!(stdout.contains("0 lost, 0 stale"), "{stdout}");
+    assert!(stdout.contains("Faults: kill:3@2s+2s"), "{stdout}");
+    assert!(stdout.contains("Fault kill:3@2s+2s: node-3 at"), "{stdout}");
+    assert!(stdout.contains("Check: passed"), "{stdout}");
+    assert!(stdout.contains("0 lost, 0 stale, 0 impossible"), "{stdout}");
+    assert!(dir.join("fault-report/report.html").is_file());
     assert!(stdout.contains("Fault verdict: PASSED"), "{stdout}");
     assert!(stdout.contains("Cluster stopped."), "{stdout}");
     assert!(dir.join("report/report.html").is_file());
