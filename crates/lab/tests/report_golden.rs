@@ -1,11 +1,14 @@
 //! Golden tests of `report.md`: each `golden/report/NAME.json` is a fixed
 //! `Report`; `NAME.md` beside it is the Markdown it must render to.
+//! `faults.json` is a hand-built load run on three nodes with faults,
+//! per-node seconds and a consistency check.
 //! `UPDATE_GOLDEN=1 cargo test -p strata-lab --test report_golden` rewrites
 //! the `.md` files (review the diff before committing).
 
 use std::path::{Path, PathBuf};
 
-use strata_lab::report::{self, html, markdown, NodeSummary, Report};
+use strata_lab::report::model::{CheckSummary, FaultMark};
+use strata_lab::report::{self, html, markdown, NodeSummary, Report, Second};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/report")
@@ -173,4 +176,195 @@ fn formats() {
     assert_eq!(markdown::group(1234567), "1,234,567");
     assert_eq!(markdown::group(999), "999");
     assert_eq!(markdown::fmt_rate(12000.4), "12,000/s");
+}
+
+fn faults_fixture() -> Report {
+    report::read_json(&golden_dir().join("faults.json")).unwrap()
+}
+
+#[test]
+fn faults_fixture_has_faults_per_node_seconds_and_a_check() {
+    let r = faults_fixture();
+    assert_eq!(r.faults.len(), 3);
+    assert_eq!(r.node_seconds(), 3);
+    assert!(r.check.is_some());
+    let md = markdown::render(&r);
+    // A section per kind of finding, in order.
+    let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("no {s:?} in\n{md}"));
+    assert!(at("## Per node") < at("## Faults"));
+    assert!(at("## Faults") < at("## Consistency check"));
+    assert!(at("## Consistency check") < at("## Notes"));
+    // The table: a row per fault, in the order given, the times as given.
+    let t = markdown::fault_table(&r).unwrap();
+    assert_eq!(t.rows.len(), 3);
+    assert_eq!(
+        t.rows[0][..6],
+        ["kill:2@10s", "2", "10.0 s", "16.4 s", "2.3 s", "1.1 s"]
+    );
+    assert_eq!(t.rows[1][4], markdown::MISSING, "not seen level");
+    assert_eq!(
+        t.rows[2][6],
+        "iptables: Permission denied (you must be root)"
+    );
+    // A sentence per fault, naming the node by URL.
+    for f in &r.faults {
+        assert!(md.contains(&format!("- {}: ", f.spec)), "{}", f.spec);
+    }
+    assert!(md.contains("node 2 (http://127.0.0.1:8082) was killed at 10.0 s"));
+    assert!(md.contains("it was continued at 23.0 s (3.0 s later)"));
+    // The schedule and the generator.
+    assert!(md.contains("740 sends dropped (could not start within --drop-after"));
+    assert!(md.contains("2 requests still unanswered after the end were abandoned"));
+    assert!(md.contains("- Generator: 64 connections opened, 0.41 cores used"));
+    assert!(md.contains(
+        "- Machine CPU: 2.85 cores busy: nodes 1.78, generator 0.41, other processes 0.66"
+    ));
+    // The check: in words, counted, the method, the checker's own text.
+    assert!(md.contains(
+        "The consistency check failed: 1 lost write, 0 stale reads, 0 impossible reads."
+    ));
+    assert!(md.contains("Method: Set keys are written once each"));
+    assert!(md.contains("```text\nchecked 1,204 writes"));
+}
+
+#[test]
+fn fault_window_runs_from_the_injection_until_the_rate_is_back() {
+    let r = faults_fixture();
+    let kill = &r.faults[0];
+    let w = r.fault_window(kill);
+    // Back at 16.4 s, the rate back 1.1 s later: seconds 10 to 17.
+    assert_eq!((w.from_s, w.to_s), (10.02, 16.4 + 1.1));
+    let seconds: Vec<&Second> = r.trials[0]
+        .timeline
+        .iter()
+        .filter(|s| (10.0..=17.0).contains(&s.t_s))
+        .collect();
+    assert_eq!(w.requests, seconds.iter().map(|s| s.requests).sum::<u64>());
+    assert_eq!(w.errors, seconds.iter().map(|s| s.errors).sum::<u64>());
+    let (t, a) = w.worst.unwrap();
+    assert_eq!(t, 11.0);
+    assert!((a - 2.0 / 3.0).abs() < 1e-9, "{a}");
+    // Not undone and never back: until the run ended.
+    let never = FaultMark {
+        until_s: None,
+        recovered_after_s: None,
+        ..kill.clone()
+    };
+    assert_eq!(r.fault_window(&never).to_s, 30.0);
+}
+
+#[test]
+fn availability_is_the_share_answered_and_none_without_requests() {
+    let s = |requests, errors| Second {
+        t_s: 0.0,
+        requests,
+        errors,
+        p50_ms: 1.0,
+        p99_ms: 1.0,
+        max_ms: 1.0,
+        per_node: vec![],
+    };
+    assert_eq!(s(1000, 250).availability(), Some(0.75));
+    assert_eq!(s(10, 0).availability(), Some(1.0));
+    assert_eq!(s(10, 10).availability(), Some(0.0));
+    assert_eq!(s(0, 0).availability(), None);
+}
+
+#[test]
+fn check_headline_tells_passed_failed_and_not_verified_apart() {
+    let r = faults_fixture();
+    let failed = r.check.clone().unwrap();
+    let passed = CheckSummary {
+        passed: true,
+        lost: 0,
+        ..failed.clone()
+    };
+    assert!(markdown::check_headline(&passed).starts_with("The consistency check passed: no acknowledged write was lost, and no read was stale or impossible."));
+    let unjudged = CheckSummary {
+        stale_checked: false,
+        ..passed.clone()
+    };
+    assert!(markdown::check_headline(&unjudged).contains("stale reads were not judged"));
+    assert_eq!(markdown::check_table(&unjudged).rows[0][4], "not checked");
+    let unverified = CheckSummary {
+        passed: false,
+        unverified: 3,
+        ..passed.clone()
+    };
+    assert!(
+        markdown::check_headline(&unverified)
+            .contains("found no anomaly, but 3 acknowledged writes could not be verified"),
+        "{}",
+        markdown::check_headline(&unverified)
+    );
+    let many = CheckSummary {
+        lost: 2,
+        stale: 1,
+        impossible: 1200,
+        ..failed
+    };
+    assert_eq!(
+        markdown::check_headline(&many),
+        "The consistency check failed: 2 lost writes, 1 stale read, 1,200 impossible reads."
+    );
+}
+
+#[test]
+fn checker_text_with_backticks_keeps_its_fence() {
+    let mut r = faults_fixture();
+    r.check.as_mut().unwrap().text = "key `a` read ```x```\npassed\n".into();
+    let md = markdown::render(&r);
+    assert!(
+        md.contains("````text\nkey `a` read ```x```\npassed\n````\n"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_fault_that_never_took_effect_is_told_so() {
+    let r = faults_fixture();
+    let s = markdown::fault_sentences(&r);
+    assert_eq!(
+        s[2],
+        "partition:1@26s: injecting it into node 1 (http://127.0.0.1:8081) at 26.0 s went \
+         wrong: iptables: Permission denied (you must be root)."
+    );
+}
+
+#[test]
+fn html_says_what_markdown_says_about_faults_and_the_check() {
+    let r = faults_fixture();
+    let page = html::render(&r).unwrap();
+    assert!(page.contains("<h2>Faults</h2>") && page.contains("<h2>Consistency check</h2>"));
+    for f in markdown::fault_sentences(&r) {
+        assert!(page.contains(&format!("<li>{}</li>", html::esc(&f))), "{f}");
+    }
+    let c = r.check.as_ref().unwrap();
+    assert!(page.contains(&format!(
+        "<p class=\"failed\">{}</p>",
+        html::esc(&markdown::check_headline(c))
+    )));
+    assert!(page.contains(&format!("<pre>{}</pre>", html::esc(c.text.trim_end()))));
+    for n in markdown::notes(&r) {
+        assert!(page.contains(&html::esc(&n)), "{n}");
+    }
+    for (_, v) in markdown::facts(&r) {
+        assert!(page.contains(&html::esc(&v)), "{v}");
+    }
+}
+
+#[test]
+fn reports_without_the_new_fields_say_nothing_of_them() {
+    for name in ["load.json", "sweep.json"] {
+        let md = markdown::render(&report::read_json(&golden_dir().join(name)).unwrap());
+        for absent in [
+            "## Faults",
+            "## Consistency check",
+            "Generator",
+            "Machine CPU",
+            "dropped",
+        ] {
+            assert!(!md.contains(absent), "{name}: {absent}");
+        }
+    }
 }

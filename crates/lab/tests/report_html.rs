@@ -1,5 +1,7 @@
-//! `report.html`: self-contained, the four charts present with their
-//! labels, and, in headless Chromium, a page that actually shows them.
+//! `report.html`: self-contained, the charts present with their labels
+//! (availability and per-node latency too, with fault marks, for the
+//! faults fixture), and, in headless Chromium, a page that actually shows
+//! them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,6 +64,104 @@ fn page_is_self_contained_with_four_labelled_charts() {
                 )))
             );
         }
+    }
+}
+
+/// The charts over time, on which faults are marked.
+const TIME_FIGURES: [&str; 3] = ["over-time", "availability", "node-latency"];
+
+#[test]
+fn faults_page_has_availability_and_per_node_charts_with_fault_marks() {
+    let r = golden("faults.json");
+    let page = html::render(&r).unwrap();
+    // Self-contained: the only URLs are the nodes' own (in the command,
+    // the target, the per-node table, captions and the checker's text).
+    let mut without_data = page
+        .replace(&html::esc(&r.target), "")
+        .replace(&html::esc(&r.command), "");
+    for n in &r.trials[0].per_node {
+        without_data = without_data.replace(&n.url, "");
+    }
+    for bad in ["://", "<script", "<link", "<img", "@import", "url("] {
+        assert!(!without_data.contains(bad), "page contains {bad:?}");
+    }
+    for id in FIGURES.iter().chain(&TIME_FIGURES[1..]) {
+        let f = figure(&page, id);
+        assert!(f.contains("<svg"), "{id}: no svg");
+        assert!(f.contains("<figcaption>"), "{id}: no caption");
+    }
+    for id in TIME_FIGURES {
+        let f = figure(&page, id);
+        let t = texts(f);
+        // Each fault labelled with its spec, and in the legend.
+        for fault in &r.faults {
+            assert!(
+                t.iter().any(|x| x == &fault.spec),
+                "{id} lacks {}: {t:?}",
+                fault.spec
+            );
+        }
+        assert!(t.iter().any(|x| x == "fault (3)"), "{id}: no legend: {t:?}");
+        assert!(f.contains("Faults are marked in magenta"), "{id}: caption");
+        assert!(
+            t.iter().any(|x| x == "time since the run started (s)"),
+            "{id}"
+        );
+        // A line at each injection and a band for each fault undone: the
+        // fault colour, as a stroke and as a fill.
+        let lines = f
+            .split("<polyline")
+            .filter(|e| e.split('>').next().unwrap().contains("stroke=\"#C51B7D\""))
+            .count();
+        // Plus one for the legend's mark.
+        assert_eq!(lines, r.faults.len() + 1, "{id}: fault lines");
+        let undone = r.faults.iter().filter(|f| f.until_s.is_some()).count();
+        assert_eq!(
+            f.matches("opacity=\"0.12\" fill=\"#C51B7D\"").count(),
+            undone,
+            "{id}: fault bands"
+        );
+    }
+    let avail = texts(figure(&page, "availability"));
+    for want in ["0%", "50%", "100%", "answered successfully"] {
+        assert!(
+            avail.iter().any(|x| x == want),
+            "availability lacks {want}: {avail:?}"
+        );
+    }
+    let nodes = figure(&page, "node-latency");
+    let t = texts(nodes);
+    for want in [
+        "node 1 p99",
+        "node 2 p99",
+        "node 3 p99",
+        "p99 latency per second",
+    ] {
+        assert!(
+            t.iter().any(|x| x == want),
+            "node-latency lacks {want}: {t:?}"
+        );
+    }
+    assert!(nodes.contains("node 2 is http://127.0.0.1:8082"));
+    // One line per node at least (broken where a node answered nothing).
+    assert!(nodes.matches("<polyline").count() >= 3, "node lines");
+    // The order: the time charts together, the spectrum last.
+    let pos = |id: &str| page.find(&format!("<figure id=\"{id}\">")).unwrap();
+    assert!(pos("over-time") < pos("availability"));
+    assert!(pos("availability") < pos("node-latency"));
+    assert!(pos("node-latency") < pos("spectrum"));
+}
+
+#[test]
+fn without_faults_or_nodes_no_marks_and_no_per_node_chart() {
+    for name in ["load.json", "sweep.json"] {
+        let page = html::render(&golden(name)).unwrap();
+        assert!(page.contains("<figure id=\"availability\">"), "{name}");
+        assert!(!page.contains("<figure id=\"node-latency\">"), "{name}");
+        assert!(!page.contains("fault ("), "{name}");
+        assert!(!page.contains("C51B7D"), "{name}");
+        assert!(!page.contains("<h2>Faults</h2>"), "{name}");
+        assert!(!page.contains("<h2>Consistency check</h2>"), "{name}");
     }
 }
 
@@ -225,6 +325,25 @@ fn chromium_renders_the_charts() {
         assert!(
             f.matches("<path").count() + f.matches("<polyline").count() >= 3,
             "{id}: no paths in the DOM"
+        );
+    }
+
+    // The faults fixture: every chart, the new ones too, in the DOM.
+    let faults = dir.path().join("faults");
+    report::write_dir(&faults, &golden("faults.json"), &Default::default()).unwrap();
+    let out = headless(&chromium)
+        .arg("--dump-dom")
+        .arg(format!("file://{}", faults.join("report.html").display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let dom = String::from_utf8_lossy(&out.stdout).to_string();
+    for id in FIGURES.iter().chain(&TIME_FIGURES[1..]) {
+        let f = figure(&dom, id);
+        assert!(f.contains("<svg"), "faults {id}: the browser sees no svg");
+        assert!(
+            f.contains("kill:2@10s") || !TIME_FIGURES.contains(id),
+            "faults {id}"
         );
     }
 

@@ -1,14 +1,17 @@
 //! The report's charts, drawn with plotters into SVG strings: latency
 //! percentiles against offered rate, achieved against offered rate, latency
-//! and throughput over time with server events, and the percentile
-//! spectrum. Owns the drawing only; must not compute statistics beyond
-//! picking what to plot, nor write files or HTML around the SVG.
+//! and throughput over time with server events, availability over time,
+//! each node's p99 over time (several nodes), and the percentile spectrum;
+//! every chart over time marks the faults injected. Owns the drawing only;
+//! must not compute statistics beyond picking what to plot, nor write files
+//! or HTML around the SVG.
 
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, ValueFormatter};
+use plotters::coord::CoordTranslate;
 use plotters::prelude::*;
 
 use super::markdown::{fmt_ms, offered};
-use super::model::{Percentiles, Report, RunKind, Second, ServerSample, Trial};
+use super::model::{FaultMark, Percentiles, Report, RunKind, Second, ServerSample, Trial};
 
 /// One chart: an id for its `<figure>`, a caption, the SVG.
 pub struct Chart {
@@ -33,6 +36,20 @@ const FLUSH: RGBColor = RGBColor(23, 190, 207);
 const COMPACTION: RGBColor = RGBColor(148, 103, 189);
 const STALL: RGBColor = RGBColor(214, 39, 40);
 const THROUGHPUT: RGBColor = RGBColor(44, 160, 44);
+const FAULT: RGBColor = RGBColor(197, 27, 125);
+const AVAILABLE: RGBColor = RGBColor(31, 119, 180);
+/// The nodes' lines, in turn (no red or magenta: those mark stalls and
+/// faults).
+const NODES: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
+    RGBColor(188, 189, 34),
+    RGBColor(127, 127, 127),
+];
 
 type Res<T> = Result<T, String>;
 
@@ -40,14 +57,19 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("chart: {e:?}")
 }
 
-/// All four charts of a report, in the order the page shows them.
+/// All the charts of a report, in the order the page shows them: the
+/// availability chart when there are seconds, the per-node one when the
+/// seconds are split over nodes.
 pub fn all(r: &Report) -> Res<Vec<Chart>> {
-    Ok(vec![
-        latency_vs_rate(r)?,
-        achieved_vs_offered(r)?,
-        over_time(r)?,
-        spectrum(r)?,
-    ])
+    let mut out = vec![latency_vs_rate(r)?, achieved_vs_offered(r)?, over_time(r)?];
+    if r.trials.iter().any(|t| !t.timeline.is_empty()) {
+        out.push(availability(r)?);
+    }
+    if r.node_seconds() > 0 {
+        out.push(node_latency(r)?);
+    }
+    out.push(spectrum(r)?);
+    Ok(out)
 }
 
 /// Draw into an SVG string of the standard size.
@@ -371,6 +393,8 @@ fn achieved_vs_offered(r: &Report) -> Res<Chart> {
 enum Mark {
     Line(RGBColor, u32),
     Dot(RGBColor),
+    /// A shaded band with a line at its left edge (a fault).
+    Band(RGBColor),
 }
 
 /// A legend drawn in its own panel beside a chart, where it hides no data.
@@ -387,6 +411,18 @@ fn side_legend(
             Mark::Dot(c) => area
                 .draw(&Circle::new((19, y), 5, c.filled()))
                 .map_err(err)?,
+            Mark::Band(c) => {
+                area.draw(&Rectangle::new(
+                    [(8, y - 7), (30, y + 7)],
+                    c.mix(0.15).filled(),
+                ))
+                .map_err(err)?;
+                area.draw(&PathElement::new(
+                    vec![(8, y - 7), (8, y + 7)],
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+            }
         }
         area.draw(&Text::new(
             label.clone(),
@@ -398,17 +434,96 @@ fn side_legend(
     Ok(())
 }
 
+/// The right end of a time axis: the run's end, or a fault's if later.
+fn time_hi(r: &Report) -> f64 {
+    r.faults
+        .iter()
+        .flat_map(|f| [Some(f.at_s), f.until_s])
+        .flatten()
+        .map(|t| t + 1.0)
+        .fold(r.end_s().max(1.0), f64::max)
+}
+
+/// Mark each fault on a chart over time (x in seconds since the run
+/// started, up to `x_hi`; y from `y_lo` to `y_hi`): a line where it was injected, a
+/// shaded band until it was undone, and its spec as given, written near
+/// the bottom (staggered over three rows so close faults stay legible).
+fn draw_faults<CT>(
+    c: &mut ChartContext<'_, SVGBackend<'_>, CT>,
+    faults: &[FaultMark],
+    x_hi: f64,
+    y_lo: f64,
+    y_hi: f64,
+) -> Res<()>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    c.draw_series(faults.iter().filter_map(|f| {
+        let u = f.until_s.filter(|u| *u > f.at_s)?;
+        Some(Rectangle::new(
+            [(f.at_s, y_lo), (u, y_hi)],
+            FAULT.mix(0.12).filled(),
+        ))
+    }))
+    .map_err(err)?;
+    c.draw_series(
+        faults
+            .iter()
+            .map(|f| PathElement::new(vec![(f.at_s, y_lo), (f.at_s, y_hi)], FAULT.stroke_width(2))),
+    )
+    .map_err(err)?;
+    // Each label on a pale box, so it stays legible over the lines.
+    let style = (FONT, 13).into_font().color(&FAULT);
+    c.draw_series(faults.iter().enumerate().map(|(k, f)| {
+        let y = -20 - 17 * (k % 3) as i32;
+        let w = 6 * f.spec.chars().count() as i32 + 8;
+        // Right of its line, or left of it near the right edge.
+        let x = if f.at_s > 0.85 * x_hi { -w - 2 } else { 2 };
+        EmptyElement::at((f.at_s, y_lo))
+            + Rectangle::new([(x, y - 1), (x + w, y + 15)], WHITE.mix(0.8).filled())
+            + Text::new(f.spec.clone(), (x + 3, y), style.clone())
+    }))
+    .map_err(err)?;
+    Ok(())
+}
+
+/// The legend entry for the faults, if any.
+fn fault_legend(r: &Report) -> Option<(String, Mark)> {
+    (!r.faults.is_empty()).then(|| (format!("fault ({})", r.faults.len()), Mark::Band(FAULT)))
+}
+
+/// What the fault marks are, for a caption (empty without faults).
+fn fault_caption(r: &Report) -> &'static str {
+    if r.faults.is_empty() {
+        ""
+    } else {
+        " Faults are marked in magenta: a line where each was injected, shaded until it was \
+         undone, labelled with the fault as given."
+    }
+}
+
+/// Points split where `None` interrupts them, so a line does not bridge
+/// seconds without data.
+fn segments(points: impl Iterator<Item = Option<(f64, f64)>>) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for p in points {
+        match p {
+            Some(p) => out.last_mut().expect("never empty").push(p),
+            None if out.last().is_some_and(|s| !s.is_empty()) => out.push(Vec::new()),
+            None => {}
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
 /// (c) Latency per second (p50, p99) and throughput over the run, with the
-/// node's flushes, compactions and stalls marked, and trial boundaries.
+/// node's flushes, compactions and stalls marked, trial boundaries, and
+/// faults.
 fn over_time(r: &Report) -> Res<Chart> {
     let seconds: Vec<_> = r.trials.iter().flat_map(|t| t.timeline.iter()).collect();
     let samples: Vec<_> = r.trials.iter().flat_map(|t| t.server.iter()).collect();
-    let t_hi = r
-        .trials
-        .iter()
-        .map(|t| t.started_s + t.duration_s)
-        .chain(seconds.iter().map(|s| s.t_s + 1.0))
-        .fold(1.0f64, f64::max);
+    let t_hi = time_hi(r);
     let (lo, hi) = log_bounds(seconds.iter().flat_map(|s| [s.p50_ms, s.p99_ms]));
     // Headroom above the data for the event markers.
     let top = hi * (hi / lo).powf(0.12);
@@ -455,17 +570,9 @@ fn over_time(r: &Report) -> Res<Chart> {
             .y_label_formatter(&rate_label)
             .draw()
             .map_err(err)?;
-        // Trial boundaries.
-        let bounds: Vec<f64> = r.trials.iter().skip(1).map(|t| t.started_s).collect();
-        if !bounds.is_empty() {
-            c.draw_series(
-                bounds
-                    .iter()
-                    .map(|&x| PathElement::new(vec![(x, lo), (x, top)], GRAY.stroke_width(1))),
-            )
-            .map_err(err)?;
-            legend.push(("trial boundary".into(), Mark::Line(GRAY, 1)));
-        }
+        draw_boundaries(&mut c, r, lo, top, &mut legend)?;
+        draw_faults(&mut c, &r.faults, t_hi, lo, top)?;
+        legend.extend(fault_legend(r));
         // Server events: a faint line down from a dot at each sample whose
         // delta is > 0; each kind has its own row at the top.
         for (name, color, f, row) in events {
@@ -527,7 +634,172 @@ fn over_time(r: &Report) -> Res<Chart> {
     };
     Ok(Chart {
         id: "over-time",
-        caption: caption.into(),
+        caption: format!("{caption}{}", fault_caption(r)),
+        svg,
+    })
+}
+
+/// Gray lines between trials on a chart over time, and their legend entry.
+fn draw_boundaries<CT>(
+    c: &mut ChartContext<'_, SVGBackend<'_>, CT>,
+    r: &Report,
+    y_lo: f64,
+    y_hi: f64,
+    legend: &mut Vec<(String, Mark)>,
+) -> Res<()>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let bounds: Vec<f64> = r.trials.iter().skip(1).map(|t| t.started_s).collect();
+    if bounds.is_empty() {
+        return Ok(());
+    }
+    c.draw_series(
+        bounds
+            .iter()
+            .map(|&x| PathElement::new(vec![(x, y_lo), (x, y_hi)], GRAY.stroke_width(1))),
+    )
+    .map_err(err)?;
+    legend.push(("trial boundary".into(), Mark::Line(GRAY, 1)));
+    Ok(())
+}
+
+/// Draw `segments` as lines of `color`, a dot for a segment of one point.
+fn draw_segments<CT>(
+    c: &mut ChartContext<'_, SVGBackend<'_>, CT>,
+    segments: Vec<Vec<(f64, f64)>>,
+    color: RGBColor,
+) -> Res<()>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    for seg in segments {
+        if let [p] = seg.as_slice() {
+            c.draw_series(std::iter::once(Circle::new(*p, 2, color.filled())))
+                .map_err(err)?;
+        } else {
+            c.draw_series(LineSeries::new(seg, color.stroke_width(2)))
+                .map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
+fn pct_axis_label(v: &f64) -> String {
+    format!("{v:.0}%")
+}
+
+/// (e) Availability: the share of each second's requests answered
+/// successfully (dropped sends and errors are not), 0 to 100%, with trial
+/// boundaries and faults.
+fn availability(r: &Report) -> Res<Chart> {
+    let t_hi = time_hi(r);
+    let (lo, hi) = (0.0, 105.0);
+    let svg = svg(|root| {
+        let (plot, side) = root.split_horizontally(W - 190);
+        let mut legend: Vec<(String, Mark)> =
+            vec![("answered successfully".into(), Mark::Line(AVAILABLE, 2))];
+        let mut c = ChartBuilder::on(&plot)
+            .caption("Availability over time", (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.0..t_hi, lo..hi)
+            .map_err(err)?;
+        c.configure_mesh()
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_desc("time since the run started (s)")
+            .y_desc("requests answered successfully")
+            .y_label_formatter(&pct_axis_label)
+            .draw()
+            .map_err(err)?;
+        draw_boundaries(&mut c, r, lo, hi, &mut legend)?;
+        draw_faults(&mut c, &r.faults, t_hi, lo, hi)?;
+        legend.extend(fault_legend(r));
+        for t in &r.trials {
+            let pts = t
+                .timeline
+                .iter()
+                .map(|s| s.availability().map(|a| (s.t_s + 0.5, 100.0 * a)));
+            draw_segments(&mut c, segments(pts), AVAILABLE)?;
+        }
+        side_legend(&side, &legend)
+    })?;
+    Ok(Chart {
+        id: "availability",
+        caption: format!(
+            "The share of each second's requests answered successfully: not a connection \
+             error, a 5xx answer or a send dropped for starting too late. Seconds without \
+             requests are left blank.{}",
+            fault_caption(r)
+        ),
+        svg,
+    })
+}
+
+/// (f) Each node's p99 latency per second, one line per node, with trial
+/// boundaries and faults. Seconds in which a node answered nothing are
+/// left blank.
+fn node_latency(r: &Report) -> Res<Chart> {
+    let nodes = r.node_seconds();
+    let t_hi = time_hi(r);
+    let seconds = || r.trials.iter().flat_map(|t| t.timeline.iter());
+    let (lo, hi) = log_bounds(seconds().flat_map(|s| s.per_node.iter().map(|n| n.p99_ms)));
+    let color = |i: usize| NODES[i % NODES.len()];
+    let svg = svg(|root| {
+        let (plot, side) = root.split_horizontally(W - 190);
+        let mut legend: Vec<(String, Mark)> = (0..nodes)
+            .map(|i| (format!("node {} p99", i + 1), Mark::Line(color(i), 2)))
+            .collect();
+        let mut c = ChartBuilder::on(&plot)
+            .caption("p99 latency per node over time", (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.0..t_hi, (lo..hi).log_scale())
+            .map_err(err)?;
+        c.configure_mesh()
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_desc("time since the run started (s)")
+            .y_desc("p99 latency per second")
+            .y_label_formatter(&ms_label)
+            .draw()
+            .map_err(err)?;
+        draw_boundaries(&mut c, r, lo, hi, &mut legend)?;
+        draw_faults(&mut c, &r.faults, t_hi, lo, hi)?;
+        legend.extend(fault_legend(r));
+        for t in &r.trials {
+            for i in 0..nodes {
+                let pts = t.timeline.iter().map(|s| {
+                    s.per_node
+                        .get(i)
+                        .filter(|n| n.p99_ms > 0.0)
+                        .map(|n| (s.t_s + 0.5, n.p99_ms.max(lo)))
+                });
+                draw_segments(&mut c, segments(pts), color(i))?;
+            }
+        }
+        side_legend(&side, &legend)
+    })?;
+    let names: Vec<String> = (0..nodes)
+        .filter_map(|i| r.node_url(i).map(|u| format!("node {} is {u}", i + 1)))
+        .collect();
+    let names = if names.is_empty() {
+        String::new()
+    } else {
+        format!(" {}.", names.join(", "))
+    };
+    Ok(Chart {
+        id: "node-latency",
+        caption: format!(
+            "The p99 latency of each second's answered requests, per node (log scale); \
+             seconds in which a node answered nothing are left blank.{names}{}",
+            fault_caption(r)
+        ),
         svg,
     })
 }

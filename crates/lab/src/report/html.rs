@@ -1,8 +1,9 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG, no
 //! scripts, nothing fetched from elsewhere) with the same facts, tables
-//! (per node too), notes and result as `report.md`, plus the charts. Owns
-//! the page's markup only; must not compute what the tables say
-//! (markdown.rs does) nor draw (charts.rs does).
+//! (per node too), faults, consistency check, notes and result as
+//! `report.md`, plus the charts. Owns the page's markup only; must not
+//! compute what the tables say (markdown.rs does) nor draw (charts.rs
+//! does).
 
 use super::charts::{self, Chart};
 use super::markdown::{self, Table};
@@ -41,6 +42,10 @@ figure { margin: 1.5em 0; }
 figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #555; margin-top: 0.3em; }
 .verdict { background: #f7f7ff; border-left: 4px solid #88a; padding: 0.5em 1em; }
+p.passed { background: #e3f4e1; border-left: 4px solid #4a4; padding: 0.5em 1em; }
+p.failed { background: #fde0dc; border-left: 4px solid #c44; padding: 0.5em 1em; }
+p.method { white-space: pre-line; }
+pre { background: #f7f7f7; border: 1px solid #e4e4e4; padding: 0.6em 0.8em; overflow-x: auto; font-size: 0.88em; }
 ";
 
 fn table(t: &Table) -> String {
@@ -107,9 +112,10 @@ pub fn render(r: &Report) -> Result<String, String> {
         }
         s += "</div>\n";
     }
-    s += "<h2>Trials</h2>\n<p>Latency is measured from each request's intended send time \
-          (open loop) or from its actual send (closed loop). Server CPU is the mean over the \
-          trial, server RSS the maximum.</p>\n";
+    s += &format!(
+        "<h2>Trials</h2>\n<p>{}</p>\n",
+        esc(&markdown::trials_intro(r))
+    );
     s += &table(&markdown::trial_table(r));
     if let Some(t) = markdown::op_table(r) {
         s += "<h2>Per operation</h2>\n";
@@ -118,6 +124,32 @@ pub fn render(r: &Report) -> Result<String, String> {
     if let Some(t) = markdown::node_table(r) {
         s += &format!("<h2>Per node</h2>\n<p>{}</p>\n", esc(markdown::NODE_INTRO));
         s += &table(&t);
+    }
+    if let Some(t) = markdown::fault_table(r) {
+        s += &format!("<h2>Faults</h2>\n<p>{}</p>\n", esc(markdown::FAULT_INTRO));
+        s += &table(&t);
+        s += "<ul>\n";
+        for f in markdown::fault_sentences(r) {
+            s += &format!("<li>{}</li>\n", esc(&f));
+        }
+        s += "</ul>\n";
+    }
+    if let Some(c) = &r.check {
+        let class = if c.passed { "passed" } else { "failed" };
+        s += &format!(
+            "<h2>Consistency check</h2>\n<p class=\"{class}\">{}</p>\n",
+            esc(&markdown::check_headline(c))
+        );
+        s += &table(&markdown::check_table(c));
+        if !c.method.trim().is_empty() {
+            s += &format!("<p class=\"method\">Method: {}</p>\n", esc(c.method.trim()));
+        }
+        if !c.text.trim().is_empty() {
+            s += &format!(
+                "<p>The checker's report:</p>\n<pre>{}</pre>\n",
+                esc(c.text.trim_end())
+            );
+        }
     }
     let notes = markdown::notes(r);
     if !notes.is_empty() {

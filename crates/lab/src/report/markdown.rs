@@ -1,10 +1,11 @@
 //! The words of a report: its header facts, trial table, per-operation
-//! table, per-node table (several nodes), notes and result, as plain cells and sentences, and their
-//! rendering as Markdown (`report.md`). The HTML page reuses the same cells
-//! and sentences so both say the same thing. Must not draw charts or touch
-//! files.
+//! table, per-node table (several nodes), faults (table and a sentence
+//! each), the consistency check, notes and result, as plain cells and
+//! sentences, and their rendering as Markdown (`report.md`). The HTML page
+//! reuses the same cells and sentences so both say the same thing. Must
+//! not draw charts or touch files.
 
-use super::model::{Report, RunKind, Trial};
+use super::model::{CheckSummary, FaultMark, Report, RunKind, Trial};
 
 /// A table as text cells; renderers escape them for their format.
 pub struct Table {
@@ -72,6 +73,24 @@ fn fmt_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| MISSING.into())
 }
 
+fn fmt_cores(c: f64) -> String {
+    format!("{c:.2} cores")
+}
+
+/// Seconds on the report's time axis, or a duration.
+pub fn fmt_s(s: f64) -> String {
+    format!("{s:.1} s")
+}
+
+/// What the rest of the machine used in a trial: its busy cores less the
+/// nodes' and the generator's (when the nodes run on it and their CPU was
+/// sampled).
+pub fn other_cores(t: &Trial) -> Option<f64> {
+    let m = t.machine_cpu_cores?;
+    let nodes = t.server_cpu_cores?;
+    Some((m - nodes - t.generator_cpu_cores.unwrap_or(0.0)).max(0.0))
+}
+
 /// What was offered in a trial: a rate, or a number of closed-loop clients.
 pub fn offered(t: &Trial) -> String {
     match (t.offered_rate, t.clients) {
@@ -85,6 +104,9 @@ pub fn offered(t: &Trial) -> String {
 /// table.
 pub fn trial_table(r: &Report) -> Table {
     let keys = r.trials.iter().any(|t| t.distinct_keys.is_some());
+    let gen = r.trials.iter().any(|t| t.generator_cpu_cores.is_some());
+    let other = r.trials.iter().any(|t| t.machine_cpu_cores.is_some());
+    let conns = r.trials.iter().any(|t| t.connections_opened.is_some());
     let mut header: Vec<String> = [
         "trial",
         "offered",
@@ -101,8 +123,15 @@ pub fn trial_table(r: &Report) -> Table {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    if keys {
-        header.push("distinct keys".into());
+    for (on, name) in [
+        (gen, "generator CPU"),
+        (other, "other CPU"),
+        (conns, "connections"),
+        (keys, "distinct keys"),
+    ] {
+        if on {
+            header.push(name.into());
+        }
     }
     header.push("SLO met".into());
     let rows = r
@@ -121,11 +150,24 @@ pub fn trial_table(r: &Report) -> Table {
                 fmt_ms(l.p999_ms),
                 fmt_ms(l.max_ms),
                 fmt_pct(t.error_pct),
-                fmt_opt(t.server_cpu_cores, |c| format!("{c:.2} cores")),
+                fmt_opt(t.server_cpu_cores, fmt_cores),
                 fmt_opt(t.server_rss_bytes, |b| {
                     format!("{:.0} MiB", b / (1024.0 * 1024.0))
                 }),
             ];
+            if gen {
+                row.push(fmt_opt(t.generator_cpu_cores, fmt_cores));
+            }
+            if other {
+                row.push(fmt_opt(other_cores(t), fmt_cores));
+            }
+            if conns {
+                row.push(
+                    t.connections_opened
+                        .map(group)
+                        .unwrap_or_else(|| MISSING.into()),
+                );
+            }
             if keys {
                 row.push(t.distinct_keys.map(group).unwrap_or_else(|| MISSING.into()));
             }
@@ -264,9 +306,33 @@ pub fn notes(r: &Report) -> Vec<String> {
                 ));
             }
         }
-        if t.errors > 0 {
+        if t.dropped_sends > 0 {
             out.push(format!(
-                "Trial {n} ({}): {} errors (connection errors and 5xx answers), {} of requests.",
+                "Trial {n} ({}): {} sends dropped (could not start within --drop-after of their \
+                 intended time), counted as errors.",
+                offered(t),
+                group(t.dropped_sends),
+            ));
+        }
+        if t.unfinished > 0 {
+            out.push(format!(
+                "Trial {n} ({}): {} requests still unanswered after the end were abandoned, \
+                 counted as errors.",
+                offered(t),
+                group(t.unfinished),
+            ));
+        }
+        if t.errors > 0 {
+            let what = match (t.dropped_sends > 0, t.unfinished > 0) {
+                (false, false) => "connection errors and 5xx answers",
+                (true, false) => "connection errors, 5xx answers and dropped sends",
+                (false, true) => "connection errors, 5xx answers and abandoned requests",
+                (true, true) => {
+                    "connection errors, 5xx answers, dropped sends and abandoned requests"
+                }
+            };
+            out.push(format!(
+                "Trial {n} ({}): {} errors ({what}), {} of requests.",
                 offered(t),
                 group(t.errors),
                 fmt_pct(t.error_pct),
@@ -300,7 +366,275 @@ pub fn facts(r: &Report) -> Vec<(&'static str, String)> {
             format!("{} requests in {total:.1} s", group(requests)),
         ));
     }
+    if let (RunKind::Load, [t]) = (r.kind, r.trials.as_slice()) {
+        let mut gen = Vec::new();
+        if let Some(c) = t.connections_opened {
+            gen.push(format!("{} connections opened", group(c)));
+        }
+        if let Some(c) = t.generator_cpu_cores {
+            gen.push(format!("{} used", fmt_cores(c)));
+        }
+        if !gen.is_empty() {
+            out.push(("Generator", gen.join(", ")));
+        }
+        if let Some(m) = t.machine_cpu_cores {
+            out.push(("Machine CPU", cpu_split(t, m)));
+        }
+    }
     out
+}
+
+/// How a machine's busy cores `m` were split between the nodes, the
+/// generator and other processes.
+fn cpu_split(t: &Trial, m: f64) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = t.server_cpu_cores {
+        parts.push(format!("nodes {n:.2}"));
+    }
+    if let Some(g) = t.generator_cpu_cores {
+        parts.push(format!("generator {g:.2}"));
+    }
+    match other_cores(t) {
+        Some(o) => parts.push(format!("other processes {o:.2}")),
+        None => parts.push("the rest not told apart (the nodes' CPU was not sampled)".into()),
+    }
+    format!("{} busy: {}", fmt_cores(m), parts.join(", "))
+}
+
+/// The sentences under the trial table's title: what its columns mean.
+pub fn trials_intro(r: &Report) -> String {
+    let mut s = String::from(
+        "Latency is measured from each request's intended send time (open loop) or from its \
+         actual send (closed loop). Server CPU is the mean over the trial, server RSS the \
+         maximum.",
+    );
+    if r.trials.iter().any(|t| t.generator_cpu_cores.is_some()) {
+        s += " Generator CPU is the cores the load generator itself used.";
+    }
+    if r.trials.iter().any(|t| t.machine_cpu_cores.is_some()) {
+        s += " Other CPU is what the rest of the machine used: its busy cores less the \
+              nodes' and the generator's.";
+    }
+    if r.trials.iter().any(|t| t.connections_opened.is_some()) {
+        s += " Connections are those the generator opened.";
+    }
+    s
+}
+
+/// The fault table, or None when no fault was injected: what, on which
+/// node, when, when undone, and how long the cluster took to be level and
+/// the successful rate to come back.
+pub fn fault_table(r: &Report) -> Option<Table> {
+    if r.faults.is_empty() {
+        return None;
+    }
+    let header = [
+        "fault",
+        "node",
+        "injected at",
+        "back at",
+        "level after",
+        "throughput back after",
+        "error",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let opt_s = |v: Option<f64>| fmt_opt(v, fmt_s);
+    let rows = r
+        .faults
+        .iter()
+        .map(|f| {
+            vec![
+                f.spec.clone(),
+                f.node.to_string(),
+                fmt_s(f.at_s),
+                opt_s(f.until_s),
+                opt_s(f.level_after_s),
+                opt_s(f.recovered_after_s),
+                f.error.clone().unwrap_or_else(|| MISSING.into()),
+            ]
+        })
+        .collect();
+    Some(Table { header, rows })
+}
+
+/// What the fault table's columns mean.
+pub const FAULT_INTRO: &str = "Times are seconds since the run started, as on the charts. \
+     \"Back at\" is when the fault was undone (the node serving again, continued, or the \
+     partition healed); \"level after\" is how long after that the cluster held no more hints \
+     for the node; \"throughput back after\" is how long after that (after the injection, for a \
+     fault not undone) the successful rate was back to its level before the fault.";
+
+/// "node 2 (http://…)", or "node 2" when its URL is not known.
+fn node_name(r: &Report, node: usize) -> String {
+    match node.checked_sub(1).and_then(|i| r.node_url(i)) {
+        Some(url) => format!("node {node} ({url})"),
+        None => format!("node {node}"),
+    }
+}
+
+/// One sentence (or a few) per fault: what happened to which node, when it
+/// was back, and what the seconds around it show.
+pub fn fault_sentences(r: &Report) -> Vec<String> {
+    r.faults.iter().map(|f| fault_sentence(r, f)).collect()
+}
+
+fn fault_sentence(r: &Report, f: &FaultMark) -> String {
+    let who = node_name(r, f.node);
+    let what = match f.kind.as_str() {
+        "kill" => "was killed".to_string(),
+        "restart" => "was restarted".to_string(),
+        "pause" => "was paused".to_string(),
+        "partition" => "was cut off from the other nodes".to_string(),
+        "clock" => "had its clock moved".to_string(),
+        k => format!("had a {k} fault"),
+    };
+    if let (Some(e), None, None, None) = (&f.error, f.until_s, f.level_after_s, f.recovered_after_s)
+    {
+        // Nothing was seen of it: most likely it never took effect.
+        return format!(
+            "{}: injecting it into {who} at {} went wrong: {e}.",
+            f.spec,
+            fmt_s(f.at_s)
+        );
+    }
+    let mut s = format!("{}: {who} {what} at {}", f.spec, fmt_s(f.at_s));
+    match f.until_s {
+        Some(u) => {
+            let back = match f.kind.as_str() {
+                "kill" | "restart" => "it was serving again",
+                "pause" => "it was continued",
+                "partition" => "the partition was healed",
+                _ => "the fault was undone",
+            };
+            s += &format!("; {back} at {} ({} later).", fmt_s(u), fmt_s(u - f.at_s));
+        }
+        None => s += "; it was not undone during the run.",
+    }
+    if let Some(e) = &f.error {
+        s += &format!(" Injecting it went wrong: {e}.");
+    }
+    if f.until_s.is_some() {
+        match f.level_after_s {
+            Some(l) => {
+                s += &format!(
+                    " The cluster held no more hints for it {} after its return.",
+                    fmt_s(l)
+                )
+            }
+            None => {
+                s += " The cluster was not seen level (no hints held for it) before the run ended."
+            }
+        }
+    }
+    let since = if f.until_s.is_some() {
+        "its return"
+    } else {
+        "the injection"
+    };
+    match f.recovered_after_s {
+        Some(b) => {
+            s += &format!(
+                " The successful rate was back to its level before the fault {} after {since}.",
+                fmt_s(b)
+            )
+        }
+        None => s += " The successful rate was not back to its level before the fault by the end of the run.",
+    }
+    let w = r.fault_window(f);
+    if w.requests > 0 {
+        s += &format!(
+            " From {} to {}, {} of {} requests failed ({})",
+            fmt_s(w.from_s),
+            fmt_s(w.to_s),
+            group(w.errors),
+            group(w.requests),
+            fmt_pct(100.0 * w.errors as f64 / w.requests as f64),
+        );
+        match w.worst {
+            Some((t, a)) if a < 1.0 => {
+                s += &format!(
+                    "; the worst second, from {}, answered {} of its requests successfully.",
+                    fmt_s(t),
+                    fmt_pct(100.0 * a)
+                )
+            }
+            _ => s += ".",
+        }
+    }
+    s
+}
+
+/// "1 lost write", "2 lost writes".
+fn count(n: u64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{} {one}s", group(n))
+    }
+}
+
+/// The consistency check's result in one sentence.
+pub fn check_headline(c: &CheckSummary) -> String {
+    if c.passed {
+        if c.stale_checked {
+            "The consistency check passed: no acknowledged write was lost, and no read was \
+             stale or impossible."
+                .into()
+        } else {
+            "The consistency check passed: no acknowledged write was lost and no read was \
+             impossible (stale reads were not judged: a read quorum need not meet a write \
+             quorum)."
+                .into()
+        }
+    } else if c.anomalies() > 0 {
+        let mut found = vec![count(c.lost, "lost write")];
+        if c.stale_checked {
+            found.push(count(c.stale, "stale read"));
+        }
+        found.push(count(c.impossible, "impossible read"));
+        format!("The consistency check failed: {}.", found.join(", "))
+    } else {
+        format!(
+            "The consistency check did not pass: it found no anomaly, but {} could not be \
+             verified (the final read got no answer).",
+            count(c.unverified, "acknowledged write")
+        )
+    }
+}
+
+/// The consistency check's counts, one row.
+pub fn check_table(c: &CheckSummary) -> Table {
+    let header = [
+        "writes acknowledged",
+        "set writes checked",
+        "reads checked",
+        "lost",
+        "stale",
+        "impossible",
+        "not verified",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let row = vec![
+        group(c.writes_acknowledged),
+        group(c.set_acknowledged),
+        group(c.reads_checked),
+        group(c.lost),
+        if c.stale_checked {
+            group(c.stale)
+        } else {
+            "not checked".into()
+        },
+        group(c.impossible),
+        group(c.unverified),
+    ];
+    Table {
+        header,
+        rows: vec![row],
+    }
 }
 
 /// The result in plain words: the breaking point and the verdict.
@@ -326,6 +660,9 @@ pub fn result(r: &Report) -> Vec<String> {
             }
         }
     }
+    if let Some(c) = &r.check {
+        out.push(check_headline(c));
+    }
     if let Some(v) = &r.verdict {
         out.push(format!("Verdict: {v}"));
     }
@@ -333,7 +670,7 @@ pub fn result(r: &Report) -> Vec<String> {
 }
 
 fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|")
+    s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// A Markdown table with its columns padded to one width, so it reads as a
@@ -374,6 +711,17 @@ pub const NODE_INTRO: &str = "Each connection chose its node from its own random
      server CPU is the node's mean over the trial, server RSS its maximum (the trial table \
      sums them over the nodes).";
 
+/// A code fence longer than any run of backticks in `text`.
+fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
 /// The whole `report.md`.
 pub fn render(r: &Report) -> String {
     let mut s = format!("# {}\n\n", r.title);
@@ -385,9 +733,8 @@ pub fn render(r: &Report) -> String {
         }
     }
     s += "\n## Trials\n\n";
-    s += "Latency is measured from each request's intended send time (open loop) \
-          or from its actual send (closed loop). Server CPU is the mean over the trial, \
-          server RSS the maximum.\n\n";
+    s += &trials_intro(r);
+    s += "\n\n";
     s += &md_table(&trial_table(r));
     if let Some(t) = op_table(r) {
         s += "\n## Per operation\n\n";
@@ -398,6 +745,32 @@ pub fn render(r: &Report) -> String {
         s += NODE_INTRO;
         s += "\n\n";
         s += &md_table(&t);
+    }
+    if let Some(t) = fault_table(r) {
+        s += "\n## Faults\n\n";
+        s += FAULT_INTRO;
+        s += "\n\n";
+        s += &md_table(&t);
+        s += "\n";
+        for f in fault_sentences(r) {
+            s += &format!("- {f}\n");
+        }
+    }
+    if let Some(c) = &r.check {
+        s += "\n## Consistency check\n\n";
+        s += &check_headline(c);
+        s += "\n\n";
+        s += &md_table(&check_table(c));
+        if !c.method.trim().is_empty() {
+            s += &format!("\nMethod: {}\n", c.method.trim());
+        }
+        if !c.text.trim().is_empty() {
+            let fence = fence(&c.text);
+            s += &format!(
+                "\nThe checker's report:\n\n{fence}text\n{}\n{fence}\n",
+                c.text.trim_end()
+            );
+        }
     }
     let notes = notes(r);
     if !notes.is_empty() {

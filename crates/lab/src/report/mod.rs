@@ -17,8 +17,8 @@ use std::path::Path;
 use crate::scrape::Scrapes;
 
 pub use model::{
-    spectrum_from_hist, NodeSummary, OpSummary, Percentiles, Report, RunKind, Second, ServerSample,
-    SpectrumPoint, Trial,
+    spectrum_from_hist, CheckSummary, FaultMark, FaultWindow, NodeSecond, NodeSummary, OpSummary,
+    Percentiles, Report, RunKind, Second, ServerSample, SpectrumPoint, Trial,
 };
 
 /// The target's `/metrics` text before and after the run, as served, under

@@ -1,7 +1,9 @@
 //! The report's data model: what a load run or a sweep measured, as plain
 //! serializable data. The driver fills it; the renderers (Markdown, HTML,
-//! charts) only read it. Owns the types and the two conversions from an
-//! HdrHistogram of microseconds; must not render, write files or run load.
+//! charts) only read it. Owns the types, the two conversions from an
+//! HdrHistogram of microseconds, and small readings of the data that both
+//! renderers need (a second's availability, a fault's window, the nodes'
+//! names); must not render, write files or run load.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -255,6 +257,100 @@ pub struct ServerSample {
     /// CPUs the node may use (a gauge).
     #[serde(default)]
     pub cpus: Option<f64>,
+}
+
+impl Second {
+    /// Share of the second's requests answered successfully, in [0, 1]
+    /// (dropped sends count as failed); None for a second with none.
+    pub fn availability(&self) -> Option<f64> {
+        (self.requests > 0)
+            .then(|| self.requests.saturating_sub(self.errors) as f64 / self.requests as f64)
+    }
+}
+
+impl CheckSummary {
+    /// Lost writes, stale reads and impossible reads together.
+    pub fn anomalies(&self) -> u64 {
+        self.lost + self.stale + self.impossible
+    }
+}
+
+/// What the seconds during a fault's window say: from its injection until
+/// the successful rate was back (or the run ended).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FaultWindow {
+    pub from_s: f64,
+    pub to_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+    /// The second with the lowest availability: its start and its share.
+    pub worst: Option<(f64, f64)>,
+}
+
+impl Report {
+    /// The end of the run on the time axis: the last trial's end or the
+    /// last second's.
+    pub fn end_s(&self) -> f64 {
+        self.trials
+            .iter()
+            .map(|t| t.started_s + t.duration_s)
+            .chain(
+                self.trials
+                    .iter()
+                    .flat_map(|t| t.timeline.iter().map(|s| s.t_s + 1.0)),
+            )
+            .fold(0.0f64, f64::max)
+    }
+
+    /// How many nodes the seconds are split over (0 when they are not).
+    pub fn node_seconds(&self) -> usize {
+        self.trials
+            .iter()
+            .flat_map(|t| t.timeline.iter().map(|s| s.per_node.len()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Node `i`'s URL (0-based, as given), from the first trial that
+    /// names it.
+    pub fn node_url(&self, i: usize) -> Option<&str> {
+        self.trials
+            .iter()
+            .find_map(|t| t.per_node.get(i))
+            .map(|n| n.url.as_str())
+    }
+
+    /// The seconds from a fault's injection until the successful rate was
+    /// back to its level before it, or until the run ended when it did not
+    /// come back: their requests, errors and the worst second. A second
+    /// counts if it overlaps the window.
+    pub fn fault_window(&self, f: &FaultMark) -> FaultWindow {
+        let end = self.end_s();
+        let to_s = match f.recovered_after_s {
+            Some(r) => f.until_s.unwrap_or(f.at_s) + r,
+            None => end,
+        }
+        .max(f.until_s.unwrap_or(f.at_s))
+        .min(end.max(f.at_s));
+        let mut w = FaultWindow {
+            from_s: f.at_s,
+            to_s,
+            requests: 0,
+            errors: 0,
+            worst: None,
+        };
+        let seconds = self.trials.iter().flat_map(|t| t.timeline.iter());
+        for s in seconds.filter(|s| s.t_s + 1.0 > f.at_s && s.t_s < to_s.max(f.at_s + 1e-9)) {
+            w.requests += s.requests;
+            w.errors += s.errors;
+            if let Some(a) = s.availability() {
+                if w.worst.is_none_or(|(_, b)| a < b) {
+                    w.worst = Some((s.t_s, a));
+                }
+            }
+        }
+        w
+    }
 }
 
 /// Histograms given to these helpers hold microseconds.
