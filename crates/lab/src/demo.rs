@@ -107,6 +107,8 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         precision: 0.1,
         max_trials: a.max_trials,
         pause: 0.5,
+        check: false,
+        check_clients: 4,
     };
     let swept = sweep::run(&args, &mut |line| println!("{line}")).and_then(|(r, scrapes)| {
         crate::report::write_dir(&report, &r, &scrapes)

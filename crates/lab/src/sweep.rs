@@ -42,6 +42,13 @@ pub struct SweepArgs {
     /// seconds).
     #[arg(long, default_value_t = 1.0, value_parser = crate::units::seconds)]
     pub pause: f64,
+    /// Run the consistency checker's clients alongside every trial and
+    /// check their history at the end (a section of the report).
+    #[arg(long)]
+    pub check: bool,
+    /// Closed-loop clients of --check (their requests add to the load).
+    #[arg(long, default_value_t = 4)]
+    pub check_clients: u32,
 }
 
 /// The next rate to try, or `None` when the search is over.
@@ -157,41 +164,60 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let mut reasons: Vec<Vec<String>> = Vec::new();
     let (mut pass, mut fail): (Option<f64>, Option<f64>) = (None, None);
     on_line(&header());
-    let result = (|| -> Result<(), String> {
-        while trials.len() < a.max_trials {
-            let Some(rate) = next_rate(pass, fail, a.start_rate, a.max_rate, a.precision) else {
-                break;
-            };
-            if !trials.is_empty() && a.pause > 0.0 {
-                std::thread::sleep(Duration::from_secs_f64(a.pause));
-            }
-            let seed = t.seed.wrapping_add(trials.len() as u64);
-            let plan = t.plan(&nodes, &workload, t.open(rate), a.duration, seed);
-            let span = crate::cpu::Span::start();
-            let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
-            let (outcome, mut trial) =
-                run_trial(&plan, origin, &progress, &prefix, &mut |_| {}, &sampler)?;
-            let used = span.end();
-            trial.generator_cpu_cores = used.own;
-            trial.machine_cpu_cores = used.machine.filter(|_| local);
-            let why = slo.judge(&trial, &|q| {
-                outcome.all.value_at_quantile(q) as f64 / 1000.0
-            });
-            trial.meets_slo = Some(why.is_empty());
-            on_line(&row(&trial, &why));
-            if trial.per_node.len() > 1 {
-                on_line(&node_row(&trial));
-            }
-            if why.is_empty() {
-                pass = Some(pass.map_or(rate, |p: f64| p.max(rate)));
-            } else {
-                fail = Some(fail.map_or(rate, |f: f64| f.min(rate)));
-            }
-            trials.push(trial);
-            reasons.push(why);
-        }
-        Ok(())
-    })();
+    let during = crate::during::DuringArgs {
+        check: a.check,
+        check_clients: a.check_clients,
+        ..Default::default()
+    };
+    // The checker's clients run until the last trial ends, at most this.
+    let expected = Duration::from_secs_f64(
+        a.max_trials as f64 * (a.duration + t.warmup + a.pause + t.drop_after + 1.0),
+    );
+    let (result, found) = crate::during::around::<crate::cluster::control::Control, _>(
+        &during,
+        &nodes.urls,
+        None,
+        origin,
+        expected,
+        || {
+            (|| -> Result<(), String> {
+                while trials.len() < a.max_trials {
+                    let Some(rate) = next_rate(pass, fail, a.start_rate, a.max_rate, a.precision)
+                    else {
+                        break;
+                    };
+                    if !trials.is_empty() && a.pause > 0.0 {
+                        std::thread::sleep(Duration::from_secs_f64(a.pause));
+                    }
+                    let seed = t.seed.wrapping_add(trials.len() as u64);
+                    let plan = t.plan(&nodes, &workload, t.open(rate), a.duration, seed);
+                    let span = crate::cpu::Span::start();
+                    let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
+                    let (outcome, mut trial) =
+                        run_trial(&plan, origin, &progress, &prefix, &mut |_| {}, &sampler)?;
+                    let used = span.end();
+                    trial.generator_cpu_cores = used.own;
+                    trial.machine_cpu_cores = used.machine.filter(|_| local);
+                    let why = slo.judge(&trial, &|q| {
+                        outcome.all.value_at_quantile(q) as f64 / 1000.0
+                    });
+                    trial.meets_slo = Some(why.is_empty());
+                    on_line(&row(&trial, &why));
+                    if trial.per_node.len() > 1 {
+                        on_line(&node_row(&trial));
+                    }
+                    if why.is_empty() {
+                        pass = Some(pass.map_or(rate, |p: f64| p.max(rate)));
+                    } else {
+                        fail = Some(fail.map_or(rate, |f: f64| f.min(rate)));
+                    }
+                    trials.push(trial);
+                    reasons.push(why);
+                }
+                Ok(())
+            })()
+        },
+    )?;
     let scrapes = sampler.stop();
     result?;
     let first_failure = fail.and_then(|f| trials.iter().position(|t| t.offered_rate == Some(f)));
@@ -209,9 +235,13 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             .unwrap_or_else(|| "none: no rate met the SLO".into())
     ));
     on_line(&v);
+    let check = found.checked.as_ref().map(crate::during::check_summary);
+    if let Some(c) = &check {
+        on_line(crate::during::summary(&[], Some(c)).trim_end());
+    }
     let report = Report {
         faults: Vec::new(),
-        check: None,
+        check,
         kind: RunKind::Sweep,
         title: format!("sweep of {}", t.url),
         started_at,
@@ -244,6 +274,9 @@ pub fn main(a: &SweepArgs) -> Result<(), String> {
         );
     } else {
         println!("Report: {}", dir.join("report.html").display());
+    }
+    if report.check.as_ref().is_some_and(|c| !c.passed) {
+        return Err("the consistency check failed (see the report's section)".into());
     }
     Ok(())
 }

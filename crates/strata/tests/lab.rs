@@ -41,7 +41,8 @@ fn a_sweep_ends_in_a_verdict_and_a_report() {
         "--pause",
         "0",
         "--slo",
-        "p99<=200ms",
+        // Loose: a debug build on a busy 2-core machine must still pass.
+        "p99<=5s",
         "--keys",
         "1000",
         "--out",
@@ -82,7 +83,11 @@ fn a_sweep_ends_in_a_verdict_and_a_report() {
     assert!(samples >= 2, "server samples: {samples}");
     assert!(report["verdict"].as_str().unwrap().len() > 20);
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert_eq!(html.matches("<figure").count(), 4, "four charts");
+    assert_eq!(
+        html.matches("<figure").count(),
+        5,
+        "five charts (availability among them)"
+    );
     assert!(std::fs::read_to_string(dir.join("report.md"))
         .unwrap()
         .contains("| trial |"));
@@ -172,4 +177,39 @@ fn the_demo_starts_a_cluster_sweeps_it_faults_it_and_stops_it() {
     for n in 1..=3 {
         assert!(dir.join(format!("cluster/node-{n}")).is_dir());
     }
+}
+
+#[test]
+fn a_checked_sweep_carries_the_checkers_verdict() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &[]);
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("rep");
+    let (ok, stdout, stderr) = strata(&[
+        "sweep",
+        &format!("http://{}", node.addr),
+        "--start-rate",
+        "200",
+        "--duration",
+        "1s",
+        "--max-trials",
+        "2",
+        "--pause",
+        "0",
+        "--slo",
+        "p99<=500ms",
+        "--check",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("Check: passed"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let c = &report["check"];
+    assert_eq!(c["passed"], true);
+    assert!(c["writes_acknowledged"].as_u64().unwrap() > 10, "{c}");
+    assert!(c["method"].as_str().unwrap().contains("Lost write"));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("Consistency check"), "{md}");
 }
