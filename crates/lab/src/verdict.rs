@@ -376,11 +376,24 @@ pub fn verdict(e: &Evidence) -> String {
     };
     let split = cpu_split(t, e);
     let hit_words = |h: &Hit| (format!("{} saturated first {at}", h.what), h.next.clone());
+    // CPU used on the machine by neither the nodes nor the generator.
+    let others = match (e.machine_cores, s.cpu_cores, cores) {
+        (Some(m), Some(c), Some(n)) => {
+            Some(m - c - e.generator_cores.unwrap_or(0.0)).filter(|o| *o >= 0.2 * n)
+        }
+        _ => None,
+    };
     let (resource, next) = if late_share > crate::slo::MAX_LATE && !cpu_full {
-        (
-            format!("the load generator could not keep its schedule ({:.1}% of sends late) while the machine had room: the figure {at} is a floor, not the target's limit", late_share * 100.0),
-            "run the generator with more --threads or from another machine".to_string(),
-        )
+        match others {
+            Some(o) => (
+                format!("the load generator could not keep its schedule ({:.1}% of sends late) while other processes on this machine used {} cores: the figure {at} is the machine's share left to the target, not the target's limit", late_share * 100.0, fmt_num(o)),
+                "run again on a quiet machine, or the generator on another one".to_string(),
+            ),
+            None => (
+                format!("the load generator could not keep its schedule ({:.1}% of sends late) while the machine had room: the figure {at} is a floor, not the target's limit", late_share * 100.0),
+                "run the generator with more --threads or from another machine".to_string(),
+            ),
+        }
     } else if let Some(h) = hits.iter().find(|h| !cpu_full || h.rank <= 1) {
         // The earliest; on a machine whose CPU is full, only what the CPU
         // does not explain (the disk), since queues and timeouts follow
@@ -443,6 +456,12 @@ pub fn verdict(e: &Evidence) -> String {
         v += &format!(" Server: {}.", facts.join(", "));
     }
     v += &format!(" Verdict: {resource}. Next: {next}.");
+    if let (Some(o), false) = (others, resource.contains("other processes")) {
+        v += &format!(
+            " Note: other processes on this machine used {} cores during that trial; the figures are not the target's alone.",
+            fmt_num(o)
+        );
+    }
     v
 }
 
@@ -695,6 +714,11 @@ mod tests {
             v.contains("the 2 cores went to: node 1, generator 0.3, other processes 0.6, idle 0.1"),
             "{v}"
         );
+        // Other processes took a share: said.
+        assert!(
+            v.contains("Note: other processes on this machine used 0.6 cores"),
+            "{v}"
+        );
         // Late sends while the machine is full are the machine's, not the
         // generator's.
         t.late_sends = 40_000;
@@ -706,6 +730,18 @@ mod tests {
             machine_cores: Some(1.9),
         });
         assert!(v.contains("the machine's CPU"), "{v}");
+        // Late sends while other processes take the room: theirs.
+        let v = verdict(&Evidence {
+            breaking_point: Some(30_000.0),
+            first_failure: Some((&t, &why)),
+            cores: Some(2.0),
+            generator_cores: Some(0.1),
+            machine_cores: Some(1.5),
+        });
+        assert!(
+            v.contains("while other processes on this machine used 0.4 cores"),
+            "{v}"
+        );
     }
 
     #[test]
