@@ -699,18 +699,7 @@ fn thread_main(
                     max: max_connections.max(connections),
                 });
                 for _ in (thread..connections).step_by(threads) {
-                    let index = pool.next_index().expect("within the cap");
-                    pool.open.set(pool.open.get() + 1);
-                    let w = make(index);
-                    ctx.rec.borrow_mut().opened(w.node);
-                    let task = tokio::task::spawn_local(open_loop(
-                        w,
-                        pool.clone(),
-                        pacer.clone(),
-                        ctx.clone(),
-                        make.clone(),
-                    ));
-                    ctx.tasks.borrow_mut().push(task);
+                    grow(&pool, &pacer, &ctx, &make);
                 }
             }
             Pace::Closed { clients, think } => {
