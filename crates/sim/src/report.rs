@@ -148,6 +148,7 @@ pub fn describe_clients(run: &Run) -> String {
             start,
             write_fraction,
             tick,
+            timer,
             think,
         } => {
             let mut s = format!(
@@ -161,6 +162,9 @@ pub fn describe_clients(run: &Run) -> String {
             );
             if tick.0 > 0 {
                 s.push_str(&format!(", timer tick {tick}"));
+            }
+            if *timer {
+                s.push_str(", thinking on the timer");
             }
             if *write_fraction < 1.0 {
                 s.push_str(&format!(", {:.0}% writes", write_fraction * 100.0));
@@ -184,6 +188,22 @@ pub fn describe_clients(run: &Run) -> String {
             s
         }
     }
+}
+
+/// The runtime's timer in one line.
+pub fn describe_timer(t: &crate::scenario::Timer) -> String {
+    let mut s = format!("timer: {} ticks from the start", t.tick);
+    if let Some(sl) = &t.slack {
+        s.push_str(&format!(
+            ", OS slack {}% of a sleep up to {}",
+            sig(sl.fraction * 100.0),
+            sl.max
+        ));
+    }
+    if let Some(w) = &t.wakeup {
+        s.push_str(&format!(", thread wake-up {}", w.describe()));
+    }
+    s
 }
 
 fn secs(ns: u64) -> String {
@@ -221,6 +241,9 @@ pub fn text(run: &Run, a: &Analysis, perf: bool) -> String {
             "  {:<14} {:<13} {}{only}",
             inf.name, inf.kind, inf.describe
         );
+    }
+    if let Some(t) = &sc.timer {
+        let _ = writeln!(o, "  {}", describe_timer(t));
     }
     for n in &sc.notes {
         let _ = writeln!(o, "  note: {n}");
