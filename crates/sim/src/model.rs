@@ -404,7 +404,7 @@ pub struct Sim {
     seed: u64,
     /// The runtime's timer, if the scenario has one.
     timer: Option<TimerRt>,
-    fired: Vec<Ev>,
+    fired: Vec<(Ev, u64)>,
 }
 
 /// Schedule `ev` for `t`: as a sleep on the runtime's timer (`on_timer`),
@@ -1049,7 +1049,9 @@ impl Sim {
                         if *busy < *slots {
                             *busy += 1;
                             started += 1;
-                            let x = serve(d, &mut stage.rng, &mut stage.st, win);
+                            // On the timer, a part's service is measured when
+                            // it ends (the slot's real hold).
+                            let x = serve(d, &mut stage.rng, &mut stage.st, win && !*timer);
                             let ev = Ev::new(EV_PART, 0, w);
                             let t = now + spawn + x;
                             sleep_until(&mut self.q, &mut self.timer, *timer, now, t, *tick, ev);
@@ -1280,7 +1282,7 @@ impl Sim {
         };
         if let Some(next) = queue.pop_front() {
             stage.st.queue.add(now, t0, -1);
-            let x = serve(d, &mut stage.rng, &mut stage.st, win);
+            let x = serve(d, &mut stage.rng, &mut stage.st, win && !*timer);
             let ev = Ev::new(EV_PART, 0, next);
             sleep_until(
                 &mut self.q,
@@ -1437,8 +1439,16 @@ impl Sim {
         }
         let mut fired = std::mem::take(&mut self.fired);
         tm.fire(now, &mut fired);
-        for &ev in &fired {
+        for &(ev, since) in &fired {
             if ev.kind() == EV_PART {
+                // The part held its slot from its registration (a spawned
+                // task's wake-up included) to now: its service.
+                if now >= self.t0 {
+                    let s = self.writes[ev.index()].stage as usize;
+                    let st = &mut self.stages[s].st;
+                    st.service_n += 1;
+                    st.service_ns += (now - since) as f64;
+                }
                 self.dispatch(ev);
                 while let Some((r, s)) = self.ready.pop() {
                     self.advance(r, s as usize);

@@ -704,6 +704,38 @@ latency = { dist = "normal", mean = "10ms", sd = "5ms", shift = "50ms" }
     }
 
     #[test]
+    fn timer_checks_and_off() {
+        let on = SEED
+            .replace("[clients]", "[timer]\ntick = \"1ms\"\n[clients]")
+            .replace("kind = \"delay\"", "kind = \"delay\"\ntimer = true");
+        let s = Scenario::from_toml(&on).unwrap();
+        assert!(s.uses_timer());
+        let off = s.with_overrides(&[("timer".into(), "off".into())]).unwrap();
+        assert!(off.timer.is_none() && !off.uses_timer());
+        let e = Scenario::from_toml(
+            &SEED.replace("kind = \"delay\"", "kind = \"delay\"\ntimer = true"),
+        )
+        .unwrap_err();
+        assert!(e.contains("needs a [timer]"), "{e}");
+        let e = Scenario::from_toml(&on.replace("timer = true", "timer = true\ntick = \"1ms\""))
+            .unwrap_err();
+        assert!(e.contains("not both"), "{e}");
+        let e = s
+            .with_overrides(&[("timer".into(), "on".into())])
+            .unwrap_err();
+        assert!(e.contains("only timer=off"), "{e}");
+        // `--set timer.tick=…` starts the section where there is none.
+        let t = Scenario::from_toml(SEED)
+            .unwrap()
+            .with_overrides(&[
+                ("timer.tick".into(), "1ms".into()),
+                ("net.timer".into(), "true".into()),
+            ])
+            .unwrap();
+        assert!(t.uses_timer());
+    }
+
+    #[test]
     fn checks() {
         let bad = SEED.replace("name = \"store\"", "name = \"net\"");
         assert!(Scenario::from_toml(&bad)

@@ -27,15 +27,26 @@ use crate::scenario::Timer;
 /// clients', so that adding a timer does not reshuffle theirs).
 const STREAM: u64 = 0x7469_6d65;
 
+/// A pending timer. Ordered by the tick the thread must wake at for it
+/// (its slot's start), then by registration order.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    wake: u64,
+    seq: u64,
+    /// The tick it is due at.
+    when: u64,
+    ev: u64,
+    /// When it was registered.
+    since: u64,
+}
+
 pub struct TimerRt {
     tick: u64,
     slack_fraction: f64,
     slack_max: u64,
     wakeup: Option<Sampler>,
     rng: SimRng,
-    /// Pending timers: (tick the thread must wake at for it: its slot's
-    /// start, registration order, due tick, event).
-    wheel: BinaryHeap<Reverse<(u64, u64, u64, u64)>>,
+    wheel: BinaryHeap<Reverse<Entry>>,
     seq: u64,
     /// The wheel's time: the tick of the thread's last wake.
     elapsed: u64,
@@ -105,7 +116,13 @@ impl TimerRt {
         }
         self.seq += 1;
         let wake = slot_start(self.elapsed, when);
-        self.wheel.push(Reverse((wake, self.seq, when, ev.0)));
+        self.wheel.push(Reverse(Entry {
+            wake,
+            seq: self.seq,
+            when,
+            ev: ev.0,
+            since: now,
+        }));
         // tokio compares the due tick with the tick the thread sleeps for.
         if self.firing || when >= self.parked_for {
             return Slept::Filed;
@@ -126,21 +143,22 @@ impl TimerRt {
     }
 
     /// The thread wakes at `now`: the timers due by the current tick, in
-    /// the order they were registered. Call `park` when they are handled.
-    pub fn fire(&mut self, now: u64, out: &mut Vec<Ev>) {
+    /// the order they were registered, each with the time it was
+    /// registered. Call `park` when they are handled.
+    pub fn fire(&mut self, now: u64, out: &mut Vec<(Ev, u64)>) {
         self.firing = true;
         let due = now / self.tick;
-        while let Some(&Reverse((wake, seq, when, ev))) = self.wheel.peek() {
-            if wake > due {
+        while let Some(&Reverse(e)) = self.wheel.peek() {
+            if e.wake > due {
                 break;
             }
             self.wheel.pop();
-            if when <= wake {
-                out.push(Ev(ev));
+            if e.when <= e.wake {
+                out.push((Ev(e.ev), e.since));
             } else {
                 // Its slot's start: file it lower, from there.
-                let lower = slot_start(wake, when);
-                self.wheel.push(Reverse((lower, seq, when, ev)));
+                let wake = slot_start(e.wake, e.when);
+                self.wheel.push(Reverse(Entry { wake, ..e }));
             }
         }
         self.elapsed = self.elapsed.max(due);
@@ -152,7 +170,7 @@ impl TimerRt {
     pub fn park(&mut self, now: u64) -> Option<(u64, u32)> {
         self.firing = false;
         self.gen = self.gen.wrapping_add(1);
-        let Some(&Reverse((tick, _, _, _))) = self.wheel.peek() else {
+        let Some(&Reverse(Entry { wake: tick, .. })) = self.wheel.peek() else {
             self.parked_for = u64::MAX;
             self.wake_at = u64::MAX;
             return None;
@@ -240,7 +258,11 @@ mod tests {
         assert_eq!(wake, 2 * MS + 300_000);
         assert!(!t.is_current(gen) && t.is_current(gen2));
         t.fire(wake, &mut out);
-        assert_eq!(out, vec![Ev(1), Ev(2)], "in registration order");
+        assert_eq!(
+            out,
+            vec![(Ev(1), now), (Ev(2), now)],
+            "in registration order"
+        );
         assert!(t.park(wake).is_none());
     }
 
@@ -258,7 +280,7 @@ mod tests {
         assert_eq!(wake, 41 * MS, "40 ms, plus 12.5% capped at 1 ms");
         let mut out = Vec::new();
         t.fire(wake, &mut out);
-        assert_eq!(out, vec![Ev(7)]);
+        assert_eq!(out, vec![(Ev(7), 0)]);
     }
 
     /// A sleep that crosses a 64-tick boundary is filed on level 1: the
@@ -284,7 +306,7 @@ mod tests {
         let (wake, _) = t.park(wake).unwrap();
         assert_eq!(wake, 1001 * MS, "39 ms from tick 961, 1 ms late again");
         t.fire(wake, &mut out);
-        assert_eq!(out, vec![Ev(3)]);
+        assert_eq!(out, vec![(Ev(3), 0)]);
     }
 
     /// Clients woken while a wake-up of their thread is under way run with
