@@ -3,7 +3,8 @@
 //! one event at a time from the queue in `des`. Requests, writes and
 //! admission permits live in slabs (vectors with free lists), queues are
 //! `VecDeque`s of slab indices, and nothing on the hot path allocates or
-//! hashes. Owns the stages' behaviour and the raw counts a run produces
+//! hashes; a wait on the runtime's timer goes through `timer`, which says
+//! when it ends. Owns the stages' behaviour and the raw counts a run produces
 //! (probe counts, latency histograms, time-weighted means); must not
 //! interpret them (that is `analysis`) or format them (that is `report`).
 

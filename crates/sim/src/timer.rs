@@ -7,12 +7,12 @@
 //! level 0) to fire it or file it lower. The thread sleeps from the moment
 //! it parks for whole ticks until the first such wake (so it wakes at that
 //! tick plus its park's phase, plus the OS's slack on its sleep), and at
-//! each wake fires every timer due by then, together. A timer due before the one the thread sleeps for wakes
-//! it (after a thread wake-up), and it parks again from there. It also
-//! keeps the clients' thread: tasks woken for it run after one wake-up,
-//! together with any already waiting for that wake-up. Owns the timers,
-//! the thread's wakes and the wake-up draws; must not know what a fired
-//! event means (that is `model`).
+//! each wake fires every timer due by then, together. A sleep due before
+//! the tick the thread sleeps for wakes it (after a thread wake-up), and it
+//! parks again from there. It also keeps the clients' thread: tasks woken
+//! for it run after one wake-up, together with any already waiting for
+//! that wake-up. Owns the timers, the thread's wakes and the wake-up draws;
+//! must not know what a fired event means (that is `model`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -142,9 +142,9 @@ impl TimerRt {
         same_gen(self.gen, gen)
     }
 
-    /// The thread wakes at `now`: the timers due by the current tick, in
-    /// the order they were registered, each with the time it was
-    /// registered. Call `park` when they are handled.
+    /// The thread wakes at `now`: the timers due by the current tick, slot
+    /// by slot and in registration order within a slot, each with the
+    /// time it was registered. Call `park` when they are handled.
     pub fn fire(&mut self, now: u64, out: &mut Vec<(Ev, u64)>) {
         self.firing = true;
         let due = now / self.tick;
