@@ -113,7 +113,14 @@ fn capacity(run: &Run, i: usize, v: f64, wf: f64) -> (f64, String) {
     };
     // Measured figures once there are enough of them to beat the noise
     // (1,000 draws: about 0.3% for the seed's store); else the scenario's.
-    let measured_service = if st.service_n >= MIN_SAMPLES {
+    // Waits on the runtime's timer last longer than their draws (rounding,
+    // the OS's slack, wake-ups), so there any measurement beats the draws.
+    let min = if run.scenario.uses_timer() {
+        1
+    } else {
+        MIN_SAMPLES
+    };
+    let measured_service = if st.service_n >= min {
         st.service_ns / st.service_n as f64
     } else {
         inf.mean_service_ns
@@ -121,7 +128,7 @@ fn capacity(run: &Run, i: usize, v: f64, wf: f64) -> (f64, String) {
     match inf.kind {
         "delay" => (f64::INFINITY, "no limit (a delay)".into()),
         "admission" => {
-            let (hold, served) = if st.hold_n >= MIN_SAMPLES {
+            let (hold, served) = if st.hold_n >= min {
                 (
                     st.hold_ns / st.hold_n as f64,
                     st.hold_service_ns / st.hold_n as f64,

@@ -470,6 +470,7 @@ pub fn scenario_from_metrics(
         warmup: Dur(1_000_000_000),
         seed: 1,
         notes,
+        timer: None,
         clients: Clients::Open {
             rate: (rate_v * 10.0).round() / 10.0,
             arrivals: Arrivals::Poisson,

@@ -20,6 +20,7 @@ pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod sweep;
+pub mod timer;
 pub mod units;
 
 use std::io::Write;

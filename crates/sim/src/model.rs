@@ -3,7 +3,8 @@
 //! one event at a time from the queue in `des`. Requests, writes and
 //! admission permits live in slabs (vectors with free lists), queues are
 //! `VecDeque`s of slab indices, and nothing on the hot path allocates or
-//! hashes. Owns the stages' behaviour and the raw counts a run produces
+//! hashes; a wait on the runtime's timer goes through `timer`, which says
+//! when it ends. Owns the stages' behaviour and the raw counts a run produces
 //! (probe counts, latency histograms, time-weighted means); must not
 //! interpret them (that is `analysis`) or format them (that is `report`).
 
@@ -18,6 +19,7 @@ use crate::rng::SimRng;
 use crate::scenario::{
     Arrivals, Clients, OnExceed, Only, Policy, Scenario, Stage, Start, WriteMode,
 };
+use crate::timer::{Slept, TimerRt};
 
 const NONE: u32 = u32::MAX;
 
@@ -28,6 +30,11 @@ const EV_WORK: u8 = 3;
 const EV_PART: u8 = 4;
 const EV_GROUP: u8 = 5;
 const EV_TIMEOUT: u8 = 6;
+/// The timer thread wakes (index unused; the generation tags the wake).
+const EV_TIMER: u8 = 7;
+/// A request handed a permit (or its synchronous write) goes on, once
+/// the clients' thread runs.
+const EV_RESUME: u8 = 8;
 
 const F_WRITE: u8 = 1;
 const F_FAILED: u8 = 2;
@@ -251,6 +258,7 @@ enum Rt {
     Delay {
         d: Sampler,
         tick: u64,
+        timer: bool,
     },
     Admission {
         permits: u32,
@@ -273,6 +281,7 @@ enum Rt {
         slots: u32,
         d: Sampler,
         tick: u64,
+        timer: bool,
         sync: bool,
         fail: bool,
         parts: u16,
@@ -335,6 +344,7 @@ enum ClientsRt {
     Closed {
         think: Sampler,
         tick: u64,
+        timer: bool,
     },
     Open {
         mean_gap: f64,
@@ -352,6 +362,10 @@ pub struct Run {
     pub probes: Probes,
     pub lifetime: Latency,
     pub persist: Latency,
+    /// Lifetimes as the seed's request-lifetime.sh measured them with
+    /// every client on one OS thread: one start kept per thread (the last
+    /// one), taken by the next request done, whichever request that is.
+    pub thread_lifetime: Latency,
     pub stages: Vec<StageStats>,
     pub info: Vec<StageInfo>,
     /// Requests in the system (start to done), time-averaged.
@@ -382,10 +396,40 @@ pub struct Sim {
     probes: Probes,
     lifetime: Latency,
     persist: Latency,
+    thread_lifetime: Latency,
+    /// The one thread's kept start (the seed's `self->t`), if any.
+    thread_start: Option<u64>,
     in_system: TimeAvg,
     events: u64,
     scenario: Scenario,
     seed: u64,
+    /// The runtime's timer, if the scenario has one.
+    timer: Option<TimerRt>,
+    fired: Vec<(Ev, u64)>,
+}
+
+/// Schedule `ev` for `t`: as a sleep on the runtime's timer (`on_timer`),
+/// else at `t` rounded up to a multiple of `tick` (0: at `t`).
+#[inline]
+fn sleep_until(
+    q: &mut EventQueue,
+    timer: &mut Option<TimerRt>,
+    on_timer: bool,
+    now: u64,
+    t: u64,
+    tick: u64,
+    ev: Ev,
+) {
+    if on_timer {
+        let tm = timer.as_mut().expect("checked: timer = true needs [timer]");
+        match tm.sleep(now, t, ev) {
+            Slept::Filed => {}
+            Slept::Wake(at, gen) => q.push(at, Ev::new(EV_TIMER, gen, 0)),
+            Slept::Elapsed => q.push(now, ev),
+        }
+    } else {
+        q.push(round_up(t, tick), ev);
+    }
 }
 
 fn round_up(t: u64, tick: u64) -> u64 {
@@ -430,11 +474,20 @@ impl Sim {
                 describe: String::new(),
             };
             let rt = match s {
-                Stage::Delay { delay, tick, .. } => {
+                Stage::Delay {
+                    delay, tick, timer, ..
+                } => {
                     let d = comp(&name, "delay", delay)?;
                     inf.mean_service_ns = d.mean();
                     inf.describe = delay.describe();
-                    Rt::Delay { d, tick: tick.0 }
+                    if *timer {
+                        inf.describe.push_str(", a sleep on the timer");
+                    }
+                    Rt::Delay {
+                        d,
+                        tick: tick.0,
+                        timer: *timer,
+                    }
                 }
                 Stage::Admission {
                     permits,
@@ -499,6 +552,7 @@ impl Sim {
                     on_exceed,
                     parts,
                     tick,
+                    timer,
                     latency,
                     ..
                 } => {
@@ -521,10 +575,14 @@ impl Sim {
                     )
                     .replace("Sync", "sync")
                     .replace("Async", "async");
+                    if *timer {
+                        inf.describe.push_str(", a sleep on the timer");
+                    }
                     Rt::Store {
                         slots: *max_concurrent,
                         d,
                         tick: tick.0,
+                        timer: *timer,
                         sync: *write == WriteMode::Sync,
                         fail: *on_exceed == OnExceed::Fail,
                         parts: *parts as u16,
@@ -572,6 +630,7 @@ impl Sim {
             Clients::Closed {
                 think,
                 tick,
+                timer,
                 write_fraction,
                 ..
             } => (
@@ -579,6 +638,7 @@ impl Sim {
                     think: Sampler::compile(think, base)
                         .map_err(|e| format!("clients.think: {e}"))?,
                     tick: tick.0,
+                    timer: *timer,
                 },
                 *write_fraction,
             ),
@@ -597,6 +657,11 @@ impl Sim {
             ),
         };
         let t0 = sc.warmup.0;
+        let timer = sc
+            .timer
+            .as_ref()
+            .map(|t| TimerRt::new(t, base, seed))
+            .transpose()?;
         Ok(Sim {
             now: 0,
             t0,
@@ -614,10 +679,14 @@ impl Sim {
             probes: Probes::default(),
             lifetime: Latency::new(),
             persist: Latency::new(),
+            thread_lifetime: Latency::new(),
+            thread_start: None,
             in_system: TimeAvg::default(),
             events: 0,
             scenario: sc.clone(),
             seed,
+            timer,
+            fired: Vec::new(),
         })
     }
 
@@ -682,6 +751,7 @@ impl Sim {
             probes: self.probes,
             lifetime: self.lifetime,
             persist: self.persist,
+            thread_lifetime: self.thread_lifetime,
             stages: self.stages.into_iter().map(|s| s.st).collect(),
             info: self.info,
             in_system: self.in_system,
@@ -709,6 +779,11 @@ impl Sim {
             EV_PART => self.part_done(i),
             EV_GROUP => self.group_done(i as usize),
             EV_TIMEOUT => self.timeout(i, ev.gen()),
+            EV_TIMER => self.timer_wake(ev.gen()),
+            EV_RESUME => {
+                let s = self.reqs[i].stage as usize;
+                self.advance(i, s);
+            }
             k => unreachable!("event kind {k}"),
         }
     }
@@ -780,6 +855,7 @@ impl Sim {
         self.in_system.add(self.now, self.t0, 1);
         if self.in_window() {
             self.probes.request_start += 1;
+            self.thread_start = Some(self.now);
         }
         self.enter(r, 0);
     }
@@ -839,11 +915,12 @@ impl Sim {
                 stage.st.arrivals += 1;
             }
             match &mut stage.rt {
-                Rt::Delay { d, tick } => {
-                    let t = round_up(now + d.sample(&mut stage.rng), *tick);
+                Rt::Delay { d, tick, timer } => {
+                    let t = now + d.sample(&mut stage.rng);
                     stage.st.in_stage.add(now, t0, 1);
                     self.reqs[r].mark = now;
-                    self.q.push(t, Ev::new(EV_DELAY, 0, r));
+                    let ev = Ev::new(EV_DELAY, 0, r);
+                    sleep_until(&mut self.q, &mut self.timer, *timer, now, t, *tick, ev);
                     return;
                 }
                 Rt::Admission {
@@ -923,6 +1000,7 @@ impl Sim {
                     slots,
                     d,
                     tick,
+                    timer,
                     sync,
                     fail,
                     parts,
@@ -961,14 +1039,23 @@ impl Sim {
                         tickets,
                     });
                     stage.st.in_stage.add(now, t0, 1);
+                    // A write on the timer is a task spawned on another
+                    // thread: it starts once that thread wakes.
+                    let spawn = match (&mut self.timer, *timer) {
+                        (Some(tm), true) => tm.wakeup(),
+                        _ => 0,
+                    };
                     let mut started = 0u16;
                     for _ in 0..*parts {
                         if *busy < *slots {
                             *busy += 1;
                             started += 1;
-                            let x = serve(d, &mut stage.rng, &mut stage.st, win);
-                            self.q
-                                .push(round_up(now + x, *tick), Ev::new(EV_PART, 0, w));
+                            // On the timer, a part's service is measured when
+                            // it ends (the slot's real hold).
+                            let x = serve(d, &mut stage.rng, &mut stage.st, win && !*timer);
+                            let ev = Ev::new(EV_PART, 0, w);
+                            let t = now + spawn + x;
+                            sleep_until(&mut self.q, &mut self.timer, *timer, now, t, *tick, ev);
                         } else {
                             queue.push_back(w);
                             stage.st.queue.add(now, t0, 1);
@@ -1106,7 +1193,7 @@ impl Sim {
             let rel = *release_at;
             self.add_queued(other, wait);
             self.grant(r, s, rel);
-            self.ready.push((r, s as u16));
+            self.resume(r, s);
             return;
         }
         *in_use -= 1;
@@ -1186,6 +1273,7 @@ impl Sim {
         let Rt::Store {
             d,
             tick,
+            timer,
             busy,
             queue,
             ..
@@ -1195,9 +1283,17 @@ impl Sim {
         };
         if let Some(next) = queue.pop_front() {
             stage.st.queue.add(now, t0, -1);
-            let x = serve(d, &mut stage.rng, &mut stage.st, win);
-            self.q
-                .push(round_up(now + x, *tick), Ev::new(EV_PART, 0, next));
+            let x = serve(d, &mut stage.rng, &mut stage.st, win && !*timer);
+            let ev = Ev::new(EV_PART, 0, next);
+            sleep_until(
+                &mut self.q,
+                &mut self.timer,
+                *timer,
+                now,
+                now + x,
+                *tick,
+                ev,
+            );
             let nw = &mut self.writes[next];
             nw.parts_unstarted -= 1;
             if nw.parts_unstarted == 0 {
@@ -1309,7 +1405,66 @@ impl Sim {
             }
         }
         if wr.req != NONE {
-            self.advance(wr.req, s);
+            if matches!(self.stages[s].rt, Rt::Store { timer: true, .. }) {
+                self.resume(wr.req, s);
+            } else {
+                self.advance(wr.req, s);
+            }
+        }
+    }
+
+    /// `r` may leave stage `s` now (a permit or its write came from
+    /// another thread): at once, or once the clients' thread wakes if the
+    /// timer says woken threads take time to run.
+    fn resume(&mut self, r: u32, s: usize) {
+        match self.timer.as_mut() {
+            Some(tm) if tm.has_wakeup() => {
+                let at = tm.clients_run_at(self.now);
+                self.q.push(at, Ev::new(EV_RESUME, 0, r));
+            }
+            _ => self.ready.push((r, s as u16)),
+        }
+    }
+
+    /// The timer thread wakes: a write's timer runs its task here and now
+    /// (the write ends, its slot and permits are free); a client's runs
+    /// on the clients' thread, which takes a wake-up. Then the thread
+    /// parks for the next due tick.
+    fn timer_wake(&mut self, gen: u32) {
+        let now = self.now;
+        let Some(tm) = self.timer.as_mut() else {
+            return;
+        };
+        if !tm.is_current(gen) {
+            return; // superseded by an earlier wake
+        }
+        let mut fired = std::mem::take(&mut self.fired);
+        tm.fire(now, &mut fired);
+        for &(ev, since) in &fired {
+            if ev.kind() == EV_PART {
+                // The part held its slot from its registration (a spawned
+                // task's wake-up included) to now: its service.
+                if now >= self.t0 {
+                    let s = self.writes[ev.index()].stage as usize;
+                    let st = &mut self.stages[s].st;
+                    st.service_n += 1;
+                    st.service_ns += (now - since) as f64;
+                }
+                self.dispatch(ev);
+                while let Some((r, s)) = self.ready.pop() {
+                    self.advance(r, s as usize);
+                }
+            } else {
+                let tm = self.timer.as_mut().expect("timer");
+                let at = tm.clients_run_at(now);
+                self.q.push(at, ev);
+            }
+        }
+        fired.clear();
+        self.fired = fired;
+        let tm = self.timer.as_mut().expect("timer");
+        if let Some((at, gen)) = tm.park(now) {
+            self.q.push(at, Ev::new(EV_TIMER, gen, 0));
         }
     }
 
@@ -1327,11 +1482,15 @@ impl Sim {
                 self.probes.request_failed += 1;
             }
             self.lifetime.record(self.now - req.start);
+            if let Some(t) = self.thread_start.take() {
+                self.thread_lifetime.record(self.now - t);
+            }
         }
         self.reqs.release(r);
-        if let ClientsRt::Closed { think, tick } = &self.clients {
-            let t = round_up(self.now + think.sample(&mut self.client_rng), *tick);
-            self.q.push(t, Ev::new(EV_WAKE, 0, req.client));
+        if let ClientsRt::Closed { think, tick, timer } = &self.clients {
+            let t = self.now + think.sample(&mut self.client_rng);
+            let ev = Ev::new(EV_WAKE, 0, req.client);
+            sleep_until(&mut self.q, &mut self.timer, *timer, self.now, t, *tick, ev);
         }
     }
 }

@@ -119,6 +119,9 @@ pub struct JsonReport<'a> {
     pub probes: Probes,
     pub request_lifetime: LatencySummary,
     pub persist_time: LatencySummary,
+    /// Lifetimes as the seed's per-thread script measured them (every
+    /// client on one thread).
+    pub thread_lifetime: LatencySummary,
     pub analysis: &'a Analysis,
     pub in_flight_end: u64,
     pub perf: Perf,
@@ -134,6 +137,7 @@ pub fn json(run: &Run, a: &Analysis) -> String {
         probes: run.probes,
         request_lifetime: LatencySummary::of(&run.lifetime),
         persist_time: LatencySummary::of(&run.persist),
+        thread_lifetime: LatencySummary::of(&run.thread_lifetime),
         analysis: a,
         in_flight_end: run.in_flight_end,
         perf: Perf::of(run),
@@ -148,6 +152,7 @@ pub fn describe_clients(run: &Run) -> String {
             start,
             write_fraction,
             tick,
+            timer,
             think,
         } => {
             let mut s = format!(
@@ -161,6 +166,9 @@ pub fn describe_clients(run: &Run) -> String {
             );
             if tick.0 > 0 {
                 s.push_str(&format!(", timer tick {tick}"));
+            }
+            if *timer {
+                s.push_str(", thinking on the timer");
             }
             if *write_fraction < 1.0 {
                 s.push_str(&format!(", {:.0}% writes", write_fraction * 100.0));
@@ -184,6 +192,20 @@ pub fn describe_clients(run: &Run) -> String {
             s
         }
     }
+}
+
+/// The runtime's timer in one line.
+pub fn describe_timer(t: &crate::scenario::Timer) -> String {
+    let mut s = format!("timer: {} ticks from the start", t.tick);
+    if let Some(sl) = &t.slack {
+        let pct = format!("{:.2}", sl.fraction * 100.0);
+        let pct = pct.trim_end_matches('0').trim_end_matches('.');
+        s.push_str(&format!(", OS slack {pct}% of a sleep up to {}", sl.max));
+    }
+    if let Some(w) = &t.wakeup {
+        s.push_str(&format!(", thread wake-up {}", w.describe()));
+    }
+    s
 }
 
 fn secs(ns: u64) -> String {
@@ -221,6 +243,9 @@ pub fn text(run: &Run, a: &Analysis, perf: bool) -> String {
             "  {:<14} {:<13} {}{only}",
             inf.name, inf.kind, inf.describe
         );
+    }
+    if let Some(t) = &sc.timer {
+        let _ = writeln!(o, "  {}", describe_timer(t));
     }
     for n in &sc.notes {
         let _ = writeln!(o, "  note: {n}");
@@ -278,6 +303,17 @@ pub fn text(run: &Run, a: &Analysis, perf: bool) -> String {
         "request lifetime",
         "request lifetimes visualisation",
     );
+    if run.scenario.uses_timer() && run.thread_lifetime.count() > 0 {
+        // The clients share one thread here: what the seed's script, which
+        // kept one start per OS thread, printed for such a program.
+        let t = &run.thread_lifetime;
+        let _ = writeln!(
+            o,
+            "  (the seed's script, one start kept per OS thread, all clients on one: total requests {}, average {:.0})",
+            t.count(),
+            t.mean()
+        );
+    }
     if run.persist.count() > 0 || p.persist_start > 0 {
         let _ = writeln!(o);
         let _ = writeln!(

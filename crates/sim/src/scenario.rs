@@ -14,6 +14,9 @@ use crate::units::Dur;
 fn is_zero(d: &Dur) -> bool {
     d.0 == 0
 }
+fn is_false(b: &bool) -> bool {
+    !*b
+}
 fn is_one(v: &u32) -> bool {
     *v == 1
 }
@@ -58,8 +61,41 @@ pub struct Scenario {
     /// derived each figure here).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The runtime's timer, for the stages and clients that wait on it
+    /// (`timer = true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer: Option<Timer>,
     pub clients: Clients,
     pub stages: Vec<Stage>,
+}
+
+/// A timer as a runtime implements it: a wheel of `tick`s counted from the
+/// start of the run, turned by one thread that sleeps until the next due
+/// tick. tokio's (the seed program's runtime) has 1 ms ticks: a sleep's
+/// deadline is rounded up to a whole tick, and every timer due when the
+/// thread wakes fires at that instant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timer {
+    pub tick: Dur,
+    /// The operating system's slack on the timer thread's own sleep: a
+    /// sleep of T ends min(T × fraction, max) late (macOS coalesces
+    /// timers so; see docs/simulator.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<Slack>,
+    /// How long a woken thread takes to run: the clients' thread after a
+    /// timer fired for it or a permit was handed to it, a write's task
+    /// after it was spawned, the timer thread after a new, earlier
+    /// deadline woke it. Clients woken together run together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeup: Option<DistSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slack {
+    pub fraction: f64,
+    pub max: Dur,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +132,9 @@ pub enum Clients {
         /// to a multiple of it (tokio's timer has 1 ms ticks).
         #[serde(default, skip_serializing_if = "is_zero")]
         tick: Dur,
+        /// The think time is a sleep on the scenario's `timer`.
+        #[serde(default, skip_serializing_if = "is_false")]
+        timer: bool,
         think: DistSpec,
     },
     /// Requests arrive at `rate` per second whatever happens to them.
@@ -175,6 +214,9 @@ pub enum Stage {
         only: Only,
         #[serde(default, skip_serializing_if = "is_zero")]
         tick: Dur,
+        /// The delay is a sleep on the scenario's `timer`.
+        #[serde(default, skip_serializing_if = "is_false")]
+        timer: bool,
         delay: DistSpec,
     },
     /// Permits: a request takes one here and keeps it until it leaves the
@@ -224,6 +266,10 @@ pub enum Stage {
         parts: u32,
         #[serde(default, skip_serializing_if = "is_zero")]
         tick: Dur,
+        /// A write is a task spawned on another thread that sleeps on the
+        /// scenario's `timer` for its latency, then releases its slot.
+        #[serde(default, skip_serializing_if = "is_false")]
+        timer: bool,
         latency: DistSpec,
     },
     /// Group commit (a WAL): one leader at a time takes every waiting write
@@ -297,6 +343,17 @@ impl Scenario {
         toml::to_string_pretty(self).map_err(|e| format!("cannot write the scenario as TOML: {e}"))
     }
 
+    /// Whether any stage or the clients wait on the scenario's timer.
+    pub fn uses_timer(&self) -> bool {
+        matches!(self.clients, Clients::Closed { timer: true, .. })
+            || self.stages.iter().any(|s| {
+                matches!(
+                    s,
+                    Stage::Delay { timer: true, .. } | Stage::Store { timer: true, .. }
+                )
+            })
+    }
+
     /// The number of closed-loop clients, if closed.
     pub fn client_count(&self) -> Option<u32> {
         match &self.clients {
@@ -326,6 +383,30 @@ impl Scenario {
             }
             _ => {}
         }
+        if let Some(t) = &self.timer {
+            if t.tick.0 == 0 {
+                return Err("timer.tick must be > 0".into());
+            }
+            if let Some(sl) = &t.slack {
+                if !(0.0..=1.0).contains(&sl.fraction) {
+                    return Err(format!(
+                        "timer.slack.fraction {} must be within 0..=1",
+                        sl.fraction
+                    ));
+                }
+            }
+        }
+        if self.timer.is_none() && self.uses_timer() {
+            return Err("timer = true needs a [timer] section (its tick at least)".into());
+        }
+        if let Clients::Closed {
+            timer: true, tick, ..
+        } = &self.clients
+        {
+            if tick.0 > 0 {
+                return Err("clients: give tick or timer = true, not both".into());
+            }
+        }
         let mut admissions = 0;
         for (i, st) in self.stages.iter().enumerate() {
             let name = st.name();
@@ -336,12 +417,23 @@ impl Scenario {
             }
             if matches!(
                 name,
-                "clients" | "duration" | "warmup" | "seed" | "name" | "description"
+                "clients" | "duration" | "warmup" | "seed" | "name" | "description" | "timer"
             ) {
                 return Err(format!("stage name {name:?} is reserved"));
             }
             if self.stages[..i].iter().any(|o| o.name() == name) {
                 return Err(format!("two stages are named {name:?}"));
+            }
+            if let Stage::Delay {
+                timer: true, tick, ..
+            }
+            | Stage::Store {
+                timer: true, tick, ..
+            } = st
+            {
+                if tick.0 > 0 {
+                    return Err(format!("{name}: give tick or timer = true, not both"));
+                }
             }
             match st {
                 Stage::Admission {
@@ -454,7 +546,8 @@ pub fn parse_assignment(s: &str) -> Result<(String, String), String> {
 /// then goes down by field: `semaphore.permits`, `store.latency.sd`,
 /// `clients.rate`. `clients` alone means the number of clients (or the
 /// rate, for an open loop). The value is read as TOML when it parses
-/// (16, 0.5, true, "x"), else taken as a string (10ms, fifo).
+/// (16, 0.5, true, "x"), else taken as a string (10ms, fifo). `timer=off`
+/// removes the runtime's timer: every stage and the clients wait exactly.
 pub fn set_param(root: &mut toml::Value, path: &str, raw: &str) -> Result<(), String> {
     let value = parse_value(raw);
     let mut segs: Vec<&str> = path.split('.').collect();
@@ -470,6 +563,28 @@ pub fn set_param(root: &mut toml::Value, path: &str, raw: &str) -> Result<(), St
     if segs.len() == 1 && TOP_KEYS.contains(&segs[0]) {
         top.insert(segs[0].to_string(), value);
         return Ok(());
+    }
+    if segs == ["timer"] {
+        // `timer=off`: every wait exact, in continuous time.
+        if raw != "off" {
+            return Err(format!(
+                "{path}={raw}: only timer=off (else name a field, like timer.tick)"
+            ));
+        }
+        top.remove("timer");
+        if let Some(c) = top.get_mut("clients").and_then(|c| c.as_table_mut()) {
+            c.remove("timer");
+        }
+        if let Some(stages) = top.get_mut("stages").and_then(|s| s.as_array_mut()) {
+            for st in stages.iter_mut().filter_map(|s| s.as_table_mut()) {
+                st.remove("timer");
+            }
+        }
+        return Ok(());
+    }
+    if segs[0] == "timer" && !top.contains_key("timer") {
+        // `--set timer.tick=1ms` starts the section.
+        top.insert("timer".into(), toml::Value::Table(Default::default()));
     }
     let mut cur: &mut toml::Value = if top.contains_key(segs[0]) {
         top.get_mut(segs[0]).unwrap()
@@ -586,6 +701,38 @@ latency = { dist = "normal", mean = "10ms", sd = "5ms", shift = "50ms" }
             .with_overrides(&[("semaphore.permits".into(), "0".into())])
             .unwrap_err();
         assert!(e.contains("permits must be >= 1"), "{e}");
+    }
+
+    #[test]
+    fn timer_checks_and_off() {
+        let on = SEED
+            .replace("[clients]", "[timer]\ntick = \"1ms\"\n[clients]")
+            .replace("kind = \"delay\"", "kind = \"delay\"\ntimer = true");
+        let s = Scenario::from_toml(&on).unwrap();
+        assert!(s.uses_timer());
+        let off = s.with_overrides(&[("timer".into(), "off".into())]).unwrap();
+        assert!(off.timer.is_none() && !off.uses_timer());
+        let e = Scenario::from_toml(
+            &SEED.replace("kind = \"delay\"", "kind = \"delay\"\ntimer = true"),
+        )
+        .unwrap_err();
+        assert!(e.contains("needs a [timer]"), "{e}");
+        let e = Scenario::from_toml(&on.replace("timer = true", "timer = true\ntick = \"1ms\""))
+            .unwrap_err();
+        assert!(e.contains("not both"), "{e}");
+        let e = s
+            .with_overrides(&[("timer".into(), "on".into())])
+            .unwrap_err();
+        assert!(e.contains("only timer=off"), "{e}");
+        // `--set timer.tick=…` starts the section where there is none.
+        let t = Scenario::from_toml(SEED)
+            .unwrap()
+            .with_overrides(&[
+                ("timer.tick".into(), "1ms".into()),
+                ("net.timer".into(), "true".into()),
+            ])
+            .unwrap();
+        assert!(t.uses_timer());
     }
 
     #[test]
