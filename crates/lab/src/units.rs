@@ -72,9 +72,15 @@ mod tests {
             "250ms",
             "--duration",
             "2m",
+            "--drop-after",
+            "250ms",
         ])
         .unwrap();
         assert_eq!((l.a.think, l.a.duration), (0.25, 120.0));
+        assert_eq!(l.a.target.drop_after, 0.25);
+        let l = Load::try_parse_from(["x", "http://a:1", "--fault", "pause:1@1m+500ms"]).unwrap();
+        assert_eq!(l.a.during.faults[0].at, Duration::from_secs(60));
+        assert_eq!(l.a.during.faults[0].hold, Some(Duration::from_millis(500)));
         assert!(Load::try_parse_from(["x", "http://a:1", "--duration", "3 fortnights"]).is_err());
     }
 }
