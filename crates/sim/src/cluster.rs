@@ -424,6 +424,7 @@ const F_WAITING: u8 = 4;
 const F_ANSWERED: u8 = 8;
 const F_OUT: u8 = 16;
 const F_PERMIT: u8 = 32;
+const F_FREED: u8 = 64;
 
 /// A vector with a free list.
 struct Slab<T> {
@@ -1223,7 +1224,10 @@ impl ClusterSim {
         if req.flags & F_ANSWERED == 0 {
             req.got += 1;
             if req.got >= self.ack {
+                // The answer frees the request once it is out (and this
+                // was its last operation): not here as well.
                 self.answer(r);
+                return;
             }
         }
         self.maybe_free(r);
@@ -1265,8 +1269,10 @@ impl ClusterSim {
     }
 
     fn maybe_free(&mut self, r: u32) {
-        let req = self.reqs[r];
+        let req = &mut self.reqs[r];
         if req.flags & F_OUT != 0 && req.outstanding == 0 {
+            debug_assert!(req.flags & F_FREED == 0, "request {r} freed twice");
+            req.flags |= F_FREED;
             self.reqs.release(r);
         }
     }

@@ -279,6 +279,11 @@ pub struct ClusterCalibrateOptions {
     /// scaled to this load's total. Without it: half of a request's CPU to
     /// the coordinator, half to its replica operations.
     pub roles: Option<RoleCosts>,
+    /// The hop between nodes, if known better than this load's round
+    /// trips tell (they include queueing for the replica's cores at a high
+    /// load, which the model adds itself): the lab takes the least loaded
+    /// step's.
+    pub hop: Option<DistSpec>,
     /// The objective the what-ifs are judged by.
     pub slo: SloSpec,
     /// Open-loop rate of the scenario; default: 80% of the capacity.
@@ -438,12 +443,25 @@ pub fn scenario_from_cluster_metrics(
     let wal_used = wf > 0.0 && fsync.as_ref().is_some_and(|h| h.count > 0.0);
     let service = roles.replica + if wal_used { 1.5 * fsync_mean } else { 0.0 };
     let hop = ((rtt - service) / 2.0).max(5e-6);
-    notes.push(format!(
-        "hop: replica round trips averaged {} at the coordinators; less a replica's work{} and halved: {} each way",
-        human_ns(rtt * 1e9),
-        if wal_used { " and 1.5 fsyncs" } else { "" },
-        human_ns(hop * 1e9)
-    ));
+    let hop = match &opts.hop {
+        Some(h) => {
+            notes.push(format!(
+                "hop: {} each way, as given (this load's round trips, {}, include queueing for cores)",
+                h.describe(),
+                human_ns(rtt * 1e9)
+            ));
+            h.clone()
+        }
+        None => {
+            notes.push(format!(
+                "hop: replica round trips averaged {} at the coordinators; less a replica's work{} and halved: {} each way",
+                human_ns(rtt * 1e9),
+                if wal_used { " and 1.5 fsyncs" } else { "" },
+                human_ns(hop * 1e9)
+            ));
+            gamma(hop)
+        }
+    };
     let m0 = &d[0].metrics;
     let admission = m0
         .get("strata_admission_max_in_service")
@@ -509,7 +527,7 @@ pub fn scenario_from_cluster_metrics(
             host_cores: opts.one_host.then_some(cores),
             cores: (!opts.one_host).then_some(cores),
             client_hop: None,
-            hop: gamma(hop),
+            hop,
             cpu: CpuSpec {
                 request: gamma(roles.request),
                 send: (roles.send > 0.0).then(|| gamma(roles.send)),
