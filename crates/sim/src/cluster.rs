@@ -362,7 +362,8 @@ impl ClusterScenario {
 
     /// Apply `PARAM=VALUE` overrides in order: `cluster.nodes=5`,
     /// `cluster.ack=1`, `cluster.down=1`, `cluster.cpu.request.mean=20us`,
-    /// `clients.rate=30000`, `slo.limit=5ms`.
+    /// `clients.rate=30000`, `slo.limit=5ms`; `none` removes an optional
+    /// field (`cluster.host_cores=none`).
     pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<ClusterScenario, String> {
         if sets.is_empty() {
             return Ok(self.clone());
@@ -376,7 +377,11 @@ impl ClusterScenario {
                     TOP_KEYS.join(", ")
                 ));
             }
-            crate::scenario::set_param(&mut v, k, val)?;
+            if val == "none" {
+                unset(&mut v, k)?;
+            } else {
+                crate::scenario::set_param(&mut v, k, val)?;
+            }
         }
         let describe = sets
             .iter()
@@ -389,6 +394,22 @@ impl ClusterScenario {
         s.check().map_err(|e| format!("after {describe}: {e}"))?;
         Ok(s)
     }
+}
+
+/// Remove the optional field at `path` (`--set cluster.host_cores=none`).
+fn unset(root: &mut toml::Value, path: &str) -> Result<(), String> {
+    let segs: Vec<&str> = path.split('.').collect();
+    let mut cur = root;
+    for seg in &segs[..segs.len() - 1] {
+        cur = cur
+            .get_mut(*seg)
+            .ok_or_else(|| format!("{path}: no {seg} to take a field from"))?;
+    }
+    let t = cur
+        .as_table_mut()
+        .ok_or_else(|| format!("{path}: not a field of a table"))?;
+    t.remove(segs[segs.len() - 1]);
+    Ok(())
 }
 
 /// Whether a scenario file's text is a cluster scenario (has `[cluster]`).

@@ -423,7 +423,20 @@ pub fn what_if_cases(sc: &ClusterScenario) -> Vec<(String, Vec<(String, String)>
         Some(h) => format!(" (the same {h}-core host)"),
         None => String::new(),
     };
-    v.push((format!("with {more} nodes{host}"), sets));
+    v.push((format!("with {more} nodes{host}"), sets.clone()));
+    if let Some(h) = c.host_cores {
+        // The question before buying machines: each node on a host of its
+        // own like this one, the load generator elsewhere.
+        sets.extend([
+            ("cluster.host_cores".to_string(), "none".to_string()),
+            ("cluster.cores".to_string(), h.to_string()),
+            ("cluster.cpu.client".to_string(), "none".to_string()),
+        ]);
+        v.push((
+            format!("with {more} nodes, each on its own {h}-core host"),
+            sets,
+        ));
+    }
     if c.ack > 1 {
         v.push(("at ack=1".into(), vec![("cluster.ack".into(), "1".into())]));
     } else if c.from > 1 {

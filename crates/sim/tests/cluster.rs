@@ -257,10 +257,22 @@ fn the_shipped_scenario_parses_and_round_trips() {
     let back = ClusterScenario::from_toml(&sc.to_toml().unwrap()).unwrap();
     assert_eq!(back, sc);
     let labels: Vec<String> = what_if_cases(&sc).into_iter().map(|(l, _)| l).collect();
-    assert_eq!(labels.len(), 4, "{labels:?}");
-    assert!(labels[1].starts_with("with 5 nodes"), "{labels:?}");
-    assert_eq!(labels[2], "at ack=1");
-    assert_eq!(labels[3], "with one node down");
+    assert_eq!(
+        labels[1..],
+        [
+            "with 5 nodes (the same 2-core host)",
+            "with 5 nodes, each on its own 2-core host",
+            "at ack=1",
+            "with one node down"
+        ],
+        "{labels:?}"
+    );
+    // The machines' question: every node its own cores, the generator
+    // elsewhere.
+    let (_, sets) = &what_if_cases(&sc)[2];
+    let own = sc.with_overrides(sets).unwrap();
+    assert_eq!((own.cluster.host_cores, own.cluster.cores), (None, Some(2)));
+    assert!(own.cluster.cpu.client.is_none());
 }
 
 #[test]
@@ -290,6 +302,7 @@ fn the_breaking_point_is_below_the_cpu_bound_and_the_report_has_the_what_ifs() {
         "What if",
         "as given: 3 nodes, ack=2 of from=3",
         "with 5 nodes (the same 2-core host)",
+        "with 5 nodes, each on its own 2-core host",
         "at ack=1",
         "with one node down",
     ] {
