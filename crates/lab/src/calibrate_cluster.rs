@@ -73,6 +73,26 @@ fn own_cpu() -> Option<f64> {
     Some(t(u.ru_utime) + t(u.ru_stime))
 }
 
+/// CPU seconds the whole machine has been busy (Linux `/proc/stat`: user,
+/// nice, system, irq, softirq, steal), to tell whether something besides
+/// the nodes and the generator took the cores.
+fn host_busy() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if v.len() < 8 {
+        return None;
+    }
+    // SAFETY: sysconf reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as f64 } else { 100.0 };
+    Some((v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz)
+}
+
 fn scrape_all(urls: &[String]) -> Result<Vec<String>, String> {
     urls.iter()
         .map(|u| fetch_metrics(u).map_err(|e| format!("{u}/metrics: {e}")))
@@ -86,6 +106,8 @@ struct Measured {
     scrapes: Vec<NodeScrape>,
     outcome: driver::Outcome,
     generator_cpu_s: Option<f64>,
+    /// The whole machine's busy CPU seconds over the load.
+    host_busy_s: Option<f64>,
     secs: f64,
 }
 
@@ -103,10 +125,12 @@ fn measure(
     let t = &a.target;
     let before = scrape_all(&all.urls)?;
     let cpu0 = own_cpu();
+    let host0 = host_busy();
     let plan = t.plan(through, workload, t.open(rate), a.duration, seed);
     let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(label, s))?;
     progress.finish();
     let cpu1 = own_cpu();
+    let host1 = host_busy();
     let after = scrape_all(&all.urls)?;
     let scrapes = all
         .urls
@@ -123,6 +147,7 @@ fn measure(
         secs: o.elapsed.as_secs_f64() + t.warmup,
         outcome: o,
         generator_cpu_s: cpu0.zip(cpu1).map(|(x, y)| y - x),
+        host_busy_s: host0.zip(host1).map(|(x, y)| y - x),
         scrapes,
     })
 }
@@ -204,8 +229,15 @@ pub fn run(
         }
     ));
     on_line(&format!(
-        "{:>10} {:>10} {:>9} {:>9} {:>12} {:>12}  {}",
-        "offered", "achieved", "nodes cpu", "lab cpu", "cpu/req µs", "capacity", "bottleneck"
+        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>12} {:>12}  {}",
+        "offered",
+        "achieved",
+        "nodes cpu",
+        "lab cpu",
+        "other cpu",
+        "cpu/req µs",
+        "capacity",
+        "bottleneck"
     ));
     let mut steps: Vec<Step> = Vec::new();
     let mut capacities = Vec::new();
@@ -213,6 +245,7 @@ pub fn run(
     let mut rate = a.start_rate;
     let mut converged = false;
     let mut hop: Option<DistSpec> = None;
+    let mut others = Vec::new();
     for i in 0..a.steps {
         let label = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
         let m = measure(
@@ -253,6 +286,19 @@ pub fn run(
                 None
             },
         };
+        // What the machine was busy with besides the nodes and the lab
+        // (the driver's window is the steps' seconds; the busy counter
+        // spans the same load).
+        let other = if one_host {
+            m.host_busy_s
+                .zip(m.generator_cpu_s)
+                .map(|(h, g)| ((h - g - cpu) / m.secs).max(0.0))
+        } else {
+            None
+        };
+        if let Some(o) = other {
+            others.push(o);
+        }
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>9} {:>12} {:>12.0}  {}",
             step.offered,
@@ -281,6 +327,13 @@ pub fn run(
         }
     }
     let last = last.ok_or("no step ran")?;
+    let busiest_other = others.iter().copied().fold(0.0, f64::max);
+    if busiest_other > 0.15 {
+        on_line(&format!(
+            "!!! other processes used up to {} cores of this machine during the steps: the nodes had less than the model gives them, and the prediction is too high by about that share; calibrate on a quiet machine",
+            fmt_num(busiest_other)
+        ));
+    }
     let last_rate = steps.last().map_or(rate, |s| s.offered);
     // The role step: everything through the first node.
     let role_rate = capacities.last().copied().unwrap_or(rate) * ROLE_STEP_SHARE;

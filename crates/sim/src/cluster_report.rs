@@ -512,7 +512,7 @@ pub fn what_ifs(
 /// The header of the what-if table.
 pub fn what_if_header(slo: &str, load: &str) -> String {
     format!(
-        "What if (breaking point: the highest rate meeting {}; capacity: the bottleneck's limit; latency at {}):\n  {:<40} {:>14} {:>8} {:>12} {:>10} {:>10}  {}",
+        "What if (breaking point: the highest rate meeting {}; capacity: the bottleneck's limit; latency at {}):\n  {:<44} {:>14} {:>8} {:>12} {:>10} {:>10}  {}",
         slo,
         load,
         "",
@@ -528,7 +528,7 @@ pub fn what_if_header(slo: &str, load: &str) -> String {
 /// One what-if line; `base` is the base's breaking point.
 pub fn what_if_line(w: &WhatIf, base: Option<f64>) -> String {
     if let Some(e) = &w.error {
-        return format!("  {:<40} error: {e}", w.label);
+        return format!("  {:<44} error: {e}", w.label);
     }
     let bp = match w.breaking_point {
         Some(b) => rate(b),
@@ -540,7 +540,7 @@ pub fn what_if_line(w: &WhatIf, base: Option<f64>) -> String {
         _ => "-".into(),
     };
     let mut s = format!(
-        "  {:<40} {:>14} {:>8} {:>12} {:>10} {:>10}  {}",
+        "  {:<44} {:>14} {:>8} {:>12} {:>10} {:>10}  {}",
         w.label,
         bp,
         vs,
