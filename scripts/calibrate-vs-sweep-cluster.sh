@@ -45,13 +45,25 @@ for _ in $(seq 100); do
 done
 [[ -n $URLS ]] || { cat "$TMP/cluster.out" >&2; exit 1; }
 
+# The machine's CPU over a phase (user+nice+system+irq+softirq+steal, in
+# cores), to tell afterwards whether something else was running.
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+report_busy() { # name before after
+    python3 -c "import sys; b0,t0,b1,t1=map(float,sys.argv[2:]); print(f'{sys.argv[1]}: the machine was {100*(b1-b0)/(t1-t0):.0f}% busy')" "$1" $2 $3
+}
+
 common=(--workload "$WORKLOAD" --keys "$KEYS" --slo "$SLO" --max-errors 0.1% --warmup 1 --quiet)
 echo "== strata calibrate $URLS"
+B0=$(busy)
 "$STRATA_BIN" calibrate "$URLS" "${common[@]}" --preload --out "$TMP/cal"
+B1=$(busy)
+report_busy calibrate "$B0" "$B1"
 echo
 echo "== strata sweep $URLS"
 "$STRATA_BIN" sweep "$URLS" "${common[@]}" --start-rate 2000 --duration "$SWEEP_DURATION" \
     --precision 0.03 --json --out "$TMP/sweep" >"$TMP/sweep.json"
+B2=$(busy)
+report_busy sweep "$B1" "$B2"
 python3 - "$TMP/cal/calibration.json" "$TMP/sweep.json" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))

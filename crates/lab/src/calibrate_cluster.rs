@@ -300,7 +300,7 @@ pub fn run(
             others.push(o);
         }
         on_line(&format!(
-            "{:>10.0} {:>10.0} {:>9} {:>9} {:>12} {:>12.0}  {}",
+            "{:>10.0} {:>10.0} {:>9} {:>9} {:>9} {:>12} {:>12.0}  {}",
             step.offered,
             step.achieved,
             step.node_cpu_cores
@@ -309,6 +309,7 @@ pub fn run(
             step.generator_cpu_cores
                 .map(fmt_num)
                 .unwrap_or_else(|| "-".into()),
+            other.map(fmt_num).unwrap_or_else(|| "-".into()),
             step.cpu_per_request_us
                 .map(fmt_num)
                 .unwrap_or_else(|| "-".into()),
