@@ -77,6 +77,18 @@ pub struct Step {
     /// machine only: it shares the nodes' cores).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator_cpu_cores: Option<f64>,
+    /// A cluster: the nodes' runtime parks per request, and the
+    /// generator's sleeps per request (see `cluster_calibrate::fit_sleeps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parks_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_sleeps_per_request: Option<f64>,
+    /// A cluster: the p99 the generator measured over the step, and the
+    /// model's p99 at the step's rate, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_p99_ms: Option<f64>,
 }
 
 /// What `strata calibrate` found (written as `calibration.json`).
@@ -185,6 +197,10 @@ pub fn run(
             capacity: an.capacity,
             bottleneck: an.bottleneck.clone(),
             generator_cpu_cores: None,
+            parks_per_request: None,
+            generator_sleeps_per_request: None,
+            p99_ms: None,
+            model_p99_ms: None,
         };
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",

@@ -20,13 +20,15 @@ use std::path::Path;
 use serde::Serialize;
 use strata_sim::cluster::{simulate, SloSpec};
 use strata_sim::cluster_calibrate::{
-    role_split, scenario_from_cluster_metrics, ClusterCalibrateOptions, NodeScrape, RoleCosts,
+    fit_sleeps, parks_point, role_split, scenario_from_cluster_metrics, AtLimit,
+    ClusterCalibrateOptions, NodeScrape, RoleCosts,
 };
-use strata_sim::cluster_report::{analyse, breaking_point, what_ifs, WhatIf};
+use strata_sim::cluster_report::{analyse, at_rate, breaking_point, what_ifs, WhatIf};
 use strata_sim::dist::DistSpec;
+use strata_sim::units::human_ns;
 use strata_sim::units::Dur;
 
-use crate::calibrate::{next_step, objective, CalibrateArgs, Calibration, Step};
+use crate::calibrate::{next_step, objective, CalibrateArgs, Calibration, Step, NEXT_STEP_SHARE};
 use crate::driver;
 use crate::load::Progress;
 use crate::nodes::Nodes;
@@ -36,6 +38,59 @@ use crate::slo::fmt_num;
 /// The role step runs at this share of the last predicted capacity, all
 /// of it through one node.
 pub const ROLE_STEP_SHARE: f64 = 0.3;
+
+/// The next step runs at this share of the capacity the last one
+/// predicted (at its CPU per request at the limit), at most `MAX_GROWTH`
+/// times the last rate.
+pub const CLUSTER_STEP_SHARE: f64 = 0.85;
+pub const MAX_GROWTH: f64 = 3.0;
+
+/// A step at this share of the capacity it predicts (or one that did not
+/// keep up) is near the limit: its own CPU per request is the model's.
+pub const NEAR_LIMIT: f64 = 0.8;
+
+/// The sleep fit uses this many of the last steps.
+pub const FIT_STEPS: usize = 3;
+
+/// A step kept up when it answered this share of what it offered.
+pub const KEPT_UP: f64 = 0.97;
+
+/// The CPU per request at the limit, from the steps so far: the nodes'
+/// and (one host) the generator's CPU per request against their sleeps
+/// per request, extrapolated to none (`fit_sleeps`). None until the steps
+/// spread enough to fit the nodes'.
+pub fn limit_costs(
+    nodes: &[(f64, f64)],
+    generator: &[(f64, f64)],
+    one_host: bool,
+) -> Option<AtLimit> {
+    let n = fit_sleeps(nodes)?;
+    let g = if one_host {
+        fit_sleeps(generator)
+    } else {
+        None
+    };
+    let mut note = format!(
+        "the CPU a request costs falls as the nodes' runtime workers park less (sleep for want of work, to be woken by the next message); over {} steps it was {} + {} per park, and parks vanish at the limit: the nodes' CPU per request there is taken as {}",
+        n.points,
+        human_ns(n.work * 1e9),
+        human_ns(n.per_sleep * 1e9),
+        human_ns(n.work * 1e9)
+    );
+    if let Some(g) = &g {
+        note.push_str(&format!(
+            "; the generator's: {} + {} per sleep, taken as {}",
+            human_ns(g.work * 1e9),
+            human_ns(g.per_sleep * 1e9),
+            human_ns(g.work * 1e9)
+        ));
+    }
+    Some(AtLimit {
+        nodes: n.work,
+        generator: g.map(|g| g.work),
+        note,
+    })
+}
 
 /// What the cluster's calibration adds to a node's.
 #[derive(Clone, Debug, Serialize)]
@@ -62,15 +117,16 @@ pub struct RoleStep {
     pub notes: Vec<String>,
 }
 
-/// CPU seconds this process has used (user + system).
-fn own_cpu() -> Option<f64> {
+/// CPU seconds this process has used (user + system), and the times its
+/// threads slept for something (voluntary context switches).
+fn own_cpu() -> Option<(f64, f64)> {
     // SAFETY: getrusage writes into the struct we pass and nothing else.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
         return None;
     }
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    Some(t(u.ru_utime) + t(u.ru_stime))
+    Some((t(u.ru_utime) + t(u.ru_stime), u.ru_nvcsw as f64))
 }
 
 /// CPU seconds the whole machine has been busy (Linux `/proc/stat`: user,
@@ -106,6 +162,8 @@ struct Measured {
     scrapes: Vec<NodeScrape>,
     outcome: driver::Outcome,
     generator_cpu_s: Option<f64>,
+    /// The generator's voluntary context switches (its sleeps).
+    generator_sleeps: Option<f64>,
     /// The whole machine's busy CPU seconds over the load.
     host_busy_s: Option<f64>,
     secs: f64,
@@ -146,7 +204,8 @@ fn measure(
     Ok(Measured {
         secs: o.elapsed.as_secs_f64() + t.warmup,
         outcome: o,
-        generator_cpu_s: cpu0.zip(cpu1).map(|(x, y)| y - x),
+        generator_cpu_s: cpu0.zip(cpu1).map(|(x, y)| y.0 - x.0),
+        generator_sleeps: cpu0.zip(cpu1).map(|(x, y)| y.1 - x.1),
         host_busy_s: host0.zip(host1).map(|(x, y)| y - x),
         scrapes,
     })
@@ -204,7 +263,11 @@ pub fn run(
         limit: Dur::from_secs_f64(slo.bounds.first().map_or(0.01, |b| b.limit_ms / 1e3)),
         max_errors: slo.max_errors,
     };
-    let opts = |roles: Option<RoleCosts>, gen: Option<f64>, hop: Option<DistSpec>, rate: f64| {
+    let opts = |roles: Option<RoleCosts>,
+                gen: Option<f64>,
+                hop: Option<DistSpec>,
+                at_limit: Option<AtLimit>,
+                rate: f64| {
         ClusterCalibrateOptions {
             from,
             ack,
@@ -213,6 +276,7 @@ pub fn run(
             generator_cpu_s: gen,
             roles,
             hop,
+            at_limit,
             slo: so.clone(),
             rate: None,
             name: Some(format!("{} nodes calibrated at {} req/s", n, fmt_num(rate))),
@@ -229,13 +293,16 @@ pub fn run(
         }
     ));
     on_line(&format!(
-        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>12} {:>12}  {}",
+        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>12} {:>9} {:>8} {:>9} {:>12}  {}",
         "offered",
         "achieved",
         "nodes cpu",
         "lab cpu",
         "other cpu",
         "cpu/req µs",
+        "parks/req",
+        "p99 ms",
+        "model p99",
         "capacity",
         "bottleneck"
     ));
@@ -246,6 +313,12 @@ pub fn run(
     let mut converged = false;
     let mut hop: Option<DistSpec> = None;
     let mut others = Vec::new();
+    // (sleeps per request, CPU seconds per request) of each step: the
+    // nodes' runtime parks, the generator's voluntary context switches.
+    let mut node_points = Vec::new();
+    let mut gen_points = Vec::new();
+    let mut at_limit = None;
+    let mut near_limit = false;
     for i in 0..a.steps {
         let label = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
         let m = measure(
@@ -258,9 +331,22 @@ pub fn run(
             &label,
             &progress,
         )?;
-        let sc =
-            scenario_from_cluster_metrics(&m.scrapes, &opts(None, m.generator_cpu_s, None, rate))
-                .map_err(|e| e.to_string())?;
+        let (cpu, reqs) = totals(&m.scrapes);
+        let parks = parks_point(&m.scrapes).map_err(|e| e.to_string())?;
+        if let Some(p) = parks {
+            node_points.push(p);
+        }
+        if let (Some(g), Some(z)) = (m.generator_cpu_s, m.generator_sleeps) {
+            if reqs > 0.0 {
+                gen_points.push((z / reqs, g / reqs));
+            }
+        }
+        at_limit = limit_costs(&node_points, &gen_points, one_host);
+        let sc = scenario_from_cluster_metrics(
+            &m.scrapes,
+            &opts(None, m.generator_cpu_s, None, at_limit.clone(), rate),
+        )
+        .map_err(|e| e.to_string())?;
         // The least loaded step's hop: at higher loads the round trips
         // include queueing for cores, which the model adds itself.
         let mean = |d: &DistSpec| {
@@ -272,7 +358,10 @@ pub fn run(
             hop = Some(sc.cluster.hop.clone());
         }
         let an = analyse(&simulate(&sc, Path::new("."), sc.seed)?);
-        let (cpu, reqs) = totals(&m.scrapes);
+        // The model's latency at this step's own rate, beside the one the
+        // generator measured.
+        let at_step = simulate(&at_rate(&sc, rate), Path::new("."), sc.seed)?;
+        let model_p99 = at_step.lifetime.hist.value_at_quantile(0.99) as f64 / 1e6;
         let step = Step {
             offered: rate,
             achieved: m.outcome.achieved_rate(),
@@ -285,6 +374,13 @@ pub fn run(
             } else {
                 None
             },
+            parks_per_request: parks.map(|p| p.0),
+            p99_ms: Some(m.outcome.all.value_at_quantile(0.99) as f64 / 1e3),
+            model_p99_ms: Some(model_p99),
+            generator_sleeps_per_request: m
+                .generator_sleeps
+                .filter(|_| reqs > 0.0)
+                .map(|z| z / reqs),
         };
         // What the machine was busy with besides the nodes and the lab
         // (the driver's window is the steps' seconds; the busy counter
@@ -300,7 +396,7 @@ pub fn run(
             others.push(o);
         }
         on_line(&format!(
-            "{:>10.0} {:>10.0} {:>9} {:>9} {:>9} {:>12} {:>12.0}  {}",
+            "{:>10.0} {:>10.0} {:>9} {:>9} {:>9} {:>12} {:>9} {:>8} {:>9} {:>12.0}  {}",
             step.offered,
             step.achieved,
             step.node_cpu_cores
@@ -313,21 +409,47 @@ pub fn run(
             step.cpu_per_request_us
                 .map(fmt_num)
                 .unwrap_or_else(|| "-".into()),
+            step.parks_per_request
+                .map(fmt_num)
+                .unwrap_or_else(|| "-".into()),
+            step.p99_ms.map(fmt_num).unwrap_or_else(|| "-".into()),
+            step.model_p99_ms.map(fmt_num).unwrap_or_else(|| "-".into()),
             step.capacity,
             step.bottleneck.as_deref().unwrap_or("-")
         ));
         capacities.push(an.capacity);
+        let kept_up = step.achieved >= KEPT_UP * step.offered;
+        near_limit = !kept_up || step.offered >= NEAR_LIMIT * an.capacity;
         steps.push(step);
         last = Some(m);
-        match next_step(&capacities, a.tolerance) {
-            Some(r) => rate = r,
-            None => {
-                converged = true;
-                break;
-            }
+        if !kept_up {
+            // At the limit: its cost per request is the limit's; no
+            // higher step can tell more.
+            on_line("(the cluster did not keep up with this step: the climb ends here)");
+            converged = true;
+            break;
         }
+        let next = next_step(&capacities, a.tolerance);
+        if next.is_none() && near_limit {
+            converged = true;
+            break;
+        }
+        // Two predictions agree but this step was far below them: one
+        // more, near the limit, to measure the cost there.
+        let r = next.unwrap_or(an.capacity * NEXT_STEP_SHARE);
+        rate = (r / NEXT_STEP_SHARE * CLUSTER_STEP_SHARE).min(rate * MAX_GROWTH);
     }
     let last = last.ok_or("no step ran")?;
+    // A last step near the limit measured the cost there: the model takes
+    // it as it is. Else the cost is extrapolated to no parks.
+    if near_limit {
+        at_limit = None;
+    } else if let Some(x) = &at_limit {
+        on_line(&format!(
+            "the last step ran far below the limit: its CPU per request is extrapolated to no parks ({})",
+            x.note
+        ));
+    }
     let busiest_other = others.iter().copied().fold(0.0, f64::max);
     if busiest_other > 0.15 {
         on_line(&format!(
@@ -391,6 +513,7 @@ pub fn run(
             role_step.as_ref().map(|r| r.costs),
             last.generator_cpu_s,
             hop,
+            at_limit,
             last_rate,
         ),
     )

@@ -41,6 +41,8 @@ pub struct NodeDelta {
     /// coordinator); the rest of its CPU is the applier, the WAL's sync
     /// and background threads.
     pub runtime_busy_s: Option<f64>,
+    /// Times its runtime's workers ran out of work and slept.
+    pub parks: Option<f64>,
     /// Replica operations it sent, by the peer's URL as labelled.
     pub sent: BTreeMap<String, f64>,
     /// Their round trips: sum of seconds.
@@ -106,6 +108,7 @@ pub fn node_delta(s: &NodeScrape) -> Result<NodeDelta, CalibrationError> {
             .unwrap_or(0.0),
         cpu_s,
         runtime_busy_s: m.get("strata_runtime_worker_busy_seconds_total"),
+        parks: m.get("strata_runtime_worker_parks_total"),
         sent,
         rtt_sum_s,
         cpus: m.get("strata_process_cpus"),
@@ -261,6 +264,84 @@ pub fn role_split(
     ))
 }
 
+/// CPU per request as work plus sleeps: `work + per_sleep × sleeps per
+/// request`. A worker that runs out of work sleeps, and the next message
+/// wakes it; on a virtual machine a sleep and its wake-up cost tens of
+/// microseconds of CPU. The busier the node, the fewer sleeps per request
+/// (they vanish at the limit), so the CPU a request costs below the limit
+/// overstates what it costs at the limit, by far on a local cluster where
+/// every request crosses threads and processes several times.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SleepFit {
+    /// CPU seconds per request without sleeps.
+    pub work: f64,
+    /// CPU seconds per sleep.
+    pub per_sleep: f64,
+    pub points: usize,
+}
+
+/// Least squares of CPU per request on sleeps per request over steps
+/// `(sleeps per request, CPU seconds per request)`. None when the steps do
+/// not spread over at least half a sleep per request, or the slope is not
+/// positive. The work is kept between a fifth of the least CPU per request
+/// measured and that least (the line is extrapolated to no sleeps).
+pub fn fit_sleeps(points: &[(f64, f64)]) -> Option<SleepFit> {
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && *x >= 0.0 && *y > 0.0)
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let (lo, hi) = pts.iter().fold((f64::INFINITY, 0.0f64), |(l, h), (x, _)| {
+        (l.min(*x), h.max(*x))
+    });
+    if hi - lo < 0.5 {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = sxy / sxx;
+    if !(slope > 0.0) {
+        return None;
+    }
+    let least = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let work = (my - slope * mx).clamp(least * 0.2, least);
+    Some(SleepFit {
+        work,
+        per_sleep: slope,
+        points: pts.len(),
+    })
+}
+
+/// The nodes' (runtime parks per request, CPU seconds per request) over
+/// one load, if they report parks.
+pub fn parks_point(scrapes: &[NodeScrape]) -> Result<Option<(f64, f64)>, CalibrationError> {
+    let d: Vec<NodeDelta> = scrapes.iter().map(node_delta).collect::<Result<_, _>>()?;
+    let requests: f64 = d.iter().map(|x| x.requests).sum();
+    let cpu: f64 = d.iter().map(|x| x.cpu_s).sum();
+    let parks: Option<f64> = d.iter().map(|x| x.parks).sum();
+    Ok(match parks {
+        Some(p) if requests > 0.0 => Some((p / requests, cpu / requests)),
+        _ => None,
+    })
+}
+
+/// The CPU per request at the limit, when known better than this load's.
+#[derive(Clone, Debug)]
+pub struct AtLimit {
+    /// The nodes' CPU seconds per client request.
+    pub nodes: f64,
+    /// The load generator's (one host only).
+    pub generator: Option<f64>,
+    /// How they were found.
+    pub note: String,
+}
+
 /// How to turn the nodes' metrics into a cluster scenario.
 #[derive(Clone, Debug)]
 pub struct ClusterCalibrateOptions {
@@ -284,6 +365,9 @@ pub struct ClusterCalibrateOptions {
     /// load, which the model adds itself): the lab takes the least loaded
     /// step's.
     pub hop: Option<DistSpec>,
+    /// CPU per request at the limit (from `fit_sleeps` over the steps);
+    /// without it, this load's.
+    pub at_limit: Option<AtLimit>,
     /// The objective the what-ifs are judged by.
     pub slo: SloSpec,
     /// Open-loop rate of the scenario; default: 80% of the capacity.
@@ -343,7 +427,8 @@ pub fn scenario_from_cluster_metrics(
     let writes: f64 = d.iter().map(|x| x.writes).sum();
     let wf = (writes / requests).clamp(0.0, 1.0);
     let cpu: f64 = d.iter().map(|x| x.cpu_s).sum();
-    let per_req = cpu / requests;
+    let measured = cpu / requests;
+    let per_req = opts.at_limit.as_ref().map_or(measured, |a| a.nodes);
     let (from, ack) = (
         opts.from.clamp(1, n),
         opts.ack.clamp(1, opts.from.clamp(1, n)),
@@ -360,9 +445,20 @@ pub fn scenario_from_cluster_metrics(
         "CPU: {:.3} s of process CPU on {n} nodes / {} client requests = {} per request ({}% writes)",
         cpu,
         requests as u64,
-        human_ns(per_req * 1e9),
+        human_ns(measured * 1e9),
         (wf * 100.0).round()
     ));
+    if let Some(a) = &opts.at_limit {
+        notes.push(format!(
+            "at the limit: {} per request on the nodes{}; {}",
+            human_ns(a.nodes * 1e9),
+            match a.generator {
+                Some(g) => format!(", {} for the generator", human_ns(g * 1e9)),
+                None => String::new(),
+            },
+            a.note
+        ));
+    }
     let (roles, how) = match opts.roles {
         Some(r) => {
             let k = per_req / r.per_request(n, from);
@@ -410,7 +506,12 @@ pub fn scenario_from_cluster_metrics(
         })
         .max(1);
     let generator = match (opts.one_host, opts.generator_cpu_s) {
-        (true, Some(g)) if g > 0.0 => Some(g / requests),
+        (true, Some(g)) if g > 0.0 => Some(
+            opts.at_limit
+                .as_ref()
+                .and_then(|a| a.generator)
+                .unwrap_or(g / requests),
+        ),
         _ => None,
     };
     let capacity = if opts.one_host {

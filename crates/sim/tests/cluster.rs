@@ -400,6 +400,7 @@ fn the_model_of_several_nodes_from_their_metrics() {
         generator_cpu_s: Some(0.03),
         roles: Some(costs),
         hop: None,
+        at_limit: None,
         slo: Default::default(),
         rate: None,
         name: None,
