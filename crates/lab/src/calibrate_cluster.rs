@@ -4,13 +4,27 @@
 //! connection's node seeded, as `strata load` does), reads every node's
 //! `/metrics` before and after (and, when the nodes share this machine,
 //! the generator's own CPU), and hands them to the simulator, which builds
-//! the cluster's model and names its capacity; the next step runs at 90%
-//! of it, until two agree. One more step sends its load through the first
-//! node only, so that the other nodes do replica work alone: that
-//! separates what a coordinator costs from what a replica costs, which
-//! the what-ifs need (more nodes change the share of remote operations; a
-//! node down removes one). Then the simulator searches the breaking point
-//! in virtual time and answers the what-ifs.
+//! the cluster's model and names its capacity.
+//!
+//! On a local cluster the CPU a request costs falls steeply with the load
+//! (every request crosses threads and processes several times; a runtime
+//! worker that runs out of work parks, and its wake-up costs tens of
+//! microseconds on a virtual machine; near the limit workers stop
+//! parking), so the capacity a step predicts from its own cost is far
+//! below the limit and a climb at 90% of it crawls. The climb therefore
+//! fits CPU per request against the nodes' parks per request (and the
+//! generator's against its voluntary context switches) over the last
+//! steps, predicts the capacity at no parks, and steps to 85% of it (at
+//! most three times the last rate); it ends when two predictions agree
+//! and the last step ran near the limit (80% of its prediction), or when
+//! a step did not keep up. The model takes that last step's own cost.
+//!
+//! One more step sends its load through the first node only, so that the
+//! other nodes do replica work alone: that separates what a coordinator
+//! costs from what a replica costs, which the what-ifs need (more nodes
+//! change the share of remote operations; a node down removes one). Then
+//! the simulator searches the breaking point in virtual time and answers
+//! the what-ifs.
 //!
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
 //! pace requests (the driver does).
