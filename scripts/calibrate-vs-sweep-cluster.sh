@@ -13,7 +13,8 @@
 # the generator (whose own CPU it measures).
 #
 # Knobs (environment): WORKLOAD (get), KEYS (100000), SLO (p99<=10ms),
-# DURABILITY (sync), SWEEP_DURATION (5), STRATA_BIN.
+# DURABILITY (sync), SWEEP_DURATION (5), STRATA_BIN, KEEP (a directory to
+# keep the calibration's report, model and the sweep's JSON in).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -64,6 +65,10 @@ echo "== strata sweep $URLS"
     --precision 0.03 --json --out "$TMP/sweep" >"$TMP/sweep.json"
 B2=$(busy)
 report_busy sweep "$B1" "$B2"
+if [[ -n ${KEEP:-} ]]; then
+    mkdir -p "$KEEP"
+    cp -r "$TMP/cal" "$TMP/sweep.json" "$KEEP/"
+fi
 python3 - "$TMP/cal/calibration.json" "$TMP/sweep.json" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))

@@ -491,7 +491,8 @@ pub fn run(
             &label,
             &progress,
         )?;
-        match role_split(&m.scrapes, 0, from) {
+        let per_park = fit_sleeps(&node_points).map(|f| f.per_sleep);
+        match role_split(&m.scrapes, 0, from, per_park) {
             Ok((costs, notes)) => {
                 on_line(&format!(
                     "role step through {} only at {} req/s (achieved {}): coordinator {} µs per request + {} µs per remote operation, replica {} µs per operation, own replica operation {} µs",
@@ -572,4 +573,34 @@ pub fn what_if_lines(c: &ClusterCalibration, slo: &str) -> Vec<String> {
         v.push(strata_sim::cluster_report::what_if_line(w, base));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cost_at_the_limit_comes_from_the_last_steps_parks() {
+        // Nodes: 30 µs + 18 µs per park; generator: 8 µs + 5 µs per sleep.
+        let nodes: Vec<(f64, f64)> = [8.3, 7.4, 2.0, 0.3]
+            .iter()
+            .map(|&p| (p, 30e-6 + 18e-6 * p))
+            .collect();
+        let generator: Vec<(f64, f64)> = [6.0, 5.0, 2.0, 1.0]
+            .iter()
+            .map(|&z| (z, 8e-6 + 5e-6 * z))
+            .collect();
+        let a = limit_costs(&nodes, &generator, true).unwrap();
+        assert!((a.nodes - 30e-6).abs() < 1e-12, "{a:?}");
+        assert!((a.generator.unwrap() - 8e-6).abs() < 1e-12, "{a:?}");
+        assert!(a.note.contains("per park"), "{}", a.note);
+        // Nodes on machines of their own: the generator is not modelled.
+        assert!(limit_costs(&nodes, &generator, false)
+            .unwrap()
+            .generator
+            .is_none());
+        // One step, or steps that parked alike: nothing to extrapolate.
+        assert!(limit_costs(&nodes[..1], &generator, true).is_none());
+        assert!(limit_costs(&[(8.3, 200e-6), (8.1, 190e-6)], &generator, true).is_none());
+    }
 }

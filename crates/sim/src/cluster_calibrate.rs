@@ -167,8 +167,31 @@ pub fn role_split(
     scrapes: &[NodeScrape],
     entry: usize,
     from: u32,
+    per_park: Option<f64>,
 ) -> Result<(RoleCosts, Vec<String>), CalibrationError> {
-    let d: Vec<NodeDelta> = scrapes.iter().map(node_delta).collect::<Result<_, _>>()?;
+    let mut d: Vec<NodeDelta> = scrapes.iter().map(node_delta).collect::<Result<_, _>>()?;
+    // The nodes that only serve replica operations idle between them and
+    // park far more per unit of work than the busy entry node: without
+    // their parks' CPU, the split compares work with work.
+    let mut parks_note = None;
+    if let Some(p) = per_park.filter(|p| *p > 0.0) {
+        let mut parts = Vec::new();
+        for x in d.iter_mut() {
+            if let Some(k) = x.parks {
+                let work = (x.cpu_s - p * k).max(0.2 * x.cpu_s);
+                parts.push(format!(
+                    "{} {:.0} parks, {:.3} s of {:.3} s",
+                    x.url, k, work, x.cpu_s
+                ));
+                x.cpu_s = work;
+            }
+        }
+        parks_note = Some(format!(
+            "parks taken out at {} each (the climb's fit): {}",
+            human_ns(p * 1e9),
+            parts.join("; ")
+        ));
+    }
     let n = d.len();
     if n < 2 || entry >= n {
         return Err(CalibrationError::Invalid(
@@ -208,7 +231,7 @@ pub fn role_split(
                 .into(),
         ));
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = parks_note.into_iter().collect();
     let replica = cpu / served;
     let local = if have_busy {
         (outside / served).min(replica)
@@ -306,7 +329,7 @@ pub fn fit_sleeps(points: &[(f64, f64)]) -> Option<SleepFit> {
     let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
     let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let slope = sxy / sxx;
-    if !(slope > 0.0) {
+    if slope.is_nan() || slope <= 0.0 {
         return None;
     }
     let least = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
@@ -654,6 +677,24 @@ mod tests {
         assert_eq!(authority("http://localhost:7001/"), "127.0.0.1:7001");
         assert_eq!(authority("http://127.0.0.1:7001"), "127.0.0.1:7001");
         assert_eq!(authority("127.0.0.1:7001"), "127.0.0.1:7001");
+    }
+
+    #[test]
+    fn sleeps_fit_a_line_and_extrapolate_to_none() {
+        // 40 µs of work + 20 µs per sleep, at 8, 5, 2 and 0.5 sleeps.
+        let pts: Vec<(f64, f64)> = [8.0, 5.0, 2.0, 0.5]
+            .iter()
+            .map(|&x| (x, 40e-6 + 20e-6 * x))
+            .collect();
+        let f = fit_sleeps(&pts).unwrap();
+        assert!((f.work - 40e-6).abs() < 1e-12, "{f:?}");
+        assert!((f.per_sleep - 20e-6).abs() < 1e-12, "{f:?}");
+        // Too little spread, or a slope the wrong way: no fit.
+        assert!(fit_sleeps(&[(8.0, 200e-6), (7.8, 190e-6)]).is_none());
+        assert!(fit_sleeps(&[(8.0, 100e-6), (2.0, 200e-6)]).is_none());
+        // The work is never above the least cost measured.
+        let f = fit_sleeps(&[(8.0, 200e-6), (1.0, 30e-6)]).unwrap();
+        assert!(f.work <= 30e-6 && f.work >= 6e-6, "{f:?}");
     }
 
     #[test]

@@ -370,7 +370,7 @@ fn the_model_of_several_nodes_from_their_metrics() {
             after: metrics(0.0, 0.02, 0.015, &[]),
         },
     ];
-    let (costs, notes) = role_split(&role, 0, 3).unwrap();
+    let (costs, notes) = role_split(&role, 0, 3, None).unwrap();
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     assert!(close(costs.replica, 20e-6), "{costs:?}");
     assert!(close(costs.local, 5e-6), "{costs:?}");
