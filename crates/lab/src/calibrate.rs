@@ -11,6 +11,9 @@
 //! searches, in virtual time, the highest rate that meets the SLO: the
 //! figure `strata sweep` measures the slow way.
 //!
+//! With several URLs the cluster's calibration runs instead
+//! (`calibrate_cluster`).
+//!
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
 //! pace requests (the driver does).
 
@@ -48,7 +51,8 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 0.05)]
     pub tolerance: f64,
     /// CPU cores the node may use [default: the CPUs the node reports it
-    /// may run on].
+    /// may run on]. With several nodes on this machine: the cores they
+    /// (and the generator) share; on separate machines: each node's.
     #[arg(long)]
     pub cores: Option<u32>,
 }
@@ -69,6 +73,22 @@ pub struct Step {
     /// The capacity the model built from this step predicts.
     pub capacity: f64,
     pub bottleneck: Option<String>,
+    /// The load generator's CPU over the step, in cores (a cluster on this
+    /// machine only: it shares the nodes' cores).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_cpu_cores: Option<f64>,
+    /// A cluster: the nodes' runtime parks per request, and the
+    /// generator's sleeps per request (see `cluster_calibrate::fit_sleeps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parks_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_sleeps_per_request: Option<f64>,
+    /// A cluster: the p99 the generator measured over the step, and the
+    /// model's p99 at the step's rate, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_p99_ms: Option<f64>,
 }
 
 /// What `strata calibrate` found (written as `calibration.json`).
@@ -82,6 +102,10 @@ pub struct Calibration {
     pub prediction: Prediction,
     /// The model of the last step, as `strata sim` reads it.
     pub scenario_file: PathBuf,
+    /// With several URLs: replication, the step through one node, the
+    /// what-ifs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::calibrate_cluster::ClusterCalibration>,
 }
 
 /// The next rate, or `None` when the last two capacities agree.
@@ -127,7 +151,10 @@ pub fn run(
         return Err("--start-rate, --duration and --steps must be positive".into());
     }
     let t = &a.target;
-    let target = t.single_node("strata calibrate")?;
+    let target = t.nodes()?;
+    if target.len() > 1 {
+        return crate::calibrate_cluster::run(a, &target, out, on_line);
+    }
     let workload = t.workload()?;
     t.maybe_preload(&target, &workload)?;
     let url = t.url.trim_end_matches('/').to_string();
@@ -169,6 +196,11 @@ pub fn run(
             cpu_per_request_us: cpu.zip(reqs).map(|(c, n)| c / n.max(1.0) * 1e6),
             capacity: an.capacity,
             bottleneck: an.bottleneck.clone(),
+            generator_cpu_cores: None,
+            parks_per_request: None,
+            generator_sleeps_per_request: None,
+            p99_ms: None,
+            model_p99_ms: None,
         };
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
@@ -208,6 +240,7 @@ pub fn run(
         converged,
         prediction,
         scenario_file,
+        cluster: None,
     };
     let json = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?;
     let p = out.join("calibration.json");
@@ -244,6 +277,11 @@ pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
             c.slo
         ),
     });
+    if let Some(cl) = &c.cluster {
+        v.push(String::new());
+        v.extend(crate::calibrate_cluster::what_if_lines(cl, &c.slo));
+        v.push(String::new());
+    }
     let t = &a.target;
     v.push(format!(
         "Check it: strata sweep {} --workload {} --keys {} --value-size {} --slo '{}' --max-errors {}",

@@ -12,6 +12,9 @@
 
 pub mod analysis;
 pub mod calibrate;
+pub mod cluster;
+pub mod cluster_calibrate;
+pub mod cluster_report;
 pub mod des;
 pub mod dist;
 pub mod model;
@@ -130,6 +133,10 @@ pub struct SimArgs {
     /// this TOML file, to keep or edit.
     #[arg(long, value_name = "FILE")]
     pub save_scenario: Option<PathBuf>,
+    /// With a cluster scenario: skip the what-ifs (more nodes, ack=1, a
+    /// node down) and their breaking-point searches.
+    #[arg(long)]
+    pub no_what_if: bool,
 }
 
 impl SimArgs {
@@ -196,10 +203,30 @@ pub fn scenario_from_args(
 /// `strata sim`: build the scenario, run it, print to stdout. `fetch`
 /// reads a node's metrics for `--from-node`.
 pub fn run(args: &SimArgs, fetch: Option<FetchMetrics>) -> Result<(), SimError> {
-    let (sc, base) = scenario_from_args(args, fetch)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    if let Some((sc, base)) = cluster_from_args(args)? {
+        return cluster_report::run_cli(&sc, &base, args, &mut out);
+    }
+    let (sc, base) = scenario_from_args(args, fetch)?;
     run_scenario(&sc, &base, args, &mut out)
+}
+
+/// The cluster scenario the arguments name, if the scenario file is one
+/// (it has a `[cluster]` table).
+pub fn cluster_from_args(
+    args: &SimArgs,
+) -> Result<Option<(cluster::ClusterScenario, PathBuf)>, SimError> {
+    let Some(p) = &args.scenario else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(p).map_err(io_err(p))?;
+    if !cluster::is_cluster_text(&text) {
+        return Ok(None);
+    }
+    cluster::ClusterScenario::load(p)
+        .map(Some)
+        .map_err(SimError::Scenario)
 }
 
 /// The overrides the arguments ask for, in order: --duration, --warmup,

@@ -65,25 +65,32 @@ fn with_rate(sc: &Scenario, rate: f64) -> Result<Scenario, String> {
     Ok(s)
 }
 
-fn judge(run: &Run, rate: f64, obj: &Objective) -> Trial {
-    let secs = run.window_ns as f64 / 1e9;
-    let p = &run.probes;
-    let failed = p.request_refused
-        + p.request_timeout
-        + p.request_failed
-        + p.persist_failed
-        + p.arrivals_dropped;
-    let arrived = p.request_start + p.arrivals_dropped;
-    let error_share = failed as f64 / arrived.max(1) as f64;
-    let achieved = p.request_done as f64 / secs;
+/// What a run measured, as a trial needs it (the single-node pipeline's
+/// `Run` and the cluster's both give these).
+pub struct Counts<'a> {
+    pub window_ns: u64,
+    /// Requests that arrived (dropped ones included).
+    pub arrived: u64,
+    /// Answered in the window.
+    pub done: u64,
+    /// Refused, timed out, failed or dropped.
+    pub failed: u64,
+    pub lifetime: &'a hdrhistogram::Histogram<u64>,
+}
+
+/// Judge one run at `rate` against `obj`.
+pub fn judge_counts(c: &Counts, rate: f64, obj: &Objective) -> Trial {
+    let secs = c.window_ns as f64 / 1e9;
+    let error_share = c.failed as f64 / c.arrived.max(1) as f64;
+    let achieved = c.done as f64 / secs;
     let at_bounds_ns: Vec<u64> = obj
         .bounds
         .iter()
         .map(|b| {
             if b.quantile >= 1.0 {
-                run.lifetime.hist.max()
+                c.lifetime.max()
             } else {
-                run.lifetime.hist.value_at_quantile(b.quantile)
+                c.lifetime.value_at_quantile(b.quantile)
             }
         })
         .collect();
@@ -103,26 +110,38 @@ fn judge(run: &Run, rate: f64, obj: &Objective) -> Trial {
     }
 }
 
-/// Search the open-loop rate of `sc` for the highest that meets `obj`:
-/// first the capacity the analysis names, then bisection between a
-/// passing and a failing rate until they are within `precision` (a
-/// fraction) of each other.
-pub fn breaking_point(
-    sc: &Scenario,
-    base: &Path,
-    seed: u64,
-    obj: &Objective,
+fn judge(run: &Run, rate: f64, obj: &Objective) -> Trial {
+    let p = &run.probes;
+    let c = Counts {
+        window_ns: run.window_ns,
+        arrived: p.request_start + p.arrivals_dropped,
+        done: p.request_done,
+        failed: p.request_refused
+            + p.request_timeout
+            + p.request_failed
+            + p.persist_failed
+            + p.arrivals_dropped,
+        lifetime: &run.lifetime.hist,
+    };
+    judge_counts(&c, rate, obj)
+}
+
+/// The search itself, over any model: `run_at(rate)` runs it and judges
+/// the run. First the capacity given, then bisection between a passing
+/// and a failing rate until they are within `precision` (a fraction) of
+/// each other. Returns the highest rate that passed (None: not even the
+/// lowest tried) and every trial.
+pub fn search(
+    capacity: f64,
     precision: f64,
-) -> Result<Prediction, String> {
-    let (_, a) = crate::simulate(sc, base, seed).map_err(|e| e.to_string())?;
-    let capacity = a.capacity;
+    run_at: &mut dyn FnMut(f64) -> Result<Trial, String>,
+) -> Result<(Option<f64>, Vec<Trial>), String> {
     if !capacity.is_finite() || capacity <= 0.0 {
         return Err("the scenario names no finite capacity to search below".into());
     }
     let mut trials = Vec::new();
     let mut run_at = |rate: f64| -> Result<bool, String> {
-        let run = Sim::new(&with_rate(sc, rate)?, base, seed)?.run();
-        let t = judge(&run, rate, obj);
+        let t = run_at(rate)?;
         let met = t.met;
         trials.push(t);
         Ok(met)
@@ -156,6 +175,29 @@ pub fn breaking_point(
         }
         lo = Some(l);
     }
+    Ok((lo, trials))
+}
+
+/// Search the open-loop rate of `sc` for the highest that meets `obj`:
+/// first the capacity the analysis names, then bisection between a
+/// passing and a failing rate until they are within `precision` (a
+/// fraction) of each other.
+pub fn breaking_point(
+    sc: &Scenario,
+    base: &Path,
+    seed: u64,
+    obj: &Objective,
+    precision: f64,
+) -> Result<Prediction, String> {
+    let (_, a) = crate::simulate(sc, base, seed).map_err(|e| e.to_string())?;
+    let capacity = a.capacity;
+    if !capacity.is_finite() || capacity <= 0.0 {
+        return Err("the scenario names no finite capacity to search below".into());
+    }
+    let (lo, trials) = search(capacity, precision, &mut |rate| {
+        let run = Sim::new(&with_rate(sc, rate)?, base, seed)?.run();
+        Ok(judge(&run, rate, obj))
+    })?;
     Ok(Prediction {
         capacity,
         capacity_text: a.capacity_text,

@@ -44,12 +44,17 @@ enum Cmd {
     /// Simulate a request pipeline in virtual time (a scenario file, or a
     /// running node's model with --from-node): the seed's probe counts and
     /// histograms, utilisation per stage, Little's law, the stage that
-    /// saturates first and the predicted capacity.
+    /// saturates first and the predicted capacity. A cluster scenario
+    /// ([cluster], scenarios/strata-cluster.toml) adds what-ifs: more
+    /// nodes, ack=1, a node down.
     Sim(Box<strata_sim::SimArgs>),
     /// Predict a node's breaking point from its own measurements: short
     /// open-loop steps below its limit, each modelled by the simulator from
     /// the node's /metrics, until two predictions agree; then the highest
-    /// rate that meets the SLO, found in virtual time.
+    /// rate that meets the SLO, found in virtual time. With several URLs
+    /// (URL,URL,...), the cluster's: every node's /metrics, one more step
+    /// through the first node to split coordinator from replica costs, and
+    /// what-ifs (more nodes, ack=1, a node down).
     Calibrate(Box<strata_lab::calibrate::CalibrateArgs>),
     /// Reports of lab runs.
     Report {

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The simulator's prediction of a cluster's breaking point against the one
+# strata sweep measures: `strata calibrate URL,URL,URL` (steps below the
+# limit through every node, every node's /metrics around each, one step
+# through the first node to split coordinator from replica costs, the
+# model of the cluster, its breaking point and what-ifs), then
+# `strata sweep URL,URL,URL` on the same fresh cluster, workload and SLO.
+#
+# A local cluster (`strata cluster up`, replication 3, ack=2) with nothing
+# pinned: the three nodes and the generator share the machine's cores, as
+# scripts/bench-cluster.sh runs them; the calibration sees that every node
+# is on this machine and models one host's cores shared by the nodes and
+# the generator (whose own CPU it measures).
+#
+# Knobs (environment): WORKLOAD (get), KEYS (100000), SLO (p99<=10ms),
+# DURABILITY (sync), SWEEP_DURATION (5), STRATA_BIN, KEEP (a directory to
+# keep the calibration's report, model and the sweep's JSON in).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+WORKLOAD=${WORKLOAD:-get}
+KEYS=${KEYS:-100000}
+SLO=${SLO:-p99<=10ms}
+DURABILITY=${DURABILITY:-sync}
+SWEEP_DURATION=${SWEEP_DURATION:-5}
+if [[ -z ${STRATA_BIN:-} ]]; then
+    cargo build --release -q -p strata
+    STRATA_BIN=target/release/strata
+fi
+TMP=$(mktemp -d)
+CLUSTER=
+cleanup() {
+    [[ -n $CLUSTER ]] && kill "$CLUSTER" 2>/dev/null && wait "$CLUSTER" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+"$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/cluster" --base-port 0 \
+    -- --durability "$DURABILITY" >"$TMP/cluster.out" 2>&1 &
+CLUSTER=$!
+URLS=
+for _ in $(seq 100); do
+    URLS=$(grep -E '^http://.*,http://' "$TMP/cluster.out" || true)
+    [[ -n $URLS ]] && break
+    sleep 0.2
+done
+[[ -n $URLS ]] || { cat "$TMP/cluster.out" >&2; exit 1; }
+
+# The machine's CPU over a phase (user+nice+system+irq+softirq+steal, in
+# cores), to tell afterwards whether something else was running.
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+report_busy() { # name before after
+    python3 -c "import sys; b0,t0,b1,t1=map(float,sys.argv[2:]); print(f'{sys.argv[1]}: the machine was {100*(b1-b0)/(t1-t0):.0f}% busy')" "$1" $2 $3
+}
+
+common=(--workload "$WORKLOAD" --keys "$KEYS" --slo "$SLO" --max-errors 0.1% --warmup 1 --quiet)
+echo "== strata calibrate $URLS"
+B0=$(busy)
+"$STRATA_BIN" calibrate "$URLS" "${common[@]}" --preload --out "$TMP/cal"
+B1=$(busy)
+report_busy calibrate "$B0" "$B1"
+echo
+echo "== strata sweep $URLS"
+"$STRATA_BIN" sweep "$URLS" "${common[@]}" --start-rate 2000 --duration "$SWEEP_DURATION" \
+    --precision 0.03 --json --out "$TMP/sweep" >"$TMP/sweep.json"
+B2=$(busy)
+report_busy sweep "$B1" "$B2"
+if [[ -n ${KEEP:-} ]]; then
+    mkdir -p "$KEEP"
+    cp -r "$TMP/cal" "$TMP/sweep.json" "$KEEP/"
+fi
+python3 - "$TMP/cal/calibration.json" "$TMP/sweep.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[2]))
+for t in s["trials"]:
+    print(f"  offered {t['offered_rate']:>8.0f}  achieved {t['achieved_rate']:>8.0f}  "
+          f"p99 {t['latency']['p99_ms']:>9.3f} ms  {'met' if t.get('meets_slo') else 'FAILED'}")
+pred = c["prediction"]["breaking_point"]
+cap = c["prediction"]["capacity"]
+meas = s["breaking_point"]
+print()
+print(f"Predicted capacity:       {cap:,.0f} req/s ({len(c['steps'])} calibration steps, "
+      f"converged: {c['converged']})")
+print(f"Predicted breaking point: {pred:,.0f} req/s" if pred else "Predicted breaking point: none")
+print(f"Measured breaking point:  {meas:,.0f} req/s" if meas else "Measured breaking point: none")
+if pred and meas:
+    print(f"Gap: {100 * (pred - meas) / meas:+.1f}% of the measured figure")
+EOF
