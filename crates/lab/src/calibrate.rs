@@ -169,13 +169,30 @@ pub fn run(
     let mut rate = a.start_rate;
     let mut converged = false;
     for i in 0..a.steps {
-        let before = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+        let mut before = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
         let seed = t.seed.wrapping_add(i as u64);
         let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
         let prefix = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
-        let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
+        let mut o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
         progress.finish();
-        let after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+        let mut after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+        // A step whose generator fell behind (a stall of this process, a
+        // busy machine) did not offer its rate: what it measured is not the
+        // node at that rate. Run it again, at most twice.
+        for _ in 0..2 {
+            let behind = o.dropped + o.late;
+            if behind as f64 <= crate::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64 {
+                break;
+            }
+            on_line(&format!(
+                "  (step at {} req/s: the generator fell behind on {behind} sends; running it again)",
+                fmt_num(rate)
+            ));
+            before = after;
+            o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
+            progress.finish();
+            after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+        }
         let opts = CalibrateOptions {
             cores: a.cores,
             baseline: Some(before.clone()),
