@@ -198,17 +198,17 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
     }
     let urls = c.urls();
     let own = Arc::new(Mutex::new(OwnStores::default()));
+    let mut cfg = check::Config::new(urls.clone());
     let hook = {
         let own = own.clone();
         let (urls, adv) = (urls.clone(), c.advertised());
-        let clients = o.clients;
+        let (run, clients) = (cfg.run.clone(), o.clients);
         // The hook runs on the run's thread: it asks the nodes itself.
         BetweenPhases(Arc::new(move |h: &History| {
             let mut out = own.lock().expect("own-store lock");
-            *out = check_own_stores(h, &urls, &adv, clients);
+            *out = check_own_stores(h, &urls, &adv, &run, clients);
         }))
     };
-    let mut cfg = check::Config::new(urls.clone());
     cfg.clients = o.clients;
     cfg.seed = o.seed;
     cfg.duration = o.max_duration;
@@ -286,7 +286,13 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
 /// After the main phase: wait (at most a minute) until no hint is pending
 /// anywhere, then read every node's own store of `set/…` keys and count
 /// the acknowledged writes each lacks.
-fn check_own_stores(h: &History, urls: &[String], adv: &[String], clients: u32) -> OwnStores {
+fn check_own_stores(
+    h: &History,
+    urls: &[String],
+    adv: &[String],
+    run: &str,
+    clients: u32,
+) -> OwnStores {
     let mut out = OwnStores {
         missing: vec![0; urls.len()],
         ..OwnStores::default()
@@ -320,7 +326,7 @@ fn check_own_stores(h: &History, urls: &[String], adv: &[String], clients: u32) 
     for (n, url) in urls.iter().enumerate() {
         let mut held: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
         for client in 0..clients {
-            match own_range(url, client, &mut held) {
+            match own_range(url, run, client, &mut held) {
                 Ok(()) => {}
                 Err(e) => {
                     out.error = Some(e);
@@ -336,11 +342,17 @@ fn check_own_stores(h: &History, urls: &[String], adv: &[String], clients: u32) 
     out
 }
 
-/// Client `client`'s `set/…` keys in node `url`'s own store (the range's
-/// default scope), into `held`.
-fn own_range(url: &str, client: u32, held: &mut HashMap<Vec<u8>, Vec<u8>>) -> Result<(), String> {
-    // `set/<c>/` up to `set/<c>0`: '0' follows '/'.
-    let path = format!("/v0/entities?start=set%2F{client}%2F&end=set%2F{client}0");
+/// Client `client`'s `set/…` keys of run `run` in node `url`'s own store
+/// (the range's default scope), into `held`.
+fn own_range(
+    url: &str,
+    run: &str,
+    client: u32,
+    held: &mut HashMap<Vec<u8>, Vec<u8>>,
+) -> Result<(), String> {
+    // `set/<run>/<c>/` up to `set/<run>/<c>0`: '0' follows '/'. The run
+    // tag is hexadecimal: nothing to encode.
+    let path = format!("/v0/entities?start=set%2F{run}%2F{client}%2F&end=set%2F{run}%2F{client}0");
     let r = http::get(url, &path, Duration::from_secs(30))?;
     if r.status != 200 {
         return Err(format!("{url}{path}: {}", r.status));
