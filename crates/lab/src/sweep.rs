@@ -208,6 +208,15 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
                     }
                     if why.is_empty() {
                         pass = Some(pass.map_or(rate, |p: f64| p.max(rate)));
+                    } else if trials.is_empty() && a.max_trials > 1 {
+                        // The first trial meets a cold target (connections,
+                        // caches, the first files); one failure there
+                        // would send the whole search below it. It runs
+                        // once more, and the second decides.
+                        on_line(&format!(
+                            "{:>10} (the first trial failed on a cold target: once more at the same rate)",
+                            ""
+                        ));
                     } else {
                         fail = Some(fail.map_or(rate, |f: f64| f.min(rate)));
                     }
@@ -220,7 +229,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     )?;
     let scrapes = sampler.stop();
     result?;
-    let first_failure = fail.and_then(|f| trials.iter().position(|t| t.offered_rate == Some(f)));
+    let first_failure = fail.and_then(|f| trials.iter().rposition(|t| t.offered_rate == Some(f)));
     let v = verdict(&Evidence {
         breaking_point: pass,
         first_failure: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
