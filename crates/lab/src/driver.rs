@@ -168,6 +168,9 @@ pub struct Outcome {
     pub unfinished: u64,
     /// Connections (or clients) opened over the run.
     pub connections: u64,
+    /// Counted sends after which no connection was idle and the pool was
+    /// at `max_connections`: the target held every connection.
+    pub capped: u64,
     /// From the start of the counted part to the last counted answer (at
     /// least the planned duration).
     pub elapsed: Duration,
@@ -234,6 +237,9 @@ struct ThreadTotals {
     /// bound, and requests abandoned unanswered at the end.
     dropped: u64,
     unfinished: u64,
+    /// Counted sends that found no idle connection with the pool at its
+    /// cap (the target held every connection the generator may open).
+    capped: u64,
     last_answer: Option<Instant>,
     /// Counted requests and errors per node (grown to the highest node
     /// index seen), and the connections or clients opened to each.
@@ -578,12 +584,12 @@ async fn open_loop(
             }
         };
         let Some(intended) = slot else { break };
-        // No connection left waiting for the next slot: open another.
-        if pool.idle.get() == 0 {
-            grow(&pool, &pacer, &ctx, &make);
-        }
         let now = Instant::now();
         let counted = intended >= ctx.clock.counted_start;
+        // No connection left waiting for the next slot: open another.
+        if pool.idle.get() == 0 && !grow(&pool, &pacer, &ctx, &make) && counted {
+            ctx.rec.borrow_mut().totals.capped += 1;
+        }
         let next = w.gen.next(now - ctx.clock.start);
         if counted {
             ctx.rec
@@ -939,6 +945,7 @@ pub fn run(
                 totals.late += t.late;
                 totals.dropped += t.dropped;
                 totals.unfinished += t.unfinished;
+                totals.capped += t.capped;
                 add_into(&mut totals.node_connections, &t.node_connections);
                 totals.max_lag = totals.max_lag.max(t.max_lag);
                 totals.last_answer = totals.last_answer.max(t.last_answer);
@@ -1014,6 +1021,7 @@ pub fn run(
         dropped: totals.dropped,
         unfinished: totals.unfinished,
         connections: totals.node_connections.iter().sum(),
+        capped: totals.capped,
         elapsed,
         all: col.cumulative,
         per_op,

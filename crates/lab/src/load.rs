@@ -391,6 +391,7 @@ pub fn to_trial(
         dropped_sends: o.dropped,
         unfinished: o.unfinished,
         connections_opened: Some(o.connections),
+        capped_sends: o.capped,
         generator_cpu_cores: None,
         machine_cpu_cores: None,
         distinct_keys: Some(o.distinct_keys),

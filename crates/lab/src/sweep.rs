@@ -235,7 +235,17 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         first_failure: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
         cores,
         generator_cores: first_failure.and_then(|i| trials[i].generator_cpu_cores),
-        machine_cores: first_failure.and_then(|i| trials[i].machine_cpu_cores),
+        // A target that collapses past its limit uses less CPU than at
+        // it: the busier of the first failing trial and the highest
+        // passing one says whether the machine was full.
+        machine_cores: first_failure.and_then(|i| {
+            let best = pass.and_then(|p| trials.iter().rposition(|t| t.offered_rate == Some(p)));
+            let m = |k: usize| trials[k].machine_cpu_cores;
+            match (m(i), best.and_then(m)) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            }
+        }),
     });
     on_line("");
     on_line(&format!(

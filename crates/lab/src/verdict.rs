@@ -356,7 +356,18 @@ pub fn verdict(e: &Evidence) -> String {
         ));
         facts.push(cpu_words.clone() + &shared);
     }
-    let late_share = t.late_sends as f64 / t.requests.max(1) as f64;
+    // Sends late because the target held every connection the generator
+    // may open are the target's doing, not the generator's.
+    let late_share = t.late_sends.saturating_sub(t.capped_sends) as f64 / t.requests.max(1) as f64;
+    if t.capped_sends > 0 {
+        facts.push(format!(
+            "the target held all {} connections the generator may open ({} sends found none free)",
+            t.connections_opened
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "the".into()),
+            t.capped_sends
+        ));
+    }
     // Is the machine's CPU full? Measured as a whole when known (the nodes,
     // the generator and anything else on it), else the nodes' and the
     // generator's own.
@@ -491,6 +502,7 @@ mod tests {
             dropped_sends: 0,
             unfinished: 0,
             connections_opened: None,
+            capped_sends: 0,
             generator_cpu_cores: None,
             machine_cpu_cores: None,
             distinct_keys: None,
@@ -560,8 +572,15 @@ mod tests {
     fn stalls_come_before_cpu_and_the_generator_before_all() {
         let t = trial(vec![sample(0.0, 10.0, 2.0); 5], Some(1.9), 0);
         assert!(judge(&t, None).contains("stalled writes (10 stalls)"));
-        let t = trial(vec![sample(0.0, 1.0, 0.0); 5], Some(0.3), 40_000);
+        let mut t = trial(vec![sample(0.0, 1.0, 0.0); 5], Some(0.3), 40_000);
         assert!(judge(&t, Some(0.9)).contains("generator could not keep its schedule"));
+        // Late because the target held every connection: not the
+        // generator's doing.
+        t.capped_sends = 39_000;
+        t.connections_opened = Some(10_000);
+        let v = judge(&t, Some(0.9));
+        assert!(!v.contains("generator could not keep"), "{v}");
+        assert!(v.contains("the target held all 10000 connections"), "{v}");
     }
 
     #[test]

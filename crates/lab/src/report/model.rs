@@ -84,6 +84,10 @@ pub struct Trial {
     /// Connections (or clients) the generator opened.
     #[serde(default)]
     pub connections_opened: Option<u64>,
+    /// Sends after which every connection was busy and the pool at its
+    /// cap: the target held all the connections the generator may open.
+    #[serde(default)]
+    pub capped_sends: u64,
     /// Cores the generator used, and the whole machine's busy cores when
     /// the nodes run on it (so the split can be told).
     #[serde(default)]
