@@ -1,7 +1,9 @@
 //! Where the machine's CPU went during a trial: this process's own CPU
 //! (getrusage) and the whole machine's busy time, so a verdict can say how
 //! the cores were split between the generator, the nodes and everything
-//! else. The machine's is the sum of every process's CPU time
+//! else. The machine's is the kernel's interrupt and softirq time (where
+//! the loopback network's work goes) plus the sum of every process's CPU
+//! time
 //! (`/proc/PID/stat`, which the kernel keeps to the scheduler's precise
 //! runtime), not `/proc/stat`'s per-CPU counters: those are sampled at
 //! each timer tick, and a load whose bursts fall between ticks (a
@@ -23,8 +25,14 @@ pub fn own() -> Option<f64> {
     Some(t(u.ru_utime) + t(u.ru_stime))
 }
 
-/// CPU seconds every process now running has used (user and system).
+/// CPU seconds the machine has been busy: every process now running
+/// (user and system), plus the kernel's interrupt and softirq time (the
+/// loopback network's work, charged to no process), from `/proc/stat`.
 pub fn machine_busy() -> Option<f64> {
+    let irq = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| irq_ticks(&t))
+        .unwrap_or(0);
     let mut ticks = 0u64;
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
         let name = e.file_name();
@@ -38,7 +46,18 @@ pub fn machine_busy() -> Option<f64> {
     // SAFETY: sysconf reads a constant.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let hz = if hz > 0 { hz as f64 } else { 100.0 };
-    Some(ticks as f64 / hz)
+    Some((ticks + irq) as f64 / hz)
+}
+
+/// irq + softirq of `/proc/stat`'s `cpu` line (fields 6 and 7).
+fn irq_ticks(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    Some(v.get(5)? + v.get(6)?)
 }
 
 /// utime + stime of a `/proc/PID/stat` line (fields 14 and 15; the
@@ -93,6 +112,10 @@ mod tests {
             "4242 (strata load (x)) S 1 4242 4242 0 -1 4194304 100 0 0 0 170 45 0 0 20 0 9 0 1 2 3";
         assert_eq!(ticks_of(line), Some(215));
         assert_eq!(ticks_of("4242 (x) S 1"), None);
+        assert_eq!(
+            irq_ticks("cpu  100 5 50 1000 20 3 2 1 7 0\ncpu0 1 2 3\n"),
+            Some(5)
+        );
     }
 
     #[test]
