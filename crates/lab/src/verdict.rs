@@ -178,7 +178,10 @@ pub fn cpu_split(t: &Trial, e: &Evidence) -> Option<String> {
     }
     if let Some(m) = e.machine_cores {
         let other = (m - nodes - e.generator_cores.unwrap_or(0.0)).max(0.0);
-        parts.push(format!("other processes {}", fmt_num(other)));
+        parts.push(format!(
+            "the kernel's network work and other processes {}",
+            fmt_num(other)
+        ));
         parts.push(format!("idle {}", fmt_num((n - m).max(0.0))));
     }
     Some(format!(
@@ -397,7 +400,7 @@ pub fn verdict(e: &Evidence) -> String {
     let (resource, next) = if late_share > crate::slo::MAX_LATE && !cpu_full {
         match others {
             Some(o) => (
-                format!("the load generator could not keep its schedule ({:.1}% of sends late) while other processes on this machine used {} cores: the figure {at} is the machine's share left to the target, not the target's limit", late_share * 100.0, fmt_num(o)),
+                format!("the load generator could not keep its schedule ({:.1}% of sends late) while the kernel and other processes on this machine used {} cores: the figure {at} is the machine's share left to the target, not the target's limit", late_share * 100.0, fmt_num(o)),
                 "run again on a quiet machine, or the generator on another one".to_string(),
             ),
             None => (
@@ -469,7 +472,7 @@ pub fn verdict(e: &Evidence) -> String {
     v += &format!(" Verdict: {resource}. Next: {next}.");
     if let (Some(o), false) = (others, resource.contains("other processes")) {
         v += &format!(
-            " Note: other processes on this machine used {} cores during that trial; the figures are not the target's alone.",
+            " Note: the kernel and other processes on this machine used {} cores during that trial; the figures are not the target's alone.",
             fmt_num(o)
         );
     }
@@ -730,7 +733,7 @@ mod tests {
             machine_cores: Some(1.9),
         });
         assert!(
-            v.contains("the 2 cores went to: node 1, generator 0.3, other processes 0.6, idle 0.1"),
+            v.contains("the 2 cores went to: node 1, generator 0.3, the kernel's network work and other processes 0.6, idle 0.1"),
             "{v}"
         );
         // Other processes took a share: said once (in the split here).
@@ -755,7 +758,7 @@ mod tests {
             machine_cores: Some(1.5),
         });
         assert!(
-            v.contains("while other processes on this machine used 0.4 cores"),
+            v.contains("while the kernel and other processes on this machine used 0.4 cores"),
             "{v}"
         );
     }
