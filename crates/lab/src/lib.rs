@@ -6,7 +6,6 @@
 //! node's internals: it speaks HTTP and reads `/metrics` only.
 
 pub mod calibrate;
-pub mod calibrate_cluster;
 pub mod check;
 pub mod client;
 pub mod cluster;

@@ -42,7 +42,7 @@ use strata_sim::dist::DistSpec;
 use strata_sim::units::human_ns;
 use strata_sim::units::Dur;
 
-use crate::calibrate::{next_step, objective, CalibrateArgs, Calibration, Step, NEXT_STEP_SHARE};
+use super::{next_step, objective, CalibrateArgs, Calibration, Step, NEXT_STEP_SHARE};
 use crate::driver;
 use crate::load::Progress;
 use crate::nodes::Nodes;

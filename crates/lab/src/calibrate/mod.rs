@@ -12,10 +12,12 @@
 //! figure `strata sweep` measures the slow way.
 //!
 //! With several URLs the cluster's calibration runs instead
-//! (`calibrate_cluster`).
+//! (`cluster.rs`).
 //!
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
 //! pace requests (the driver does).
+
+pub mod cluster;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -105,7 +107,7 @@ pub struct Calibration {
     /// With several URLs: replication, the step through one node, the
     /// what-ifs.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<crate::calibrate_cluster::ClusterCalibration>,
+    pub cluster: Option<cluster::ClusterCalibration>,
 }
 
 /// The next rate, or `None` when the last two capacities agree.
@@ -153,7 +155,7 @@ pub fn run(
     let t = &a.target;
     let target = t.nodes()?;
     if target.len() > 1 {
-        return crate::calibrate_cluster::run(a, &target, out, on_line);
+        return cluster::run(a, &target, out, on_line);
     }
     let workload = t.workload()?;
     t.maybe_preload(&target, &workload)?;
@@ -296,7 +298,7 @@ pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
     });
     if let Some(cl) = &c.cluster {
         v.push(String::new());
-        v.extend(crate::calibrate_cluster::what_if_lines(cl, &c.slo));
+        v.extend(cluster::what_if_lines(cl, &c.slo));
         v.push(String::new());
     }
     let t = &a.target;
