@@ -21,7 +21,7 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::des::{same_gen, Ev, EventQueue};
+use crate::des::{same_gen, Ev, EventQueue, Slab};
 use crate::dist::{DistSpec, Sampler};
 use crate::model::Latency;
 use crate::rng::SimRng;
@@ -264,22 +264,7 @@ impl ClusterScenario {
     }
 
     pub fn check(&self) -> Result<(), String> {
-        if self.duration.0 == 0 {
-            return Err("duration must be > 0".into());
-        }
-        let wf = self.clients.write_fraction();
-        if !(0.0..=1.0).contains(&wf) {
-            return Err(format!("write_fraction {wf} must be within 0..=1"));
-        }
-        match &self.clients {
-            Clients::Closed { count, .. } if *count == 0 => {
-                return Err("clients.count must be >= 1".into())
-            }
-            Clients::Open { rate, .. } if !(rate.is_finite() && *rate > 0.0) => {
-                return Err(format!("clients.rate {rate} must be > 0"))
-            }
-            _ => {}
-        }
+        crate::scenario::check_run(self.duration, &self.clients)?;
         let c = &self.cluster;
         if c.nodes == 0 || c.nodes > 1024 {
             return Err(format!("cluster.nodes {} must be within 1..=1024", c.nodes));
@@ -446,48 +431,6 @@ const F_ANSWERED: u8 = 8;
 const F_OUT: u8 = 16;
 const F_PERMIT: u8 = 32;
 const F_FREED: u8 = 64;
-
-/// A vector with a free list.
-struct Slab<T> {
-    items: Vec<T>,
-    free: Vec<u32>,
-}
-
-impl<T> Slab<T> {
-    fn new() -> Self {
-        Slab {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    fn alloc(&mut self, v: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = v;
-                i
-            }
-            None => {
-                self.items.push(v);
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-    fn release(&mut self, i: u32) {
-        self.free.push(i);
-    }
-}
-
-impl<T> std::ops::Index<u32> for Slab<T> {
-    type Output = T;
-    fn index(&self, i: u32) -> &T {
-        &self.items[i as usize]
-    }
-}
-impl<T> std::ops::IndexMut<u32> for Slab<T> {
-    fn index_mut(&mut self, i: u32) -> &mut T {
-        &mut self.items[i as usize]
-    }
-}
 
 #[derive(Clone, Copy)]
 struct Req {

@@ -6,7 +6,64 @@
 //! is one `Vec::push`, and a pop only sorts out the smallest non-empty
 //! bucket. Events due at the same time come out in a fixed order (last
 //! pushed first), so a run is a function of its seed. Owns the queue and
-//! the encoding; must not know what an event means.
+//! the encoding, and the slab the models keep their in-flight records in;
+//! must not know what an event means.
+
+/// A slab: a vector with a free list, indexed by `u32` (requests, writes,
+/// replica operations of a model).
+pub struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Slab<T> {
+    pub fn new() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    #[inline]
+    pub fn alloc(&mut self, v: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = v;
+                i
+            }
+            None => {
+                self.items.push(v);
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    /// A released slot, still holding its old value (to carry something
+    /// of it over, such as a generation), if there is one.
+    #[inline]
+    pub fn reuse(&mut self) -> Option<u32> {
+        self.free.pop()
+    }
+    #[inline]
+    pub fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+    pub fn live(&self) -> usize {
+        self.items.len() - self.free.len()
+    }
+}
+
+impl<T> std::ops::Index<u32> for Slab<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, i: u32) -> &T {
+        &self.items[i as usize]
+    }
+}
+impl<T> std::ops::IndexMut<u32> for Slab<T> {
+    #[inline]
+    fn index_mut(&mut self, i: u32) -> &mut T {
+        &mut self.items[i as usize]
+    }
+}
 
 /// An event: a kind (4 bits), a generation (28 bits, to recognise stale
 /// timeouts) and an index (32 bits: a client, a request, a write or a

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use hdrhistogram::Histogram;
 
-use crate::des::{same_gen, Ev, EventQueue};
+use crate::des::{same_gen, Ev, EventQueue, Slab};
 use crate::dist::Sampler;
 use crate::rng::SimRng;
 use crate::scenario::{
@@ -39,55 +39,6 @@ const EV_RESUME: u8 = 8;
 const F_WRITE: u8 = 1;
 const F_FAILED: u8 = 2;
 const F_WAITING: u8 = 4;
-
-/// A slab: a vector with a free list.
-struct Slab<T> {
-    items: Vec<T>,
-    free: Vec<u32>,
-}
-
-impl<T> Slab<T> {
-    fn new() -> Self {
-        Slab {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    #[inline]
-    fn alloc(&mut self, v: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = v;
-                i
-            }
-            None => {
-                self.items.push(v);
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-    #[inline]
-    fn release(&mut self, i: u32) {
-        self.free.push(i);
-    }
-    fn live(&self) -> usize {
-        self.items.len() - self.free.len()
-    }
-}
-
-impl<T> std::ops::Index<u32> for Slab<T> {
-    type Output = T;
-    #[inline]
-    fn index(&self, i: u32) -> &T {
-        &self.items[i as usize]
-    }
-}
-impl<T> std::ops::IndexMut<u32> for Slab<T> {
-    #[inline]
-    fn index_mut(&mut self, i: u32) -> &mut T {
-        &mut self.items[i as usize]
-    }
-}
 
 #[derive(Clone, Copy)]
 struct Req {
@@ -844,7 +795,7 @@ impl Sim {
             flags: if write { F_WRITE } else { 0 },
             tickets: [NONE; 2],
         };
-        let r = match self.reqs.free.pop() {
+        let r = match self.reqs.reuse() {
             Some(i) => {
                 let gen = self.reqs[i].gen.wrapping_add(1);
                 self.reqs[i] = Req { gen, ..req };

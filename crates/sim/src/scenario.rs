@@ -367,22 +367,7 @@ impl Scenario {
         if self.stages.is_empty() {
             return Err("a scenario needs at least one stage".into());
         }
-        if self.duration.0 == 0 {
-            return Err("duration must be > 0".into());
-        }
-        let wf = self.clients.write_fraction();
-        if !(0.0..=1.0).contains(&wf) {
-            return Err(format!("write_fraction {wf} must be within 0..=1"));
-        }
-        match &self.clients {
-            Clients::Closed { count, .. } if *count == 0 => {
-                return Err("clients.count must be >= 1".into())
-            }
-            Clients::Open { rate, .. } if !(rate.is_finite() && *rate > 0.0) => {
-                return Err(format!("clients.rate {rate} must be > 0"))
-            }
-            _ => {}
-        }
+        check_run(self.duration, &self.clients)?;
         if let Some(t) = &self.timer {
             if t.tick.0 == 0 {
                 return Err("timer.tick must be > 0".into());
@@ -631,6 +616,25 @@ fn parse_value(raw: &str) -> toml::Value {
     match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
         Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.into())),
         Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+/// The checks every scenario (a pipeline's or a cluster's) makes of its
+/// duration and clients.
+pub(crate) fn check_run(duration: Dur, clients: &Clients) -> Result<(), String> {
+    if duration.0 == 0 {
+        return Err("duration must be > 0".into());
+    }
+    let wf = clients.write_fraction();
+    if !(0.0..=1.0).contains(&wf) {
+        return Err(format!("write_fraction {wf} must be within 0..=1"));
+    }
+    match clients {
+        Clients::Closed { count, .. } if *count == 0 => Err("clients.count must be >= 1".into()),
+        Clients::Open { rate, .. } if !(rate.is_finite() && *rate > 0.0) => {
+            Err(format!("clients.rate {rate} must be > 0"))
+        }
+        _ => Ok(()),
     }
 }
 
