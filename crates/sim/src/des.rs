@@ -16,6 +16,12 @@ pub struct Slab<T> {
     free: Vec<u32>,
 }
 
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab::new()
+    }
+}
+
 impl<T> Slab<T> {
     pub fn new() -> Self {
         Slab {
