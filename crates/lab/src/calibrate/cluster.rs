@@ -537,10 +537,7 @@ pub fn run(
     let base = Path::new(".");
     let prediction = breaking_point(&sc, base, sc.seed, &obj, 0.02)?;
     let what_if = what_ifs(&sc, base, sc.seed, &obj, 0.02, &mut |_| {});
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let scenario_file = out.join("scenario.toml");
-    std::fs::write(&scenario_file, sc.to_toml()?)
-        .map_err(|e| format!("{}: {e}", scenario_file.display()))?;
+    let scenario_file = super::save_scenario(out, sc.to_toml()?)?;
     let c = Calibration {
         target: t.url.clone(),
         workload: workload.describe(),
@@ -559,9 +556,7 @@ pub fn run(
             what_if,
         }),
     };
-    let json = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?;
-    let p = out.join("calibration.json");
-    std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    super::save_calibration(out, &c)?;
     Ok(c)
 }
 

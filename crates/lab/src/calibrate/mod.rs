@@ -247,10 +247,7 @@ pub fn run(
     }
     let sc = last_scenario.ok_or("no step ran")?;
     let prediction = breaking_point(&sc, Path::new("."), sc.seed, &objective(&slo), 0.02)?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let scenario_file = out.join("scenario.toml");
-    std::fs::write(&scenario_file, sc.to_toml()?)
-        .map_err(|e| format!("{}: {e}", scenario_file.display()))?;
+    let scenario_file = save_scenario(out, sc.to_toml()?)?;
     let c = Calibration {
         target: t.url.clone(),
         workload: workload.describe(),
@@ -261,10 +258,23 @@ pub fn run(
         scenario_file,
         cluster: None,
     };
-    let json = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?;
-    let p = out.join("calibration.json");
-    std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    save_calibration(out, &c)?;
     Ok(c)
+}
+
+/// Write the model as `OUT/scenario.toml` (creating OUT); its path.
+fn save_scenario(out: &Path, toml: String) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let f = out.join("scenario.toml");
+    std::fs::write(&f, toml).map_err(|e| format!("{}: {e}", f.display()))?;
+    Ok(f)
+}
+
+/// Write the calibration as `OUT/calibration.json`.
+fn save_calibration(out: &Path, c: &Calibration) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(c).map_err(|e| e.to_string())?;
+    let p = out.join("calibration.json");
+    std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// The closing lines: the prediction and how to check it.
