@@ -251,6 +251,7 @@ impl Target for LocalCluster {
 }
 
 /// Something that happens at a time: a step's fault, or its undoing.
+#[derive(Clone, Copy)]
 struct Event {
     at: Duration,
     step: usize,
@@ -275,18 +276,67 @@ pub fn run_during<T: Target + Send, R>(
     during: impl FnOnce() -> R,
 ) -> (R, Vec<FaultMark>) {
     let done = AtomicBool::new(false);
+    let (urls, adv) = (target.urls(), target.advertised());
+    let (back_tx, back_rx) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
-        let injector = scope.spawn(|| inject(steps, target, origin, &done));
+        let injector = scope.spawn(|| inject(steps, target, origin, &done, back_tx));
+        // Asking every node for its hints can take a while (a paused node
+        // answers nothing until its timeout): on a thread of its own, so
+        // that it never delays a fault.
+        let leveler = scope.spawn(|| level_times(&urls, &adv, back_rx));
         let r = during();
         done.store(true, Ordering::Relaxed);
-        let marks = injector.join().unwrap_or_else(|_| {
+        let mut marks = injector.join().unwrap_or_else(|_| {
             steps
                 .iter()
                 .map(|s| mark(s, 0.0, Some("the fault thread panicked".into())))
                 .collect()
         });
+        for (k, secs) in leveler.join().unwrap_or_default() {
+            marks[k].level_after_s = Some(secs);
+        }
         (r, marks)
     })
+}
+
+/// A node that came back: the step whose mark gets its level time, the
+/// node, and when it came back.
+type Back = (usize, usize, Instant);
+
+/// Poll the nodes that came back until nothing concerning them is
+/// pending; each one's step and seconds from its return. Once the
+/// injector is done (the channel closes), those still pending get up to
+/// [`LEVEL_LIMIT`].
+fn level_times(
+    urls: &[String],
+    adv: &[String],
+    rx: std::sync::mpsc::Receiver<Back>,
+) -> Vec<(usize, f64)> {
+    let mut pending: Vec<Back> = Vec::new();
+    let mut out = Vec::new();
+    let mut deadline = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(b) => pending.push(b),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                if deadline.is_none() {
+                    deadline = Some(Instant::now() + LEVEL_LIMIT);
+                }
+                if pending.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
+                    return out;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        pending.retain(|&(k, i, back)| {
+            let level = matches!(Backlog::of(urls, adv, i), Ok(b) if b.toward == 0 && b.held == 0);
+            if level {
+                out.push((k, back.elapsed().as_secs_f64()));
+            }
+            !level
+        });
+    }
 }
 
 fn mark(s: &Step, at_s: f64, error: Option<String>) -> FaultMark {
@@ -307,6 +357,7 @@ fn inject<T: Target>(
     target: &mut T,
     origin: Instant,
     done: &AtomicBool,
+    back: std::sync::mpsc::Sender<Back>,
 ) -> Vec<FaultMark> {
     let mut events: Vec<Event> = Vec::new();
     for (k, s) in steps.iter().enumerate() {
@@ -327,16 +378,16 @@ fn inject<T: Target>(
     let mut marks: Vec<Option<FaultMark>> = vec![None; steps.len()];
     // Faults in force, by step: undone at the end if still there.
     let mut in_force: Vec<bool> = vec![false; steps.len()];
-    // Nodes that came back: (step whose mark gets the level time, node,
-    // when it came back).
-    let mut leveling: Vec<(usize, usize, Instant)> = Vec::new();
-    let (urls, adv) = (target.urls(), target.advertised());
+    // Nodes that came back go to the level poller (a closed poller is
+    // no reason to stop injecting).
+    let leveling = |b: Back| {
+        let _ = back.send(b);
+    };
     let now_s = || origin.elapsed().as_secs_f64();
     let mut next = 0;
-    let mut last_poll = Instant::now();
     while !done.load(Ordering::Relaxed) {
         if next < events.len() && origin + events[next].at <= Instant::now() {
-            let e = &events[next];
+            let e = events[next];
             next += 1;
             let s = &steps[e.step];
             let i = s.node;
@@ -362,12 +413,25 @@ fn inject<T: Target>(
                                     if let Some(km) = marks[k].as_mut() {
                                         km.until_s = m.until_s;
                                     }
-                                    leveling.push((k, i, Instant::now()));
+                                    leveling((k, i, Instant::now()));
                                 }
                             }
-                            leveling.push((e.step, i, Instant::now()));
+                            leveling((e.step, i, Instant::now()));
                         }
-                        _ => in_force[e.step] = true,
+                        _ => {
+                            in_force[e.step] = true;
+                            // The hold runs from when the fault took effect
+                            // (an injection can be late on a busy machine).
+                            if let Some(h) = s.hold {
+                                let undo_at = origin.elapsed() + h;
+                                for u in &mut events[next..] {
+                                    if u.undo && u.step == e.step {
+                                        u.at = u.at.max(undo_at);
+                                    }
+                                }
+                                events[next..].sort_by_key(|e| (e.at, e.undo, e.step));
+                            }
+                        }
                     }
                 }
                 marks[e.step] = Some(m);
@@ -378,17 +442,13 @@ fn inject<T: Target>(
                     match r {
                         Ok(()) => {
                             m.until_s = Some(now_s());
-                            leveling.push((e.step, i, Instant::now()));
+                            leveling((e.step, i, Instant::now()));
                         }
                         Err(err) => m.error = Some(err),
                     }
                 }
             }
             continue;
-        }
-        if !leveling.is_empty() && last_poll.elapsed() >= Duration::from_millis(100) {
-            last_poll = Instant::now();
-            poll_level(&urls, &adv, &mut leveling, &mut marks);
         }
         let wait = events
             .get(next)
@@ -408,11 +468,6 @@ fn inject<T: Target>(
             }
         }
     }
-    let deadline = Instant::now() + LEVEL_LIMIT;
-    while !leveling.is_empty() && Instant::now() < deadline {
-        poll_level(&urls, &adv, &mut leveling, &mut marks);
-        std::thread::sleep(Duration::from_millis(50));
-    }
     steps
         .iter()
         .zip(marks)
@@ -428,24 +483,6 @@ fn undo_of(s: &Step) -> Action {
         Kind::Pause => Action::Resume(s.node),
         Kind::Partition => Action::Heal(s.node),
     }
-}
-
-/// Note the level time of every node that has nothing pending any more.
-fn poll_level(
-    urls: &[String],
-    adv: &[String],
-    leveling: &mut Vec<(usize, usize, Instant)>,
-    marks: &mut [Option<FaultMark>],
-) {
-    leveling.retain(|&(k, i, back)| {
-        let level = matches!(Backlog::of(urls, adv, i), Ok(b) if b.toward == 0 && b.held == 0);
-        if level {
-            if let Some(m) = marks[k].as_mut() {
-                m.level_after_s = Some(back.elapsed().as_secs_f64());
-            }
-        }
-        !level
-    });
 }
 
 /// Fill in each mark's `recovered_after_s` from the run's timeline:
