@@ -369,9 +369,15 @@ impl Values {
 }
 
 /// What one connection (open loop) or client (closed loop) owns.
+/// A worker's counted request in flight: node, operation, intended time.
+type Current = Rc<std::cell::Cell<Option<(usize, usize, Instant)>>>;
+
 struct Worker {
     /// The node `conn` talks to (an index into the plan's nodes).
     node: usize,
+    /// Its counted request in flight, for the thread to count as
+    /// unfinished if the run's end abandons it.
+    current: Current,
     conn: Conn,
     gen: Box<dyn Generator>,
     path: String,
@@ -490,13 +496,15 @@ struct ThreadCtx {
     keys: Arc<KeyCounter>,
     sent: Arc<AtomicU64>,
     drop_after: Duration,
-    /// Every worker task of the thread, those opened later too.
-    tasks: RefCell<Vec<tokio::task::JoinHandle<()>>>,
+    /// Every worker task of the thread, those opened later too, with
+    /// its request in flight.
+    tasks: RefCell<Vec<(tokio::task::JoinHandle<()>, Current)>>,
 }
 
 impl ThreadCtx {
-    /// Send `op` on `w`, abandoning it if it is still unanswered
-    /// `drop_after` past the end of the run; record it if `counted`.
+    /// Send `op` on `w` and record it if `counted` (a request still
+    /// unanswered `drop_after` past the end is abandoned by the thread,
+    /// which aborts its task: no timer per request).
     async fn send_and_record(
         &self,
         w: &mut Worker,
@@ -505,18 +513,15 @@ impl ThreadCtx {
         counted: bool,
     ) {
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let deadline = self.clock.end + self.drop_after;
-        let status = tokio::time::timeout_at(deadline.into(), w.send(&next.op)).await;
+        let op = op_index(&next.op);
+        if counted {
+            w.current.set(Some((w.node, op, intended)));
+        }
+        let status = w.send(&next.op).await;
+        w.current.set(None);
         if counted {
             let mut r = self.rec.borrow_mut();
-            let status = match status {
-                Ok(s) => s,
-                Err(_) => {
-                    r.totals.unfinished += 1;
-                    None
-                }
-            };
-            r.record(w.node, op_index(&next.op), status, intended);
+            r.record(w.node, op, status, intended);
             if let Some(k) = next.key_index {
                 self.keys.touch(k);
             }
@@ -538,6 +543,7 @@ fn grow(
     pool.open.set(pool.open.get() + 1);
     let w = make(index);
     ctx.rec.borrow_mut().opened(w.node);
+    let current = w.current.clone();
     let task = tokio::task::spawn_local(open_loop(
         w,
         pool.clone(),
@@ -545,7 +551,7 @@ fn grow(
         ctx.clone(),
         make.clone(),
     ));
-    ctx.tasks.borrow_mut().push(task);
+    ctx.tasks.borrow_mut().push((task, current));
     true
 }
 
@@ -672,6 +678,7 @@ fn thread_main(
                 let node = plan.nodes.choose(plan.seed, index);
                 Worker {
                     node,
+                    current: Rc::default(),
                     conn: Conn::new(plan.nodes.targets[node].clone()),
                     gen: plan.workload.generator(index, plan.seed),
                     path: String::with_capacity(128),
@@ -681,6 +688,7 @@ fn thread_main(
         };
         let tick = tokio::task::spawn_local(ticker(ctx.clone(), thread, tx.clone()));
         let threads = plan.threads;
+        let mut schedule = None;
         match plan.pace {
             Pace::Open {
                 rate,
@@ -697,6 +705,7 @@ fn thread_main(
                     schedule: Schedule::starting_at(share, arrivals, seed, first),
                     end: clock.end - clock.start,
                 }));
+                schedule = Some(pacer.clone());
                 let pool = Rc::new(Pool {
                     open: Default::default(),
                     idle: Default::default(),
@@ -712,16 +721,46 @@ fn thread_main(
                 for c in (thread..clients).step_by(threads) {
                     let w = make(c);
                     ctx.rec.borrow_mut().opened(w.node);
+                    let current = w.current.clone();
                     let task = tokio::task::spawn_local(closed_loop(w, think, ctx.clone()));
-                    ctx.tasks.borrow_mut().push(task);
+                    ctx.tasks.borrow_mut().push((task, current));
                 }
             }
         }
         // Workers open others while they run: await until none is left.
+        // Past the end and `drop_after`, what is left is abandoned: its
+        // request in flight counts as unfinished, an error with no answer.
+        let deadline = clock.end + plan.drop_after;
         loop {
             let next = ctx.tasks.borrow_mut().pop();
-            let Some(t) = next else { break };
-            t.await.map_err(|e| e.to_string())?;
+            let Some((mut t, current)) = next else { break };
+            match tokio::time::timeout_at(deadline.into(), &mut t).await {
+                Ok(r) => r.map_err(|e| e.to_string())?,
+                Err(_) => {
+                    t.abort();
+                    if let Some((node, op, intended)) = current.take() {
+                        let mut r = ctx.rec.borrow_mut();
+                        r.totals.unfinished += 1;
+                        r.record(node, op, None, intended);
+                    }
+                }
+            }
+        }
+        // Slots no connection was left to take (every one abandoned with
+        // its request): dropped, as late slots are.
+        if let Some(p) = schedule {
+            if let Ok(mut p) = p.try_lock() {
+                let mut r = ctx.rec.borrow_mut();
+                loop {
+                    let off = p.schedule.next_offset();
+                    if off >= p.end {
+                        break;
+                    }
+                    if clock.start + off >= clock.counted_start {
+                        r.dropped();
+                    }
+                }
+            }
         }
         tick.abort();
         let mut rec = ctx.rec.borrow_mut();
