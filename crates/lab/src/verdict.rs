@@ -108,11 +108,7 @@ pub fn cluster_hits(t: &Trial, shared_machine: bool) -> Vec<Hit> {
         first(
             2,
             1.0 / 3.0,
-            &|k| {
-                let x = &xs[k];
-                let at_limit = matches!((x.in_service, x.limit), (Some(i), Some(l)) if l > 0.0 && i >= l);
-                at_limit || x.waiting.unwrap_or(0.0) > 0.0 || x.refused.unwrap_or(0.0) > 0.0
-            },
+            &|k| at_limit(&xs[k]) || waited(&xs[k]),
             format!("admission on {name} as coordinator: all {} places in service taken, requests waiting or refused", fmt_num(limit)),
             format!("raise --max-in-service on {name}, try --admission adaptive, or spread the clients over more nodes"),
         );
@@ -255,6 +251,18 @@ pub fn saturation(t: &Trial) -> Saturation {
     }
 }
 
+/// Whether requests waited for admission, or were refused, in a sample.
+fn waited(x: &ServerSample) -> bool {
+    x.waiting.unwrap_or(0.0) > 0.0
+        || x.admitted_after_wait.unwrap_or(0.0) > 0.0
+        || x.refused.unwrap_or(0.0) > 0.0
+}
+
+/// Whether every place in service was taken in a sample.
+fn at_limit(x: &ServerSample) -> bool {
+    matches!((x.in_service, x.limit), (Some(i), Some(l)) if l > 0.0 && i >= l)
+}
+
 /// The saturation one node's samples show.
 fn of_samples(server: &[ServerSample], cpu_cores: Option<f64>) -> Saturation {
     let n = server.len();
@@ -269,16 +277,11 @@ fn of_samples(server: &[ServerSample], cpu_cores: Option<f64>) -> Saturation {
     let mut queueing = 0;
     let mut at_limit = 0;
     for x in server {
-        let waited = x.waiting.unwrap_or(0.0) > 0.0
-            || x.admitted_after_wait.unwrap_or(0.0) > 0.0
-            || x.refused.unwrap_or(0.0) > 0.0;
-        if waited {
+        if waited(x) {
             queueing += 1;
         }
-        if let (Some(i), Some(l)) = (x.in_service, x.limit) {
-            if l > 0.0 && i >= l {
-                at_limit += 1;
-            }
+        if self::at_limit(x) {
+            at_limit += 1;
         }
         s.refused += x.refused.unwrap_or(0.0);
         s.stalls += x.stalls.unwrap_or(0.0);
