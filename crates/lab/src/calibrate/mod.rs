@@ -91,6 +91,28 @@ pub struct Step {
     pub p99_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_p99_ms: Option<f64>,
+    /// The node served less than `SERVED_SHARE` of the offered rate even
+    /// when the step ran again: the rate was past its limit at that moment
+    /// (the machine slowed it). Its model is not used; the next step runs
+    /// below what it served.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub overloaded: bool,
+}
+
+/// A step that serves less than this share of its offered rate overloaded
+/// the node.
+pub const SERVED_SHARE: f64 = 0.9;
+
+/// Whether a step's generator fell behind its schedule, or the node served
+/// less than it was offered: either way the step did not measure the node
+/// at its rate, and runs again.
+fn step_went_wrong(o: &driver::Outcome, rate: f64) -> Option<String> {
+    let behind = o.dropped + o.late;
+    if behind as f64 > crate::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64 {
+        return Some(format!("the generator fell behind on {behind} sends"));
+    }
+    let achieved = o.achieved_rate();
+    (achieved < SERVED_SHARE * rate).then(|| format!("the node served only {}", fmt_num(achieved)))
 }
 
 /// What `strata calibrate` found (written as `calibration.json`).
@@ -179,15 +201,16 @@ pub fn run(
         progress.finish();
         let mut after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
         // A step whose generator fell behind (a stall of this process, a
-        // busy machine) did not offer its rate: what it measured is not the
-        // node at that rate. Run it again, at most twice.
+        // busy machine) did not offer its rate, and one the node could not
+        // carry (the machine slowed it, or the last prediction was high)
+        // measured a queue: either way not the node at that rate. Run it
+        // again, at most twice.
         for _ in 0..2 {
-            let behind = o.dropped + o.late;
-            if behind as f64 <= crate::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64 {
+            let Some(why) = step_went_wrong(&o, rate) else {
                 break;
-            }
+            };
             on_line(&format!(
-                "  (step at {} req/s: the generator fell behind on {behind} sends; running it again)",
+                "  (step at {} req/s: {why}; running it again)",
                 fmt_num(rate)
             ));
             before = after;
@@ -220,6 +243,7 @@ pub fn run(
             generator_sleeps_per_request: None,
             p99_ms: None,
             model_p99_ms: None,
+            overloaded: o.achieved_rate() < SERVED_SHARE * rate,
         };
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
@@ -234,6 +258,14 @@ pub fn run(
             step.capacity,
             step.bottleneck.as_deref().unwrap_or("-")
         ));
+        if step.overloaded {
+            // Past the limit: the node can carry at most what it served.
+            on_line("  (the node could not carry this rate: stepping down)");
+            rate = step.achieved * NEXT_STEP_SHARE;
+            last_scenario.get_or_insert(sc);
+            steps.push(step);
+            continue;
+        }
         capacities.push(an.capacity);
         steps.push(step);
         last_scenario = Some(sc);
