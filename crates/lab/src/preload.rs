@@ -1,6 +1,7 @@
 //! The load phase before a run: PUT every key a workload says must exist
 //! (YCSB's records, the keys a `get` workload reads), as fast as a few
-//! connections allow, and fail loudly if the store refuses any. Owns that
+//! connections allow, and fail loudly if the store refuses any (after
+//! backing off from 503s a bounded number of times). Owns that
 //! phase; must not time or report it beyond a count.
 
 use std::cell::RefCell;
@@ -9,6 +10,11 @@ use std::time::{Duration, Instant};
 
 use crate::client::{Conn, Target};
 use crate::workload::Workload;
+
+/// Tries of one PUT the node answers 503 to, and the pause before the
+/// next, times the tries so far.
+const BUSY_TRIES: u32 = 20;
+const BUSY_BACKOFF: Duration = Duration::from_millis(10);
 
 /// PUT each of `workload.preload()` over `connections` connections;
 /// returns how many keys were written and how long it took.
@@ -43,10 +49,21 @@ pub fn preload(
                     path.clear();
                     path.push_str("/v0/entity?id=");
                     crate::driver::encode_into(&mut path, &key);
-                    let a = conn
-                        .request("PUT", &path, &value[..len])
-                        .await
-                        .map_err(|e| format!("preloading {key}: {e}"))?;
+                    // A node past its capacity answers 503 (and may close
+                    // the connection): the load phase backs off and tries
+                    // again, as a client should, a bounded number of times.
+                    let mut tries = 0;
+                    let a = loop {
+                        let a = conn
+                            .request("PUT", &path, &value[..len])
+                            .await
+                            .map_err(|e| format!("preloading {key}: {e}"))?;
+                        tries += 1;
+                        if a.status != 503 || tries >= BUSY_TRIES {
+                            break a;
+                        }
+                        tokio::time::sleep(BUSY_BACKOFF * tries).await;
+                    };
                     if !(200..300).contains(&a.status) {
                         return Err(format!("preloading {key}: status {}", a.status));
                     }

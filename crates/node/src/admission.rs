@@ -215,9 +215,22 @@ impl Admission {
         }
     }
 
-    /// Take a place in service. `on_wait` runs once if the request has to
-    /// wait (the node fires its `request-block` probe there).
-    pub async fn admit(&self, on_wait: impl FnOnce()) -> Result<Ticket, Refused> {
+    /// Take a place in service. `already` is how long the request waited
+    /// before it was read (in its socket, for a runtime worker): it counts
+    /// against `max_wait`, and a request that already waited that long is
+    /// refused before anything else is done for it. `on_wait` runs once if
+    /// the request has to wait (the node fires its `request-block` probe
+    /// there).
+    pub async fn admit(
+        &self,
+        already: Duration,
+        on_wait: impl FnOnce(),
+    ) -> Result<Ticket, Refused> {
+        if already >= self.max_wait {
+            self.refused_timeout.fetch_add(1, Ordering::Relaxed);
+            self.shared.wait.observe(already.as_secs_f64());
+            return Err(Refused::WaitedTooLong);
+        }
         if let Ok(p) = self.shared.permits.clone().try_acquire_owned() {
             self.admitted_at_once.fetch_add(1, Ordering::Relaxed);
             return Ok(self.ticket(p, false));
@@ -239,12 +252,15 @@ impl Admission {
         }
         on_wait();
         let waited_from = Instant::now();
-        let r =
-            tokio::time::timeout(self.max_wait, self.shared.permits.clone().acquire_owned()).await;
+        let r = tokio::time::timeout(
+            self.max_wait - already,
+            self.shared.permits.clone().acquire_owned(),
+        )
+        .await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         self.shared
             .wait
-            .observe(waited_from.elapsed().as_secs_f64());
+            .observe((already + waited_from.elapsed()).as_secs_f64());
         match r {
             Ok(Ok(p)) => {
                 self.admitted_after_wait.fetch_add(1, Ordering::Relaxed);
@@ -375,26 +391,53 @@ mod tests {
     #[tokio::test]
     async fn limits_in_service_waiting_and_wait_time() {
         let a = Arc::new(Admission::new(Mode::Fixed, 2, 1, Duration::from_millis(50)));
-        let t1 = a.admit(|| ()).await.unwrap();
-        let _t2 = a.admit(|| ()).await.unwrap();
+        let t1 = a.admit(Duration::ZERO, || ()).await.unwrap();
+        let _t2 = a.admit(Duration::ZERO, || ()).await.unwrap();
         assert!(!t1.waited);
         assert_eq!(a.in_service(), 2);
         // Third waits (line of 1), fourth finds the line full.
         let a2 = a.clone();
-        let waiter = tokio::spawn(async move { a2.admit(|| ()).await.map(|t| t.waited) });
+        let waiter =
+            tokio::spawn(async move { a2.admit(Duration::ZERO, || ()).await.map(|t| t.waited) });
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(a.waiting(), 1);
-        assert_eq!(a.admit(|| ()).await.err(), Some(Refused::QueueFull));
+        assert_eq!(
+            a.admit(Duration::ZERO, || ()).await.err(),
+            Some(Refused::QueueFull)
+        );
         drop(t1);
         assert_eq!(waiter.await.unwrap(), Ok(true));
         // Nobody leaves now: a waiter times out.
-        let t = a.admit(|| ()).await; // the freed permit went to the waiter, which dropped it
+        let t = a.admit(Duration::ZERO, || ()).await; // the freed permit went to the waiter, which dropped it
         assert!(t.is_ok());
-        assert_eq!(a.admit(|| ()).await.err(), Some(Refused::WaitedTooLong));
+        assert_eq!(
+            a.admit(Duration::ZERO, || ()).await.err(),
+            Some(Refused::WaitedTooLong)
+        );
         assert_eq!(a.admitted_at_once.load(Ordering::Relaxed), 3);
         assert_eq!(a.admitted_after_wait.load(Ordering::Relaxed), 1);
         assert_eq!(a.refused_full.load(Ordering::Relaxed), 1);
         assert_eq!(a.refused_timeout.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn time_waited_before_the_read_counts_against_the_wait() {
+        let a = Admission::new(Mode::Fixed, 1, 8, Duration::from_millis(100));
+        // Room in service, but the request already waited its bound in
+        // the socket: refused without taking a place.
+        let r = a.admit(Duration::from_millis(100), || ()).await;
+        assert_eq!(r.err(), Some(Refused::WaitedTooLong));
+        assert_eq!(a.in_service(), 0);
+        let _t = a.admit(Duration::from_millis(99), || ()).await.unwrap();
+        // Waiting for the one place: only what is left of the bound.
+        let start = std::time::Instant::now();
+        let r = a.admit(Duration::from_millis(70), || ()).await;
+        assert_eq!(r.err(), Some(Refused::WaitedTooLong));
+        assert!(
+            start.elapsed() < Duration::from_millis(90),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -481,7 +524,7 @@ mod tests {
             for _ in 0..a.limit() * 5 {
                 let a = a.clone();
                 tasks.push(tokio::spawn(async move {
-                    let t = a.admit(|| ()).await.unwrap();
+                    let t = a.admit(Duration::ZERO, || ()).await.unwrap();
                     tokio::time::sleep(hold(a.in_service())).await;
                     drop(t);
                 }));
@@ -509,7 +552,10 @@ mod tests {
         a.set_limit(4);
         let held: Vec<_> = futures_take(&a, 4).await;
         assert_eq!(a.in_service(), 4);
-        assert!(a.admit(|| ()).await.is_err(), "limit 4 reached");
+        assert!(
+            a.admit(Duration::ZERO, || ()).await.is_err(),
+            "limit 4 reached"
+        );
         // Shrink to 2 while all 4 are out: two returns are forgotten.
         a.set_limit(2);
         assert_eq!(a.limit(), 2);
@@ -517,10 +563,13 @@ mod tests {
         drop(held);
         assert_eq!(a.in_service(), 0);
         let two = futures_take(&a, 2).await;
-        assert!(a.admit(|| ()).await.is_err(), "limit 2 holds");
+        assert!(
+            a.admit(Duration::ZERO, || ()).await.is_err(),
+            "limit 2 holds"
+        );
         drop(two);
         // Slow requests shrink it; the window's mean is what counts.
-        let t = a.admit(|| ()).await.unwrap();
+        let t = a.admit(Duration::ZERO, || ()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
         drop(t);
         assert_eq!(a.adjust(), 1);
@@ -529,7 +578,7 @@ mod tests {
     async fn futures_take(a: &Admission, n: usize) -> Vec<Ticket> {
         let mut v = vec![];
         for _ in 0..n {
-            v.push(a.admit(|| ()).await.unwrap());
+            v.push(a.admit(Duration::ZERO, || ()).await.unwrap());
         }
         v
     }

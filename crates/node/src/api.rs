@@ -6,19 +6,21 @@
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use strata_cluster::{Cluster, ClusterError, Replication};
 
 use crate::admission::{Admission, Refused, Ticket};
+use crate::arrival::Arrival;
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::overload::Guard;
 use crate::probes;
 use crate::profile;
 use crate::query::{BadQuery, Query};
@@ -33,6 +35,8 @@ type Answer = Result<Response<Body>, Response<Body>>;
 pub struct Node {
     pub cluster: Arc<Cluster>,
     pub admission: Arc<Admission>,
+    /// Limits client connections to keep the runtime's queue short.
+    pub guard: Arc<Guard>,
     pub config: Config,
     pub metrics: Metrics,
     /// False while starting and once draining: `/v0/status` answers 503.
@@ -47,9 +51,16 @@ impl Node {
             config.max_waiting,
             config.max_wait,
         ));
-        metrics.watch(admission.clone(), cluster.clone());
+        let guard = Arc::new(Guard::new(
+            config.overload_lag,
+            config.min_connections,
+            config.max_connections,
+            config.max_wait,
+        ));
+        metrics.watch(admission.clone(), guard.clone(), cluster.clone());
         Node {
             admission,
+            guard,
             cluster,
             config,
             metrics,
@@ -95,23 +106,75 @@ fn cluster_error(e: ClusterError) -> Response<Body> {
     }
 }
 
+/// Body bytes read (and dropped) before refusing a stale connection, and
+/// how long that may take.
+const DRAIN_BYTES: usize = 64 << 10;
+const DRAIN_WITHIN: Duration = Duration::from_millis(10);
+
+/// Read and drop up to `DRAIN_BYTES` of a request's body, for at most
+/// `DRAIN_WITHIN`: what a client has already sent.
+async fn drain(req: Request<Incoming>) {
+    let body = Limited::new(req.into_body(), DRAIN_BYTES).collect();
+    let _ = tokio::time::timeout(DRAIN_WITHIN, body).await;
+}
+
+/// The answer to a connection whose first request waited in the kernel's
+/// backlog longer than the longest wait: 503, and the connection closes.
+/// A small body already sent is read first: closing a socket with unread
+/// data resets the connection, and the client could lose the 503.
+pub async fn refuse_stale(node: &Node, age: Duration, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().clone();
+    drain(req).await;
+    node.guard.stale_closed.fetch_add(1, Ordering::Relaxed);
+    node.guard.note_refusal();
+    let mut r = unavailable(&format!(
+        "overloaded: the connection waited {} ms to be accepted",
+        age.as_millis()
+    ));
+    r.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    node.metrics.observe(method.as_str(), 503, Duration::ZERO);
+    r
+}
+
 /// Serve one request. Never fails: every problem is an HTTP status.
-pub async fn handle(node: Arc<Node>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+pub async fn handle(
+    node: Arc<Node>,
+    req: Request<Incoming>,
+    arrival: Arrival,
+) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
+    // Time from reaching the socket to being read: the queue before
+    // admission.
+    let waited = arrival.waited();
+    node.guard.observe_lag(waited);
     let method = req.method().clone();
     let id = probes::next_id();
     probes::request__start!(|| (id, method.as_str(), req.uri().path()));
-    let r = match req.uri().path() {
-        "/v0/entity" => entity(&node, id, req).await.unwrap_or_else(|r| r),
-        "/v0/entities" => entities(&node, id, req).await.unwrap_or_else(|r| r),
+    let mut r = match req.uri().path() {
+        "/v0/entity" => entity(&node, id, req, waited).await.unwrap_or_else(|r| r),
+        "/v0/entities" => entities(&node, id, req, waited).await.unwrap_or_else(|r| r),
+        "/v0/internal" => internal(&node, req),
         "/v0/status" => status(&node, &req),
         "/v0/cluster" => cluster_view(&node, &req),
-        "/v0/internal" => internal(&node, req),
         "/metrics" => metrics(&node, &req),
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     };
+    // Over the connection limit: this connection closes after this answer
+    // (its client reconnects, and waits in the kernel's backlog while the
+    // node is full), the cheapest way to shed its next requests.
+    // Refused answers shed too (a refused PUT's body was read: a socket
+    // closed with unread data resets, and the client could lose the
+    // answer); an upgrade to internal traffic is never shed.
+    if r.status() != StatusCode::SWITCHING_PROTOCOLS && node.guard.take_shed() {
+        r.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
     let status = r.status().as_u16();
+    if status == 503 {
+        node.guard.note_refusal();
+    }
     probes::request__done!(|| (id, status));
     node.metrics
         .observe(method.as_str(), status, start.elapsed());
@@ -168,10 +231,10 @@ fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
     }
 }
 
-async fn admit(node: &Node, id: u64) -> Result<Ticket, Response<Body>> {
+async fn admit(node: &Node, id: u64, waited: Duration) -> Result<Ticket, Response<Body>> {
     let t = node
         .admission
-        .admit(|| probes::request__block!(|| id))
+        .admit(waited, || probes::request__block!(|| id))
         .await
         .map_err(|r| match r {
             Refused::QueueFull => unavailable("overloaded: admission queue full"),
@@ -183,7 +246,7 @@ async fn admit(node: &Node, id: u64) -> Result<Ticket, Response<Body>> {
     Ok(t)
 }
 
-async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
+async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Duration) -> Answer {
     let method = req.method().clone();
     if !matches!(method, Method::GET | Method::PUT | Method::DELETE) {
         return Err(text(
@@ -209,8 +272,17 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
             return Err(text(StatusCode::PAYLOAD_TOO_LARGE, "value too large"));
         }
     }
-    // Held until the answer is ready.
-    let _ticket = admit(node, id).await?;
+    // Held until the answer is ready. A refused PUT's small body is read
+    // first, so that the connection can close cleanly if it is shed.
+    let _ticket = match admit(node, id, waited).await {
+        Ok(t) => t,
+        Err(refusal) => {
+            if method == Method::PUT {
+                drain(req).await;
+            }
+            return Err(refusal);
+        }
+    };
     match method {
         Method::GET => match node
             .cluster
@@ -257,7 +329,7 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
     }
 }
 
-async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
+async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Duration) -> Answer {
     if req.method() != Method::GET {
         return Err(text(StatusCode::METHOD_NOT_ALLOWED, "use GET"));
     }
@@ -277,7 +349,7 @@ async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>) -> Answer {
             ))
         }
     };
-    let ticket = admit(node, id).await?;
+    let ticket = admit(node, id, waited).await?;
     if cluster_scope {
         let body = MergedBody {
             scan: node

@@ -68,6 +68,15 @@ pub struct ServeArgs {
     /// Most open connections; more wait in the kernel's backlog [default: 10000].
     #[arg(long, env = "STRATA_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// The runtime lag (time a request that has arrived waits to be read)
+    /// the node holds by limiting its client connections, in ms: past it the
+    /// node stops accepting and closes connections at their next answer.
+    /// 0 turns the limit off (only --max-connections applies) [default: 5].
+    #[arg(long, env = "STRATA_OVERLOAD_LAG_MS")]
+    pub overload_lag_ms: Option<u64>,
+    /// The fewest client connections the overload limit keeps [default: 16].
+    #[arg(long, env = "STRATA_MIN_CONNECTIONS")]
+    pub min_connections: Option<usize>,
     /// Memtable size in bytes [default: 67108864 = 64 MiB].
     #[arg(long, env = "STRATA_MEMTABLE_BYTES")]
     pub memtable_bytes: Option<usize>,
@@ -164,6 +173,9 @@ pub struct Config {
     pub body_timeout: Duration,
     pub shutdown_timeout: Duration,
     pub max_connections: usize,
+    /// `None`: no overload limit on connections.
+    pub overload_lag: Option<Duration>,
+    pub min_connections: usize,
     pub memtable_bytes: usize,
     pub block_cache_bytes: usize,
     pub worker_threads: usize,
@@ -214,6 +226,10 @@ impl Config {
             body_timeout: Duration::from_millis(pick!(body_timeout_ms, 30_000)),
             shutdown_timeout: Duration::from_millis(pick!(shutdown_timeout_ms, 10_000)),
             max_connections: pick!(max_connections, 10_000),
+            overload_lag: Some(pick!(overload_lag_ms, 5))
+                .filter(|&ms| ms > 0)
+                .map(Duration::from_millis),
+            min_connections: pick!(min_connections, 16),
             memtable_bytes: pick!(memtable_bytes, 64 << 20),
             block_cache_bytes: pick!(block_cache_bytes, 256 << 20),
             worker_threads: pick!(worker_threads, cores),

@@ -1,15 +1,19 @@
 //! The Strata node: the v0 HTTP API (`shared/spec/api.md`) over the cluster
 //! layer, with explicit admission control between the network and the store.
 //! `config` reads options, `query` parses query strings, `admission` bounds
-//! the work in service and waiting, `api` maps HTTP to cluster calls, `peer` opens internal connections, `metrics` serves
+//! the work in service and waiting, `arrival` times when a request
+//! reached its socket, `overload` keeps the queue of connections waiting
+//! to be read short, `api` maps HTTP to cluster calls, `peer` opens internal connections, `metrics` serves
 //! Prometheus metrics, `probes` fires USDT probes, `profile`
 //! serves CPU profiles,
 //! `server` runs the process. Must not touch engine files directly.
 
 pub mod admission;
 pub mod api;
+pub mod arrival;
 pub mod config;
 pub mod metrics;
+pub mod overload;
 pub mod peer;
 pub mod probes;
 pub mod profile;

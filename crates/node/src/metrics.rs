@@ -21,6 +21,7 @@ use strata_cluster::{Cluster, OpKind};
 use strata_engine::{Event, EventListener};
 
 use crate::admission::Admission;
+use crate::overload::Guard;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -171,7 +172,7 @@ impl Metrics {
     }
 
     /// Register the collector of live state (admission, engine, process).
-    pub fn watch(&mut self, admission: Arc<Admission>, cluster: Arc<Cluster>) {
+    pub fn watch(&mut self, admission: Arc<Admission>, guard: Arc<Guard>, cluster: Arc<Cluster>) {
         let (service, wait) = admission.histograms();
         self.registry.register_with_unit(
             "strata_admission_service_duration",
@@ -190,6 +191,7 @@ impl Metrics {
             .map(|h| h.metrics());
         self.registry.register_collector(Box::new(StateCollector {
             admission,
+            guard,
             cluster,
             runtime,
         }));
@@ -218,6 +220,7 @@ impl Metrics {
 
 struct StateCollector {
     admission: Arc<Admission>,
+    guard: Arc<Guard>,
     cluster: Arc<Cluster>,
     /// The runtime serving HTTP, when the node was built inside one.
     runtime: Option<tokio::runtime::RuntimeMetrics>,
@@ -320,6 +323,50 @@ impl Collector for StateCollector {
             "strata_admission_refused_timeout_total",
             "Requests refused after waiting too long",
             load(&a.refused_timeout),
+        )?;
+
+        let g = &self.guard;
+        gauge(
+            &mut e,
+            "strata_connections_open",
+            "Client connections open now",
+            g.open_now() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_connections_limit",
+            "Current limit of client connections (the overload guard's)",
+            g.limit() as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_runtime_lag_seconds",
+            "Least lag of the runtime's 1 ms timer over the last window: how long a request that has arrived waits to be read",
+            g.lag().as_secs_f64(),
+        )?;
+        counter(
+            &mut e,
+            "strata_connections_accepted_total",
+            "Client connections accepted",
+            load(&g.accepted),
+        )?;
+        counter(
+            &mut e,
+            "strata_connections_shed_total",
+            "Connections closed after an answer because the node was over its connection limit",
+            load(&g.shed),
+        )?;
+        counter(
+            &mut e,
+            "strata_connections_stale_closed_total",
+            "Connections answered 503 and closed at once: their request had waited in the kernel's backlog past the longest wait",
+            load(&g.stale_closed),
+        )?;
+        counter(
+            &mut e,
+            "strata_accept_paused_seconds_total",
+            "Time the node did not accept connections because it was at its connection limit",
+            load(&g.paused_ns) / 1e9,
         )?;
 
         self.encode_cluster(&mut e)?;

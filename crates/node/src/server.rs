@@ -15,9 +15,11 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::admission::{Mode, ADJUST_EVERY};
-use crate::api::{handle, Node};
+use crate::api::{handle, refuse_stale, Node};
+use crate::arrival::TimedStream;
 use crate::config::Config;
 use crate::metrics::{EngineEvents, Metrics};
+use crate::overload;
 
 /// Largest request head (request line and headers) accepted.
 const MAX_HEAD_BYTES: usize = 64 << 10;
@@ -116,11 +118,18 @@ pub async fn serve(
     // Tells every connection to finish its request and close.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
+    let guard = node.guard.clone();
+    let probe = tokio::spawn(guard.clone().run());
     loop {
         let permit = tokio::select! {
             p = conns.clone().acquire_owned() => p.expect("connection semaphore"),
             _ = &mut shutdown => break,
         };
+        // Past the overload limit, accept one connection a TRICKLE only.
+        tokio::select! {
+            _ = guard.wait_room() => {}
+            _ = &mut shutdown => break,
+        }
         let (stream, _) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(s) => s,
@@ -132,9 +141,25 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        // A request that waited in the kernel's backlog past the longest
+        // wait is not served: its connection gets a 503 and closes (at the
+        // cost of an accept and one answer; accepts are few once the node
+        // is at its connection limit).
+        let stale = overload::unread_age(&stream).filter(|&age| age > guard.stale_after());
+        let open = guard.opened();
         let _ = stream.set_nodelay(true);
         let node2 = node.clone();
-        let service = service_fn(move |req| handle(node2.clone(), req));
+        let (stream, arrival) = TimedStream::new(stream);
+        let service = service_fn(move |req| {
+            let node = node2.clone();
+            let arrival = arrival.clone();
+            async move {
+                match stale {
+                    Some(age) => Ok(refuse_stale(&node, age, req).await),
+                    None => handle(node, req, arrival).await,
+                }
+            }
+        });
         // With upgrades: peers open internal connections on this port.
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
@@ -146,6 +171,7 @@ pub async fn serve(
         let mut stop = stop_rx.clone();
         tokio::spawn(async move {
             let _permit = permit;
+            let _open = open;
             tokio::pin!(conn);
             let r = tokio::select! {
                 r = conn.as_mut() => r,
@@ -159,6 +185,7 @@ pub async fn serve(
             }
         });
     }
+    probe.abort();
     node.serving.store(false, Ordering::Release);
     drop(listener);
     let _ = stop_tx.send(true);

@@ -1,0 +1,203 @@
+//! When a request arrived: a client connection whose reads carry the
+//! kernel's receive timestamp (`SO_TIMESTAMPNS`; `recvmsg` returns the time
+//! the last segment read reached the socket). A request's time between
+//! arriving and being read is the queue admission control could not see
+//! before: connections waiting for a runtime worker, data waiting in the
+//! socket. Owns the socket reads and the arrival time of the last one;
+//! must not parse HTTP.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::TcpStream;
+
+/// The arrival time of the data a connection read last, ns since the Unix
+/// epoch (0: unknown).
+#[derive(Clone, Default)]
+pub struct Arrival(Arc<AtomicU64>);
+
+impl Arrival {
+    /// How long ago the last data read arrived (zero when unknown, or when
+    /// the clock went back).
+    pub fn waited(&self) -> Duration {
+        let at = self.0.load(Ordering::Relaxed);
+        if at == 0 {
+            return Duration::ZERO;
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Duration::from_nanos(now.saturating_sub(at))
+    }
+}
+
+/// A TCP stream that records the arrival time of what it reads.
+pub struct TimedStream {
+    inner: TcpStream,
+    arrival: Arrival,
+    /// False when the socket option could not be set: plain reads.
+    timed: bool,
+}
+
+impl TimedStream {
+    pub fn new(inner: TcpStream) -> (TimedStream, Arrival) {
+        let on: libc::c_int = 1;
+        // SAFETY: a valid fd and an int option.
+        let timed = unsafe {
+            libc::setsockopt(
+                inner.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        } == 0;
+        let arrival = Arrival::default();
+        (
+            TimedStream {
+                inner,
+                arrival: arrival.clone(),
+                timed,
+            },
+            arrival,
+        )
+    }
+}
+
+/// One `recvmsg` into `buf`: the bytes read and the receive timestamp, ns.
+fn recv_timed(fd: i32, buf: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<(usize, Option<u64>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // Room for one SCM_TIMESTAMPNS (a timespec) with its header, aligned.
+    let mut control = [0u64; 8];
+    // SAFETY: zeroed msghdr is valid; the pointers below outlive the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: msg describes valid, writable buffers.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut at = None;
+    // SAFETY: the CMSG macros walk the control buffer the kernel filled.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                at = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, at))
+}
+
+impl AsyncRead for TimedStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.timed {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        }
+        loop {
+            ready!(this.inner.poll_read_ready(cx))?;
+            let fd = this.inner.as_raw_fd();
+            // SAFETY: recvmsg only writes into the unfilled part, and
+            // exactly `n` bytes of it are marked filled below.
+            let unfilled = unsafe { buf.unfilled_mut() };
+            match this
+                .inner
+                .try_io(Interest::READABLE, || recv_timed(fd, unfilled))
+            {
+                Ok((n, at)) => {
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                    if let Some(at) = at {
+                        this.arrival.0.store(at, Ordering::Relaxed);
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for TimedStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn a_read_knows_when_its_data_arrived() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let (mut server, arrival) = TimedStream::new(server);
+        assert_eq!(arrival.waited(), Duration::ZERO, "nothing read yet");
+        client.write_all(b"hello").await.unwrap();
+        // The data waits in the socket before it is read.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let mut buf = [0u8; 5];
+        server.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"hello");
+        let waited = arrival.waited();
+        assert!(
+            waited >= Duration::from_millis(50) && waited < Duration::from_secs(5),
+            "{waited:?}"
+        );
+        // Writes pass through.
+        server.write_all(b"back").await.unwrap();
+        let mut back = [0u8; 4];
+        client.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"back");
+    }
+}

@@ -1,0 +1,388 @@
+//! Overload protection at the connection level: the queue that forms when
+//! a node is offered more than it can serve is not in admission control's
+//! waiting line but before it: connections whose request has arrived,
+//! waiting for a runtime worker to read it. This module watches that queue
+//! (each request's time from arriving in its socket to being read, from
+//! `arrival`) and keeps it short where refusing is nearly free: it stops
+//! accepting connections (the kernel's backlog fills, and past it the
+//! kernel drops new connection attempts at no cost to the node) and closes
+//! connections at their next answer (`Connection: close` on a response the
+//! node served anyway) until the wait is back under its target.
+//!
+//! The controller takes the mean wait of each window (not CoDel's least
+//! wait: the runtime does not read connections first come, first served,
+//! and some requests are read at once in the worst overload). The rule,
+//! every `WINDOW`: when the window's mean wait exceeds the target, the
+//! limit of open client connections falls to those open times target /
+//! wait (a cut of 10% to 50%, not below `floor`), and the excess is closed
+//! at their next answers;
+//! when it stays under half the target and the connections are nearly all
+//! in use, the limit rises by 10%. While the limit is reached, one
+//! connection is still accepted every `TRICKLE` (so that a peer's internal
+//! connection, or a client's, gets in within a bounded time); one whose
+//! request has already waited in the kernel longer than `stale` (TCP_INFO's
+//! last data received) is answered 503 and closed without being served.
+//!
+//! Owns the limit, the count of open client connections and the window's
+//! wait; must not know about HTTP (the server asks it whether to accept
+//! and whether to close a connection after an answer).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+/// How often the connection limit is adjusted.
+pub const WINDOW: Duration = Duration::from_millis(50);
+/// Windows in a row whose mean wait must exceed the target before the
+/// limit is cut: a queue that stands for this long is overload, not a burst
+/// near capacity.
+pub const SUSTAIN: u32 = 3;
+/// The limit is cut only while the node is refusing work it has read (an
+/// admission refusal, a request that waited past the longest wait) or has
+/// done so within this long: a closed-loop client that keeps its own
+/// number of requests waiting is not overload, however long its queue.
+pub const HOT_FOR: Duration = Duration::from_secs(10);
+/// One connection is accepted this often while the limit is reached.
+pub const TRICKLE: Duration = Duration::from_millis(2);
+
+/// The connection limit's rule, as a function: the next limit from the
+/// current one, the window's least wait ("lag") and the connections open.
+pub fn next_limit(
+    limit: usize,
+    lag: Duration,
+    open: usize,
+    target: Duration,
+    floor: usize,
+    max: usize,
+) -> usize {
+    if lag > target {
+        // Cut in proportion to the excess wait (a queue twice the target
+        // needs about half the connections), by 10% to 50% at a time.
+        let share = (target.as_secs_f64() / lag.as_secs_f64()).clamp(0.5, 0.9);
+        ((open.min(limit) as f64 * share).floor() as usize).max(floor)
+    } else if lag * 2 <= target && open * 10 >= limit * 9 {
+        (limit + (limit / 4).max(16)).min(max)
+    } else {
+        limit
+    }
+}
+
+pub struct Guard {
+    /// `None`: no limit below `max` (the guard only counts).
+    target: Option<Duration>,
+    floor: usize,
+    max: usize,
+    /// Requests that waited longer than this in the kernel are not read.
+    stale: Duration,
+    limit: AtomicUsize,
+    open: AtomicUsize,
+    /// Connections to close at their next answer.
+    to_shed: AtomicUsize,
+    /// Total wait (arrival to read) of the current window's requests, ns,
+    /// and their number.
+    window_lag: AtomicU64,
+    window_count: AtomicU64,
+    /// Mean wait of the last window that had requests, ns.
+    last_lag: AtomicU64,
+    /// Windows in a row whose wait exceeded the target.
+    over: AtomicU64,
+    /// Requests refused since the last window, and until when the node
+    /// counts as refusing (ns since `born`).
+    refusals: AtomicU64,
+    hot_until: AtomicU64,
+    born: Instant,
+    room: Notify,
+    pub shed: AtomicU64,
+    pub stale_closed: AtomicU64,
+    pub accepted: AtomicU64,
+    /// Nanoseconds the accept loop spent not accepting (limit reached).
+    pub paused_ns: AtomicU64,
+}
+
+/// An open client connection; dropping it frees its place.
+pub struct Open(Arc<Guard>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        self.0.room.notify_one();
+    }
+}
+
+impl Guard {
+    /// `target` `None` turns the limit off: connections are limited by
+    /// `max` only.
+    pub fn new(target: Option<Duration>, floor: usize, max: usize, stale: Duration) -> Guard {
+        Guard {
+            target,
+            floor: floor.clamp(1, max.max(1)),
+            max,
+            stale,
+            limit: AtomicUsize::new(max),
+            open: AtomicUsize::new(0),
+            to_shed: AtomicUsize::new(0),
+            window_lag: AtomicU64::new(0),
+            window_count: AtomicU64::new(0),
+            last_lag: AtomicU64::new(0),
+            over: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
+            hot_until: AtomicU64::new(0),
+            born: Instant::now(),
+            room: Notify::new(),
+            shed: AtomicU64::new(0),
+            stale_closed: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            paused_ns: AtomicU64::new(0),
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Acquire)
+    }
+
+    pub fn open_now(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// The mean wait from arrival to read of the last window with requests.
+    pub fn lag(&self) -> Duration {
+        Duration::from_nanos(self.last_lag.load(Ordering::Relaxed))
+    }
+
+    pub fn stale_after(&self) -> Duration {
+        self.stale
+    }
+
+    pub fn has_room(&self) -> bool {
+        self.open_now() < self.limit()
+    }
+
+    /// Wait until a connection may be accepted, or `TRICKLE` passes.
+    /// Returns true if there is room (false: a trickle accept).
+    pub async fn wait_room(&self) -> bool {
+        if self.has_room() {
+            return true;
+        }
+        let since = Instant::now();
+        let deadline = tokio::time::Instant::now() + TRICKLE;
+        let room = loop {
+            let notified = self.room.notified();
+            if self.has_room() {
+                break true;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep_until(deadline) => break self.has_room(),
+            }
+        };
+        self.paused_ns
+            .fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        room
+    }
+
+    /// Count a new client connection.
+    pub fn opened(self: &Arc<Self>) -> Open {
+        self.open.fetch_add(1, Ordering::AcqRel);
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+        Open(self.clone())
+    }
+
+    /// Whether the connection that just answered should close: true for
+    /// as many answers as there are connections over the limit.
+    pub fn take_shed(&self) -> bool {
+        if self.to_shed.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let took = self
+            .to_shed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if took {
+            self.shed.fetch_add(1, Ordering::Relaxed);
+        }
+        took
+    }
+
+    /// A request read and then refused (503).
+    pub fn note_refusal(&self) {
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the node has refused work within `HOT_FOR`.
+    pub fn refusing(&self) -> bool {
+        self.born.elapsed().as_nanos() as u64 <= self.hot_until.load(Ordering::Relaxed)
+    }
+
+    /// One request's wait from arrival to being read.
+    pub fn observe_lag(&self, lag: Duration) {
+        self.window_lag
+            .fetch_add(lag.as_nanos() as u64, Ordering::Relaxed);
+        self.window_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One step of the rule; returns the new limit.
+    pub fn adjust(&self) -> usize {
+        let n = self.window_count.swap(0, Ordering::AcqRel);
+        let total = self.window_lag.swap(0, Ordering::AcqRel);
+        if n == 0 {
+            return self.limit();
+        }
+        let lag = total / n;
+        self.last_lag.store(lag, Ordering::Relaxed);
+        let Some(target) = self.target else {
+            return self.limit();
+        };
+        let open = self.open_now();
+        let limit = self.limit();
+        if self.refusals.swap(0, Ordering::AcqRel) > 0 {
+            let until = (self.born.elapsed() + HOT_FOR).as_nanos() as u64;
+            self.hot_until.store(until, Ordering::Relaxed);
+        }
+        if Duration::from_nanos(lag) > target {
+            // Cut only a standing queue, and only while refusing.
+            let windows = if self.refusing() {
+                self.over.fetch_add(1, Ordering::AcqRel) + 1
+            } else {
+                self.over.store(0, Ordering::Release);
+                0
+            };
+            if windows < u64::from(SUSTAIN) {
+                return limit;
+            }
+        } else {
+            self.over.store(0, Ordering::Release);
+        }
+        let next = next_limit(
+            limit,
+            Duration::from_nanos(lag),
+            open,
+            target,
+            self.floor,
+            self.max,
+        );
+        self.limit.store(next, Ordering::Release);
+        // Close what is over the limit (counting what is already due).
+        self.to_shed
+            .store(open.saturating_sub(next), Ordering::Release);
+        if next > limit {
+            self.room.notify_waiters();
+        }
+        next
+    }
+
+    /// Adjust the limit every `WINDOW` until the runtime ends.
+    pub async fn run(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(WINDOW);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            self.adjust();
+        }
+    }
+}
+
+/// How long the oldest unread data of `socket` has waited in the kernel
+/// (TCP_INFO's time since the last data was received; ms resolution).
+/// `None` when the socket has received nothing yet or the call fails.
+pub fn unread_age(socket: &impl std::os::fd::AsRawFd) -> Option<Duration> {
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: info is a valid, writable tcp_info and len its size.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return None;
+    }
+    let mut pending: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int.
+    let r = unsafe { libc::ioctl(socket.as_raw_fd(), libc::FIONREAD, &mut pending) };
+    if r != 0 || pending == 0 {
+        return None;
+    }
+    Some(Duration::from_millis(info.tcpi_last_data_recv as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_millis(3);
+
+    #[test]
+    fn the_limit_follows_the_lag() {
+        let ms = Duration::from_millis;
+        // A standing queue: in proportion, by at most half at a time.
+        assert_eq!(next_limit(10_000, ms(40), 2_000, T, 16, 10_000), 1_000);
+        assert_eq!(next_limit(10_000, ms(4), 2_000, T, 16, 10_000), 1_500);
+        assert_eq!(
+            next_limit(10_000, ms(3) + ms(1) / 10, 2_000, T, 16, 10_000),
+            1_800
+        );
+        // Never below the floor.
+        assert_eq!(next_limit(20, ms(40), 10, T, 16, 10_000), 16);
+        // Short lag, connections nearly all used: grow by a quarter (at
+        // least 16).
+        assert_eq!(next_limit(100, ms(1), 95, T, 16, 10_000), 125);
+        assert_eq!(next_limit(20, ms(1), 20, T, 16, 10_000), 36);
+        assert_eq!(next_limit(9_990, ms(1), 9_990, T, 16, 10_000), 10_000);
+        // Short lag with room to spare, or lag between half and the
+        // target: hold.
+        assert_eq!(next_limit(100, ms(1), 50, T, 16, 10_000), 100);
+        assert_eq!(next_limit(100, ms(2), 100, T, 16, 10_000), 100);
+    }
+
+    #[test]
+    fn connections_over_the_limit_are_shed_once_each() {
+        let g = Arc::new(Guard::new(Some(T), 2, 100, Duration::from_secs(1)));
+        let conns: Vec<_> = (0..10).map(|_| g.opened()).collect();
+        assert!(g.has_room());
+        // A long wait without refusals: a closed loop, left alone.
+        for _ in 0..2 * SUSTAIN {
+            g.observe_lag(Duration::from_millis(50));
+            assert_eq!(g.adjust(), 100);
+        }
+        g.note_refusal();
+        g.observe_lag(Duration::from_millis(1));
+        g.observe_lag(Duration::from_millis(3));
+        // The window's mean wait is 2 ms: no cut.
+        assert_eq!(g.adjust(), 100);
+        // A standing queue: cut on its SUSTAIN-th window in a row.
+        for _ in 1..SUSTAIN {
+            g.observe_lag(Duration::from_millis(6));
+            assert_eq!(g.adjust(), 100, "one window over the target is a burst");
+        }
+        g.observe_lag(Duration::from_millis(2));
+        g.observe_lag(Duration::from_millis(6));
+        assert_eq!(g.adjust(), 7, "a mean of 4 ms against 3: 75% of 10");
+        assert_eq!(g.lag(), Duration::from_millis(4));
+        assert!(!g.has_room());
+        assert!(g.take_shed() && g.take_shed() && g.take_shed());
+        assert!(
+            !g.take_shed(),
+            "three connections over the limit, three shed"
+        );
+        assert_eq!(g.shed.load(Ordering::Relaxed), 3);
+        drop(conns);
+        assert_eq!(g.open_now(), 0);
+        assert!(g.has_room());
+    }
+
+    #[test]
+    fn without_a_target_the_guard_only_counts() {
+        let g = Arc::new(Guard::new(None, 16, 50, Duration::from_secs(1)));
+        let _c: Vec<_> = (0..50).map(|_| g.opened()).collect();
+        g.observe_lag(Duration::from_secs(1));
+        assert_eq!(g.adjust(), 50);
+        assert!(!g.take_shed());
+        assert!(!g.has_room());
+    }
+}
