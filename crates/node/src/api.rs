@@ -133,7 +133,7 @@ pub async fn refuse_stale(node: &Node, age: Duration, req: Request<Incoming>) ->
     ));
     r.headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("close"));
-    node.metrics.observe(method.as_str(), 503, Duration::ZERO);
+    node.metrics.observe(method.as_str(), 503, age);
     r
 }
 
@@ -177,7 +177,7 @@ pub async fn handle(
     }
     probes::request__done!(|| (id, status));
     node.metrics
-        .observe(method.as_str(), status, start.elapsed());
+        .observe(method.as_str(), status, waited + start.elapsed());
     Ok(r)
 }
 

@@ -123,7 +123,7 @@ impl Metrics {
         );
         registry.register_with_unit(
             "strata_http_request_duration",
-            "Time from a request's arrival to its answer, by method",
+            "Time from a request's arrival in its socket (kernel receive timestamp) to its answer, by method, for requests not refused (503s are counted in strata_http_requests only)",
             prometheus_client::registry::Unit::Seconds,
             latency.clone(),
         );
@@ -204,6 +204,9 @@ impl Metrics {
                 status,
             })
             .inc();
+        if status == 503 {
+            return;
+        }
         self.latency
             .get_or_create(&MethodLabels {
                 method: method.to_string(),
@@ -359,14 +362,20 @@ impl Collector for StateCollector {
         counter(
             &mut e,
             "strata_connections_stale_closed_total",
-            "Connections answered 503 and closed at once: their request had waited in the kernel's backlog past the longest wait",
+            "Connections answered 503 and closed at once: their first request had waited (in the kernel's backlog or parked) past the longest wait",
             load(&g.stale_closed),
         )?;
         counter(
             &mut e,
-            "strata_accept_paused_seconds_total",
-            "Time the node did not accept connections because it was at its connection limit",
-            load(&g.paused_ns) / 1e9,
+            "strata_connections_parked_total",
+            "Connections accepted past the connection limit and parked unread until there was room (newest first)",
+            load(&g.parked),
+        )?;
+        counter(
+            &mut e,
+            "strata_connections_parked_dropped_total",
+            "Parked connections closed unread, the oldest first, because --max-connections were parked",
+            load(&g.parked_dropped),
         )?;
 
         self.encode_cluster(&mut e)?;

@@ -3,29 +3,34 @@
 //! waiting line but before it: connections whose request has arrived,
 //! waiting for a runtime worker to read it. This module watches that queue
 //! (each request's time from arriving in its socket to being read, from
-//! `arrival`) and keeps it short where refusing is nearly free: it stops
-//! accepting connections (the kernel's backlog fills, and past it the
-//! kernel drops new connection attempts at no cost to the node) and closes
-//! connections at their next answer (`Connection: close` on a response the
-//! node served anyway) until the wait is back under its target.
+//! `arrival`) and keeps it short where refusing is nearly free: past its
+//! limit of client connections the node parks newly accepted connections
+//! unread (the server's accept loop; an accept is all they cost), serves
+//! the newest parked one when there is room (its request is the freshest:
+//! LIFO under overload, as in Facebook's "Fail at Scale"), and closes
+//! connections at their next answer (`Connection: close` on an answer the
+//! node gives anyway) until the wait is back under its target.
 //!
 //! The controller takes the mean wait of each window (not CoDel's least
 //! wait: the runtime does not read connections first come, first served,
 //! and some requests are read at once in the worst overload). The rule,
-//! every `WINDOW`: when the window's mean wait exceeds the target, the
-//! limit of open client connections falls to those open times target /
-//! wait (a cut of 10% to 50%, not below `floor`), and the excess is closed
-//! at their next answers;
-//! when it stays under half the target and the connections are nearly all
-//! in use, the limit rises by 10%. While the limit is reached, one
-//! connection is still accepted every `TRICKLE` (so that a peer's internal
-//! connection, or a client's, gets in within a bounded time); one whose
-//! request has already waited in the kernel longer than `stale` (TCP_INFO's
-//! last data received) is answered 503 and closed without being served.
+//! every `WINDOW`: when the mean wait has exceeded the target for
+//! `SUSTAIN` windows in a row (a standing queue, not a burst near
+//! capacity) while the node is refusing work it has read (within
+//! `HOT_FOR`: a closed-loop client's queue, however long, is bounded by its
+//! own connections and is left alone), the limit of open client
+//! connections falls to those open times target / wait (a cut of 10% to
+//! 50%, not below `floor`), and the excess is closed at their next
+//! answers; when the wait is under half the target and the connections are
+//! nearly all in use, the limit rises by a quarter (at least 16). It starts
+//! at `INITIAL_LIMIT`, so a burst of connections is let in as the wait
+//! allows. A connection whose request has already waited longer than
+//! `stale` (TCP_INFO's last data received) when it is served is answered
+//! 503 and closed.
 //!
 //! Owns the limit, the count of open client connections and the window's
-//! wait; must not know about HTTP (the server asks it whether to accept
-//! and whether to close a connection after an answer).
+//! wait; must not know about HTTP (the server asks it whether there is
+//! room and whether to close a connection after an answer).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -35,6 +40,11 @@ use tokio::sync::Notify;
 
 /// How often the connection limit is adjusted.
 pub const WINDOW: Duration = Duration::from_millis(50);
+/// The limit a node starts with (or `max`, if lower): it grows from there
+/// by a quarter a window while requests are read promptly, so that a burst
+/// of thousands of connections at once is let in over a few windows, not
+/// all before the wait can be measured.
+pub const INITIAL_LIMIT: usize = 256;
 /// Windows in a row whose mean wait must exceed the target before the
 /// limit is cut: a queue that stands for this long is overload, not a burst
 /// near capacity.
@@ -44,8 +54,9 @@ pub const SUSTAIN: u32 = 3;
 /// done so within this long: a closed-loop client that keeps its own
 /// number of requests waiting is not overload, however long its queue.
 pub const HOT_FOR: Duration = Duration::from_secs(10);
-/// One connection is accepted this often while the limit is reached.
-pub const TRICKLE: Duration = Duration::from_millis(2);
+/// How often the server looks for room for a parked connection when no
+/// connection has closed.
+pub const RECHECK: Duration = Duration::from_millis(2);
 
 /// The connection limit's rule, as a function: the next limit from the
 /// current one, the window's least wait ("lag") and the connections open.
@@ -97,8 +108,10 @@ pub struct Guard {
     pub shed: AtomicU64,
     pub stale_closed: AtomicU64,
     pub accepted: AtomicU64,
-    /// Nanoseconds the accept loop spent not accepting (limit reached).
-    pub paused_ns: AtomicU64,
+    /// Connections accepted past the limit and parked unread, and those
+    /// closed unread because too many were parked.
+    pub parked: AtomicU64,
+    pub parked_dropped: AtomicU64,
 }
 
 /// An open client connection; dropping it frees its place.
@@ -120,7 +133,11 @@ impl Guard {
             floor: floor.clamp(1, max.max(1)),
             max,
             stale,
-            limit: AtomicUsize::new(max),
+            limit: AtomicUsize::new(if target.is_some() {
+                INITIAL_LIMIT.min(max)
+            } else {
+                max
+            }),
             open: AtomicUsize::new(0),
             to_shed: AtomicUsize::new(0),
             window_lag: AtomicU64::new(0),
@@ -134,7 +151,8 @@ impl Guard {
             shed: AtomicU64::new(0),
             stale_closed: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
-            paused_ns: AtomicU64::new(0),
+            parked: AtomicU64::new(0),
+            parked_dropped: AtomicU64::new(0),
         }
     }
 
@@ -159,14 +177,13 @@ impl Guard {
         self.open_now() < self.limit()
     }
 
-    /// Wait until a connection may be accepted, or `TRICKLE` passes.
-    /// Returns true if there is room (false: a trickle accept).
+    /// Wait until a connection may be served, or `RECHECK` passes.
+    /// Returns true if there is room.
     pub async fn wait_room(&self) -> bool {
         if self.has_room() {
             return true;
         }
-        let since = Instant::now();
-        let deadline = tokio::time::Instant::now() + TRICKLE;
+        let deadline = tokio::time::Instant::now() + RECHECK;
         let room = loop {
             let notified = self.room.notified();
             if self.has_room() {
@@ -177,8 +194,6 @@ impl Guard {
                 _ = tokio::time::sleep_until(deadline) => break self.has_room(),
             }
         };
-        self.paused_ns
-            .fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
         room
     }
 
@@ -343,6 +358,7 @@ mod tests {
     #[test]
     fn connections_over_the_limit_are_shed_once_each() {
         let g = Arc::new(Guard::new(Some(T), 2, 100, Duration::from_secs(1)));
+        assert_eq!(g.limit(), 100, "starts at INITIAL_LIMIT or max, the lower");
         let conns: Vec<_> = (0..10).map(|_| g.opened()).collect();
         assert!(g.has_room());
         // A long wait without refusals: a closed loop, left alone.

@@ -3,6 +3,7 @@
 //! listener closes, in-flight requests get `shutdown_timeout` to finish, the
 //! engine closes). Owns the lifecycle; must not interpret requests.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -11,15 +12,15 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use strata_cluster::Cluster;
 use strata_engine::Db;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::admission::{Mode, ADJUST_EVERY};
 use crate::api::{handle, refuse_stale, Node};
 use crate::arrival::TimedStream;
 use crate::config::Config;
 use crate::metrics::{EngineEvents, Metrics};
-use crate::overload;
+use crate::overload::{self, Guard};
 
 /// Largest request head (request line and headers) accepted.
 const MAX_HEAD_BYTES: usize = 64 << 10;
@@ -36,9 +37,8 @@ pub fn run(config: Config) -> Result<(), String> {
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     rt.block_on(async move {
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| format!("listen on {}: {e}", config.listen))?;
+        let listener =
+            listen(config.listen).map_err(|e| format!("listen on {}: {e}", config.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let events = Arc::new(EngineEvents::default());
         let mut opts = config.engine_options();
@@ -87,6 +87,26 @@ pub fn run(config: Config) -> Result<(), String> {
     })
 }
 
+/// The kernel's queue of connections not yet accepted (tokio's default is
+/// 1,024). The node accepts whatever it can hold and parks what it cannot
+/// serve yet, so this queue fills only in a burst faster than accept; when
+/// it is full the kernel drops connection attempts, and a client whose SYN
+/// was dropped waits a second or more to retry. The kernel caps it at
+/// `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    crate::arrival::stamp_receives(&socket);
+    socket.listen(LISTEN_BACKLOG)
+}
+
 fn init_logging(level: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
@@ -107,6 +127,108 @@ async fn shutdown_signal() {
     }
 }
 
+/// Connections accepted past the overload limit, unread, newest last.
+/// Bounded: past `max` the oldest is closed unread (its request is the
+/// stalest, and it holds a place under --max-connections).
+struct Parked {
+    queue: std::sync::Mutex<VecDeque<(TcpStream, OwnedSemaphorePermit)>>,
+    max: usize,
+    pushed: Notify,
+}
+
+impl Parked {
+    fn new(max: usize) -> Parked {
+        Parked {
+            queue: std::sync::Mutex::new(VecDeque::new()),
+            max: max.max(1),
+            pushed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(TcpStream, OwnedSemaphorePermit)>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn push(&self, stream: TcpStream, permit: OwnedSemaphorePermit, guard: &Guard) {
+        let dropped = {
+            let mut q = self.lock();
+            q.push_back((stream, permit));
+            guard.parked.fetch_add(1, Ordering::Relaxed);
+            if q.len() > self.max {
+                q.pop_front()
+            } else {
+                None
+            }
+        };
+        if dropped.is_some() {
+            guard.parked_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        drop(dropped);
+        self.pushed.notify_one();
+    }
+
+    fn pop_newest(&self) -> Option<(TcpStream, OwnedSemaphorePermit)> {
+        self.lock().pop_back()
+    }
+}
+
+/// Serve one accepted connection on its own task.
+fn start(
+    node: &Arc<Node>,
+    stream: TcpStream,
+    permit: OwnedSemaphorePermit,
+    stop_rx: tokio::sync::watch::Receiver<bool>,
+) {
+    let guard = &node.guard;
+    // A request that waited (in the kernel's backlog, or parked) past the
+    // longest wait is not served: its connection gets a 503 and closes
+    // (at the cost of one answer; the node does this only when it has
+    // room).
+    let stale = overload::unread_age(&stream).filter(|&age| age > guard.stale_after());
+    let open = guard.opened();
+    let _ = stream.set_nodelay(true);
+    let node2 = node.clone();
+    let (stream, arrival) = TimedStream::new(stream);
+    let service = service_fn(move |req| {
+        let node = node2.clone();
+        let arrival = arrival.clone();
+        async move {
+            match stale {
+                Some(age) => Ok(refuse_stale(&node, age, req).await),
+                None => handle(node, req, arrival).await,
+            }
+        }
+    });
+    // With upgrades: peers open internal connections on this port.
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(node.config.header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    let mut stop = stop_rx;
+    tokio::spawn(async move {
+        let _permit = permit;
+        let _open = open;
+        tokio::pin!(conn);
+        let r = tokio::select! {
+            r = conn.as_mut() => r,
+            _ = async { let _ = stop.wait_for(|s| *s).await; } => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        };
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "connection ended with an error");
+        }
+    });
+}
+
 /// Accept connections until `shutdown` resolves, then drain.
 pub async fn serve(
     node: Arc<Node>,
@@ -120,16 +242,28 @@ pub async fn serve(
     tokio::pin!(shutdown);
     let guard = node.guard.clone();
     let probe = tokio::spawn(guard.clone().run());
+    let parked = Arc::new(Parked::new(max));
+    let unparker = {
+        let (node, parked, stop_rx) = (node.clone(), parked.clone(), stop_rx.clone());
+        tokio::spawn(async move {
+            loop {
+                if !node.guard.wait_room().await {
+                    continue;
+                }
+                // Room: the newest parked connection first (its request is
+                // the freshest), or wait for one.
+                match parked.pop_newest() {
+                    Some((stream, permit)) => start(&node, stream, permit, stop_rx.clone()),
+                    None => parked.pushed.notified().await,
+                }
+            }
+        })
+    };
     loop {
         let permit = tokio::select! {
             p = conns.clone().acquire_owned() => p.expect("connection semaphore"),
             _ = &mut shutdown => break,
         };
-        // Past the overload limit, accept one connection a TRICKLE only.
-        tokio::select! {
-            _ = guard.wait_room() => {}
-            _ = &mut shutdown => break,
-        }
         let (stream, _) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(s) => s,
@@ -141,50 +275,19 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        // A request that waited in the kernel's backlog past the longest
-        // wait is not served: its connection gets a 503 and closes (at the
-        // cost of an accept and one answer; accepts are few once the node
-        // is at its connection limit).
-        let stale = overload::unread_age(&stream).filter(|&age| age > guard.stale_after());
-        let open = guard.opened();
-        let _ = stream.set_nodelay(true);
-        let node2 = node.clone();
-        let (stream, arrival) = TimedStream::new(stream);
-        let service = service_fn(move |req| {
-            let node = node2.clone();
-            let arrival = arrival.clone();
-            async move {
-                match stale {
-                    Some(age) => Ok(refuse_stale(&node, age, req).await),
-                    None => handle(node, req, arrival).await,
-                }
-            }
-        });
-        // With upgrades: peers open internal connections on this port.
-        let conn = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(node.config.header_timeout)
-            .max_buf_size(MAX_HEAD_BYTES)
-            .keep_alive(true)
-            .serve_connection(TokioIo::new(stream), service)
-            .with_upgrades();
-        let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let _open = open;
-            tokio::pin!(conn);
-            let r = tokio::select! {
-                r = conn.as_mut() => r,
-                _ = async { let _ = stop.wait_for(|s| *s).await; } => {
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-            };
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
-        });
+        // Past the overload limit the connection is parked, unread: it
+        // costs the node an accept, and the kernel never drops a
+        // client's connection attempt (a client whose SYN was dropped
+        // waits a second or more to retry, idling a node that has room
+        // again long before).
+        if guard.has_room() && parked.is_empty() {
+            start(&node, stream, permit, stop_rx.clone());
+        } else {
+            parked.push(stream, permit, &guard);
+        }
     }
+    unparker.abort();
+    drop(parked);
     probe.abort();
     node.serving.store(false, Ordering::Release);
     drop(listener);
