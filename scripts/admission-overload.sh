@@ -45,7 +45,7 @@ cluster_start() { # admission flags...
     rm -rf "$TMP/cluster"
     # shellcheck disable=SC2086
     "$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/cluster" --base-port 0 \
-        -- --log-level warn $NODE_ARGS "$@" >"$TMP/cluster.out" 2>&1 &
+        -- $NODE_ARGS "$@" >"$TMP/cluster.out" 2>&1 &
     CLUSTER=$!
     for _ in $(seq 100); do
         URL=$(grep -E '^http://.*,http://' "$TMP/cluster.out" || true)

@@ -16,15 +16,16 @@
 //! and some requests are read at once in the worst overload). The rule,
 //! every `WINDOW`: when the mean wait has exceeded the target for
 //! `SUSTAIN` windows in a row (a standing queue, not a burst near
-//! capacity) while the node is refusing work it has read (within
-//! `HOT_FOR`: a closed-loop client's queue, however long, is bounded by its
+//! capacity) while the node is refusing work (a 503, or a connection
+//! parked, within
+//! `HOT_FOR`; a closed-loop client's queue, however long, is bounded by its
 //! own connections and is left alone), the limit of open client
 //! connections falls to those open times target / wait (a cut of 10% to
 //! 50%, not below `floor`), and the excess is closed at their next
 //! answers; when the wait is under half the target and the connections are
-//! nearly all in use, the limit rises by a quarter (at least 16). It starts
-//! at `INITIAL_LIMIT`, so a burst of connections is let in as the wait
-//! allows. A connection whose request has already waited longer than
+//! nearly all in use, the limit rises by a quarter (at least 16). It
+//! starts at `INITIAL_LIMIT`, so a burst of connections is let in as the
+//! wait allows. A connection whose request has already waited longer than
 //! `stale` (TCP_INFO's last data received) when it is served is answered
 //! 503 and closed.
 //!
@@ -220,7 +221,7 @@ impl Guard {
         took
     }
 
-    /// A request read and then refused (503).
+    /// A request read and then refused (503), or a connection parked.
     pub fn note_refusal(&self) {
         self.refusals.fetch_add(1, Ordering::Relaxed);
     }

@@ -158,6 +158,8 @@ impl Parked {
             let mut q = self.lock();
             q.push_back((stream, permit));
             guard.parked.fetch_add(1, Ordering::Relaxed);
+            // Turning a client away for now is refusing work, as a 503 is.
+            guard.note_refusal();
             if q.len() > self.max {
                 q.pop_front()
             } else {

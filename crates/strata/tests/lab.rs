@@ -164,7 +164,14 @@ fn the_demo_starts_a_cluster_sweeps_it_faults_it_and_stops_it() {
     ]);
     assert!(ok, "{stdout}{stderr}");
     assert!(stdout.contains("Breaking point:"), "{stdout}");
-    assert!(stdout.contains("Server: 3 nodes"), "{stdout}");
+    // Two trials are short: when the first fails on a cold cluster and is
+    // run again, both may meet the SLO, and then the sweep says so instead
+    // of naming a saturated resource. Either is a finished sweep; a named
+    // one must name the cluster's nodes.
+    assert!(
+        stdout.contains("Server: 3 nodes") || stdout.contains("Every trial met the SLO"),
+        "{stdout}"
+    );
     assert!(stdout.contains("Report: "), "{stdout}");
     assert!(stdout.contains("Faults: kill:3@2s+2s"), "{stdout}");
     assert!(stdout.contains("Fault kill:3@2s+2s: node-3 at"), "{stdout}");
