@@ -4,7 +4,8 @@
 #
 #   1. http-ceiling (crates/httpceiling: hyper answering a fixed 100-byte body)
 #      under wrk GET: the most any hyper-based server can do here.
-#   2. redis-server (no persistence) under redis-benchmark SET/GET with
+#   2. redis-server (no persistence, then with appendfsync always: every
+#      SET fsynced before its answer) under redis-benchmark SET/GET with
 #      100-byte values, with 1 and with 2 client threads.
 #   3. If `strata serve` exists: the node on a fresh data dir, pre-filled with
 #      KEYS keys (curl), then wrk GET of existing keys (scripts/wrk/get.lua) and
@@ -192,7 +193,7 @@ redis_run() {
         local row
         row=$(awk -F, -v t="\"$test\"" '$1 == t {gsub(/"/, ""); printf "%.0f|%.2f", $2, $7}' <<<"$out")
         [[ -n $row ]] || { printf '%s\n' "$out" >&2; die "cannot parse redis-benchmark output"; }
-        ROWS+=("redis-server|$test, $1 client thread(s)|$row")
+        ROWS+=("redis-server${REDIS_LABEL:-}|$test, $1 client thread(s)|$row")
     done
 }
 
@@ -227,6 +228,14 @@ start redis-server "127.0.0.1:$REDIS_PORT" \
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$TMP" --save '' --appendonly no
 redis_run 1
 redis_run 2
+stop
+
+# Redis with the durability of the node's `sync`: every write appended to
+# its AOF and fsynced before the answer (issue 14's PUT bar).
+start redis-server "127.0.0.1:$REDIS_PORT" \
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$TMP" --save '' \
+    --appendonly yes --appendfsync always
+REDIS_LABEL=" (appendfsync always)" redis_run 1
 stop
 
 # --- 3. the node ---------------------------------------------------------------------
