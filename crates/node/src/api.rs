@@ -147,7 +147,7 @@ pub async fn handle(
     // Time from reaching the socket to being read: the queue before
     // admission.
     let waited = arrival.waited();
-    node.guard.observe_lag(waited);
+    node.guard.observe_wait(waited);
     let method = req.method().clone();
     let id = probes::next_id();
     probes::request__start!(|| (id, method.as_str(), req.uri().path()));

@@ -360,8 +360,8 @@ impl Collector for StateCollector {
         gauge(
             &mut e,
             "strata_runtime_lag_seconds",
-            "Least lag of the runtime's 1 ms timer over the last window: how long a request that has arrived waits to be read",
-            g.lag().as_secs_f64(),
+            "Mean wait of requests between arriving in their socket and being read, over the last 50 ms window that had requests",
+            g.wait().as_secs_f64(),
         )?;
         counter(
             &mut e,
@@ -386,12 +386,6 @@ impl Collector for StateCollector {
             "strata_connections_parked_total",
             "Connections accepted past the connection limit and parked unread until there was room (newest first)",
             load(&g.parked),
-        )?;
-        counter(
-            &mut e,
-            "strata_connections_parked_dropped_total",
-            "Parked connections closed unread, the oldest first, because --max-connections were parked",
-            load(&g.parked_dropped),
         )?;
 
         self.encode_cluster(&mut e)?;

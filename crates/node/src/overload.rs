@@ -60,7 +60,7 @@ pub const HOT_FOR: Duration = Duration::from_secs(10);
 pub const RECHECK: Duration = Duration::from_millis(2);
 
 /// The connection limit's rule, as a function: the next limit from the
-/// current one, the window's least wait ("lag") and the connections open.
+/// current one, the window's mean wait and the connections open.
 pub fn next_limit(
     limit: usize,
     lag: Duration,
@@ -86,7 +86,8 @@ pub struct Guard {
     target: Option<Duration>,
     floor: usize,
     max: usize,
-    /// Requests that waited longer than this in the kernel are not read.
+    /// A connection whose first request waited longer than this before
+    /// it was served is answered 503 and closed.
     stale: Duration,
     limit: AtomicUsize,
     open: AtomicUsize,
@@ -94,10 +95,10 @@ pub struct Guard {
     to_shed: AtomicUsize,
     /// Total wait (arrival to read) of the current window's requests, ns,
     /// and their number.
-    window_lag: AtomicU64,
+    window_wait: AtomicU64,
     window_count: AtomicU64,
     /// Mean wait of the last window that had requests, ns.
-    last_lag: AtomicU64,
+    last_wait: AtomicU64,
     /// Windows in a row whose wait exceeded the target.
     over: AtomicU64,
     /// Requests refused since the last window, and until when the node
@@ -109,10 +110,8 @@ pub struct Guard {
     pub shed: AtomicU64,
     pub stale_closed: AtomicU64,
     pub accepted: AtomicU64,
-    /// Connections accepted past the limit and parked unread, and those
-    /// closed unread because too many were parked.
+    /// Connections accepted past the limit and parked unread.
     pub parked: AtomicU64,
-    pub parked_dropped: AtomicU64,
 }
 
 /// An open client connection; dropping it frees its place.
@@ -141,9 +140,9 @@ impl Guard {
             }),
             open: AtomicUsize::new(0),
             to_shed: AtomicUsize::new(0),
-            window_lag: AtomicU64::new(0),
+            window_wait: AtomicU64::new(0),
             window_count: AtomicU64::new(0),
-            last_lag: AtomicU64::new(0),
+            last_wait: AtomicU64::new(0),
             over: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
             hot_until: AtomicU64::new(0),
@@ -153,7 +152,6 @@ impl Guard {
             stale_closed: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             parked: AtomicU64::new(0),
-            parked_dropped: AtomicU64::new(0),
         }
     }
 
@@ -166,8 +164,8 @@ impl Guard {
     }
 
     /// The mean wait from arrival to read of the last window with requests.
-    pub fn lag(&self) -> Duration {
-        Duration::from_nanos(self.last_lag.load(Ordering::Relaxed))
+    pub fn wait(&self) -> Duration {
+        Duration::from_nanos(self.last_wait.load(Ordering::Relaxed))
     }
 
     pub fn stale_after(&self) -> Duration {
@@ -181,21 +179,17 @@ impl Guard {
     /// Wait until a connection may be served, or `RECHECK` passes.
     /// Returns true if there is room.
     pub async fn wait_room(&self) -> bool {
-        if self.has_room() {
-            return true;
-        }
         let deadline = tokio::time::Instant::now() + RECHECK;
-        let room = loop {
+        loop {
             let notified = self.room.notified();
             if self.has_room() {
-                break true;
+                return true;
             }
             tokio::select! {
                 _ = notified => {}
-                _ = tokio::time::sleep_until(deadline) => break self.has_room(),
+                _ = tokio::time::sleep_until(deadline) => return self.has_room(),
             }
-        };
-        room
+        }
     }
 
     /// Count a new client connection.
@@ -232,8 +226,8 @@ impl Guard {
     }
 
     /// One request's wait from arrival to being read.
-    pub fn observe_lag(&self, lag: Duration) {
-        self.window_lag
+    pub fn observe_wait(&self, lag: Duration) {
+        self.window_wait
             .fetch_add(lag.as_nanos() as u64, Ordering::Relaxed);
         self.window_count.fetch_add(1, Ordering::Relaxed);
     }
@@ -241,12 +235,12 @@ impl Guard {
     /// One step of the rule; returns the new limit.
     pub fn adjust(&self) -> usize {
         let n = self.window_count.swap(0, Ordering::AcqRel);
-        let total = self.window_lag.swap(0, Ordering::AcqRel);
+        let total = self.window_wait.swap(0, Ordering::AcqRel);
         if n == 0 {
             return self.limit();
         }
         let lag = total / n;
-        self.last_lag.store(lag, Ordering::Relaxed);
+        self.last_wait.store(lag, Ordering::Relaxed);
         let Some(target) = self.target else {
             return self.limit();
         };
@@ -364,23 +358,23 @@ mod tests {
         assert!(g.has_room());
         // A long wait without refusals: a closed loop, left alone.
         for _ in 0..2 * SUSTAIN {
-            g.observe_lag(Duration::from_millis(50));
+            g.observe_wait(Duration::from_millis(50));
             assert_eq!(g.adjust(), 100);
         }
         g.note_refusal();
-        g.observe_lag(Duration::from_millis(1));
-        g.observe_lag(Duration::from_millis(3));
+        g.observe_wait(Duration::from_millis(1));
+        g.observe_wait(Duration::from_millis(3));
         // The window's mean wait is 2 ms: no cut.
         assert_eq!(g.adjust(), 100);
         // A standing queue: cut on its SUSTAIN-th window in a row.
         for _ in 1..SUSTAIN {
-            g.observe_lag(Duration::from_millis(6));
+            g.observe_wait(Duration::from_millis(6));
             assert_eq!(g.adjust(), 100, "one window over the target is a burst");
         }
-        g.observe_lag(Duration::from_millis(2));
-        g.observe_lag(Duration::from_millis(6));
+        g.observe_wait(Duration::from_millis(2));
+        g.observe_wait(Duration::from_millis(6));
         assert_eq!(g.adjust(), 7, "a mean of 4 ms against 3: 75% of 10");
-        assert_eq!(g.lag(), Duration::from_millis(4));
+        assert_eq!(g.wait(), Duration::from_millis(4));
         assert!(!g.has_room());
         assert!(g.take_shed() && g.take_shed() && g.take_shed());
         assert!(
@@ -397,7 +391,7 @@ mod tests {
     fn without_a_target_the_guard_only_counts() {
         let g = Arc::new(Guard::new(None, 16, 50, Duration::from_secs(1)));
         let _c: Vec<_> = (0..50).map(|_| g.opened()).collect();
-        g.observe_lag(Duration::from_secs(1));
+        g.observe_wait(Duration::from_secs(1));
         assert_eq!(g.adjust(), 50);
         assert!(!g.take_shed());
         assert!(!g.has_room());

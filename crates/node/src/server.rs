@@ -127,24 +127,15 @@ async fn shutdown_signal() {
     }
 }
 
-/// Connections accepted past the overload limit, unread, newest last.
-/// Bounded: past `max` the oldest is closed unread (its request is the
-/// stalest, and it holds a place under --max-connections).
+/// Connections accepted past the overload limit, unread, newest last. Each
+/// holds its place under --max-connections, which bounds them.
+#[derive(Default)]
 struct Parked {
     queue: std::sync::Mutex<VecDeque<(TcpStream, OwnedSemaphorePermit)>>,
-    max: usize,
     pushed: Notify,
 }
 
 impl Parked {
-    fn new(max: usize) -> Parked {
-        Parked {
-            queue: std::sync::Mutex::new(VecDeque::new()),
-            max: max.max(1),
-            pushed: Notify::new(),
-        }
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(TcpStream, OwnedSemaphorePermit)>> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -154,22 +145,10 @@ impl Parked {
     }
 
     fn push(&self, stream: TcpStream, permit: OwnedSemaphorePermit, guard: &Guard) {
-        let dropped = {
-            let mut q = self.lock();
-            q.push_back((stream, permit));
-            guard.parked.fetch_add(1, Ordering::Relaxed);
-            // Turning a client away for now is refusing work, as a 503 is.
-            guard.note_refusal();
-            if q.len() > self.max {
-                q.pop_front()
-            } else {
-                None
-            }
-        };
-        if dropped.is_some() {
-            guard.parked_dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        drop(dropped);
+        self.lock().push_back((stream, permit));
+        guard.parked.fetch_add(1, Ordering::Relaxed);
+        // Turning a client away for now is refusing work, as a 503 is.
+        guard.note_refusal();
         self.pushed.notify_one();
     }
 
@@ -243,20 +222,25 @@ pub async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     let guard = node.guard.clone();
-    let probe = tokio::spawn(guard.clone().run());
-    let parked = Arc::new(Parked::new(max));
+    let adjuster = tokio::spawn(guard.clone().run());
+    let parked = Arc::new(Parked::default());
     let unparker = {
         let (node, parked, stop_rx) = (node.clone(), parked.clone(), stop_rx.clone());
         tokio::spawn(async move {
             loop {
+                // A parked connection first, then room for it: nothing
+                // polls while nothing is parked.
+                if parked.is_empty() {
+                    parked.pushed.notified().await;
+                    continue;
+                }
                 if !node.guard.wait_room().await {
                     continue;
                 }
-                // Room: the newest parked connection first (its request is
-                // the freshest), or wait for one.
-                match parked.pop_newest() {
-                    Some((stream, permit)) => start(&node, stream, permit, stop_rx.clone()),
-                    None => parked.pushed.notified().await,
+                // The newest parked connection first: its request is the
+                // freshest.
+                if let Some((stream, permit)) = parked.pop_newest() {
+                    start(&node, stream, permit, stop_rx.clone());
                 }
             }
         })
@@ -290,7 +274,7 @@ pub async fn serve(
     }
     unparker.abort();
     drop(parked);
-    probe.abort();
+    adjuster.abort();
     node.serving.store(false, Ordering::Release);
     drop(listener);
     let _ = stop_tx.send(true);

@@ -395,7 +395,7 @@ pub fn run(
                 .generator_sleeps
                 .filter(|_| reqs > 0.0)
                 .map(|z| z / reqs),
-            overloaded: m.outcome.achieved_rate() < super::SERVED_SHARE * rate,
+            overloaded: super::overloaded(&m.outcome, rate),
         };
         // What the machine was busy with besides the nodes and the lab
         // (the driver's window is the steps' seconds; the busy counter

@@ -103,6 +103,11 @@ pub struct Step {
 /// the node.
 pub const SERVED_SHARE: f64 = 0.9;
 
+/// Whether a step offered `rate` overloaded the node.
+pub fn overloaded(o: &driver::Outcome, rate: f64) -> bool {
+    o.achieved_rate() < SERVED_SHARE * rate
+}
+
 /// Whether a step's generator fell behind its schedule, or the node served
 /// less than it was offered: either way the step did not measure the node
 /// at its rate, and runs again.
@@ -111,8 +116,7 @@ fn step_went_wrong(o: &driver::Outcome, rate: f64) -> Option<String> {
     if behind as f64 > crate::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64 {
         return Some(format!("the generator fell behind on {behind} sends"));
     }
-    let achieved = o.achieved_rate();
-    (achieved < SERVED_SHARE * rate).then(|| format!("the node served only {}", fmt_num(achieved)))
+    overloaded(o, rate).then(|| format!("the node served only {}", fmt_num(o.achieved_rate())))
 }
 
 /// What `strata calibrate` found (written as `calibration.json`).
@@ -243,7 +247,7 @@ pub fn run(
             generator_sleeps_per_request: None,
             p99_ms: None,
             model_p99_ms: None,
-            overloaded: o.achieved_rate() < SERVED_SHARE * rate,
+            overloaded: overloaded(&o, rate),
         };
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
