@@ -138,6 +138,22 @@ pub async fn refuse_stale(node: &Node, age: Duration, req: Request<Incoming>) ->
 }
 
 /// Serve one request. Never fails: every problem is an HTTP status.
+/// Request lines that are served at once even while the node turns client
+/// connections away: a peer's internal connection (replication must not
+/// starve behind client load) and an operator's scrape, status or profile
+/// (what they show matters most in an overload). `head` is a connection's
+/// first bytes, peeked before it is read.
+pub fn priority_request(head: &[u8]) -> bool {
+    const PRIORITY: [&[u8]; 5] = [
+        b"GET /v0/internal ",
+        b"GET /metrics ",
+        b"GET /v0/status ",
+        b"GET /v0/cluster ",
+        b"GET /debug/",
+    ];
+    PRIORITY.iter().any(|p| head.starts_with(p))
+}
+
 pub async fn handle(
     node: Arc<Node>,
     req: Request<Incoming>,
@@ -552,4 +568,34 @@ fn internal(node: &Arc<Node>, mut req: Request<Incoming>) -> Response<Body> {
     r.headers_mut()
         .insert(hyper::header::UPGRADE, HeaderValue::from_static(UPGRADE));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::priority_request;
+
+    #[test]
+    fn only_peers_and_operators_skip_the_overload_queue() {
+        for head in [
+            &b"GET /v0/internal HTTP/1.1\r\n"[..],
+            b"GET /metrics HTTP/1.1\r\n",
+            b"GET /v0/status HTTP/1.1",
+            b"GET /v0/cluster HTTP/1.1",
+            b"GET /debug/pprof/profile?seconds=5 HTTP/1.1",
+        ] {
+            assert!(priority_request(head), "{}", String::from_utf8_lossy(head));
+        }
+        for head in [
+            &b"GET /v0/entity?id=k HTTP/1.1\r\n"[..],
+            b"PUT /v0/entity?id=k HTTP/1.1",
+            b"GET /v0/entities?start=a HTTP/1.1",
+            b"POST /metrics HTTP/1.1",
+            b"GET /metricsx HTTP/1.1",
+            b"GET /v0/internalx HTTP/1.1",
+            b"GET /v0/inter",
+            b"",
+        ] {
+            assert!(!priority_request(head), "{}", String::from_utf8_lossy(head));
+        }
+    }
 }

@@ -65,6 +65,21 @@ pub fn stamp_receives(socket: &impl AsRawFd) -> bool {
     r == 0
 }
 
+/// The first bytes waiting in `socket`, without reading them: `Some(0)`
+/// if the peer closed, `None` if nothing has arrived yet (or on an error).
+pub fn peek(socket: &impl AsRawFd, buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: buf is valid for writes of its length.
+    let n = unsafe {
+        libc::recv(
+            socket.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    usize::try_from(n).ok()
+}
+
 impl TimedStream {
     pub fn new(inner: TcpStream) -> (TimedStream, Arrival) {
         let timed = stamp_receives(&inner);

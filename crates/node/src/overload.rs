@@ -27,7 +27,8 @@
 //! starts at `INITIAL_LIMIT`, so a burst of connections is let in as the
 //! wait allows. A connection whose request has already waited longer than
 //! `stale` (TCP_INFO's last data received) when it is served is answered
-//! 503 and closed.
+//! 503 and closed. The server serves a connection whose first request is a
+//! peer's or an operator's (peeked, not read) at once, whatever the limit.
 //!
 //! Owns the limit, the count of open client connections and the window's
 //! wait; must not know about HTTP (the server asks it whether there is

@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::admission::{Mode, ADJUST_EVERY};
-use crate::api::{handle, refuse_stale, Node};
+use crate::api::{handle, priority_request, refuse_stale, Node};
 use crate::arrival::TimedStream;
 use crate::config::Config;
 use crate::metrics::{EngineEvents, Metrics};
@@ -157,19 +157,72 @@ impl Parked {
     }
 }
 
+/// What a connection's first request is, from its first bytes peeked
+/// before it is read.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum First {
+    /// A peer's internal connection or an operator's request
+    /// (`api::priority_request`): served whatever the load.
+    Priority,
+    /// Anything else: a client's request (or a closed connection).
+    Client,
+    /// Nothing has arrived yet.
+    Unread,
+}
+
+fn first_request(stream: &TcpStream) -> First {
+    let mut head = [0u8; 24];
+    match crate::arrival::peek(stream, &mut head) {
+        None => First::Unread,
+        Some(n) if priority_request(&head[..n]) => First::Priority,
+        Some(_) => First::Client,
+    }
+}
+
+/// A connection accepted while the node turns client connections away:
+/// served at once if its first request is a priority one, parked
+/// otherwise. One whose request has not arrived yet waits for it (at most
+/// the header timeout) on a task of its own before it is sorted.
+fn sort_accepted(
+    node: &Arc<Node>,
+    parked: &Arc<Parked>,
+    stream: TcpStream,
+    permit: OwnedSemaphorePermit,
+    stop_rx: tokio::sync::watch::Receiver<bool>,
+) {
+    match first_request(&stream) {
+        First::Priority => start(node, stream, permit, stop_rx, First::Priority),
+        First::Client => parked.push(stream, permit, &node.guard),
+        First::Unread => {
+            let (node, parked) = (node.clone(), parked.clone());
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(node.config.header_timeout, stream.readable()).await;
+                let first = first_request(&stream);
+                if first == First::Priority || (node.guard.has_room() && parked.is_empty()) {
+                    start(&node, stream, permit, stop_rx, first);
+                } else {
+                    parked.push(stream, permit, &node.guard);
+                }
+            });
+        }
+    }
+}
+
 /// Serve one accepted connection on its own task.
 fn start(
     node: &Arc<Node>,
     stream: TcpStream,
     permit: OwnedSemaphorePermit,
     stop_rx: tokio::sync::watch::Receiver<bool>,
+    first: First,
 ) {
     let guard = &node.guard;
     // A request that waited (in the kernel's backlog, or parked) past the
     // longest wait is not served: its connection gets a 503 and closes
     // (at the cost of one answer; the node does this only when it has
-    // room).
-    let stale = overload::unread_age(&stream).filter(|&age| age > guard.stale_after());
+    // room). A priority request is served however long it waited.
+    let stale = overload::unread_age(&stream)
+        .filter(|&age| first != First::Priority && age > guard.stale_after());
     let open = guard.opened();
     let _ = stream.set_nodelay(true);
     let node2 = node.clone();
@@ -240,7 +293,7 @@ pub async fn serve(
                 // The newest parked connection first: its request is the
                 // freshest.
                 if let Some((stream, permit)) = parked.pop_newest() {
-                    start(&node, stream, permit, stop_rx.clone());
+                    start(&node, stream, permit, stop_rx.clone(), First::Client);
                 }
             }
         })
@@ -261,15 +314,15 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        // Past the overload limit the connection is parked, unread: it
-        // costs the node an accept, and the kernel never drops a
-        // client's connection attempt (a client whose SYN was dropped
-        // waits a second or more to retry, idling a node that has room
-        // again long before).
+        // Past the overload limit a client's connection is parked,
+        // unread: it costs the node an accept and a peek, and the kernel
+        // never drops a client's connection attempt (a client whose SYN
+        // was dropped waits a second or more to retry, idling a node that
+        // has room again long before).
         if guard.has_room() && parked.is_empty() {
-            start(&node, stream, permit, stop_rx.clone());
+            start(&node, stream, permit, stop_rx.clone(), First::Client);
         } else {
-            parked.push(stream, permit, &guard);
+            sort_accepted(&node, &parked, stream, permit, stop_rx.clone());
         }
     }
     unparker.abort();

@@ -8,7 +8,12 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use support::NodeProc;
 
@@ -54,6 +59,23 @@ fn load(url: &str, args: &[&str]) -> (bool, String) {
     (o.status.success(), text)
 }
 
+/// Send `head` on a fresh connection; the status of the answer, or why
+/// there was none (refused, closed, or nothing within 10 s).
+fn probe(addr: SocketAddr, head: &str) -> Result<u16, String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(head.as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    let mut line = String::new();
+    BufReader::new(&mut s)
+        .read_line(&mut line)
+        .map_err(|e| format!("read: {e}"))?;
+    line.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("status line {line:?}"))
+}
+
 fn peak_rss_kib(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     s.lines()
@@ -92,6 +114,35 @@ fn far_past_capacity_the_node_sheds_connections_and_keeps_serving() {
     )
     .unwrap();
     let workload = workload.to_str().unwrap();
+    // While the node sheds client connections, an operator's scrape and a
+    // peer's internal connection still get through: each probe opens a
+    // fresh connection, as a redialing peer or a scraper does.
+    let running = Arc::new(AtomicBool::new(true));
+    let prober = {
+        let (addr, running) = (node.addr, running.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1000));
+            let mut seen = Vec::new();
+            while running.load(Ordering::Relaxed) {
+                seen.push((
+                    "/metrics",
+                    probe(addr, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"),
+                ));
+                // No cluster secret: a peer's upgrade request that reached
+                // the handler is answered 403.
+                seen.push((
+                    "/v0/internal",
+                    probe(
+                        addr,
+                        "GET /v0/internal HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\n\
+                         Upgrade: strata-internal/0\r\n\r\n",
+                    ),
+                ));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            seen
+        })
+    };
     let (ok, text) = load(
         &url,
         &[
@@ -112,6 +163,23 @@ fn far_past_capacity_the_node_sheds_connections_and_keeps_serving() {
             "--out",
             out.to_str().unwrap(),
         ],
+    );
+    running.store(false, Ordering::Relaxed);
+    let probes = prober.join().unwrap();
+    assert!(
+        probes.len() >= 6,
+        "too few probes during the overload: {probes:?}"
+    );
+    let want = |path| if path == "/metrics" { 200 } else { 403 };
+    let wrong: Vec<_> = probes
+        .iter()
+        .filter(|(path, got)| got.as_ref().ok() != Some(&want(*path)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} scrapes and peer upgrades were not served during the overload: {wrong:?}",
+        wrong.len(),
+        probes.len()
     );
     // The checker's verdict: no acknowledged write lost, no value read
     // that was never written, whatever was refused.
