@@ -589,16 +589,22 @@ fn replay_record(mem: &Memtable, path: &Path, offset: u64, payload: Vec<u8>) -> 
 /// Insert a batch body's entries with sequences from `seq`. `None` if the
 /// body is malformed.
 fn insert_entries(mem: &Memtable, body: &[u8], seq: u64) -> Option<u64> {
-    let mut i = 0;
-    batch::visit(body, |e| {
+    let mut entries = Vec::new();
+    let n = batch::visit(body, |e| {
         let v = if e.kind == Kind::Put {
             &body[e.value.0..e.value.1]
         } else {
             &[][..]
         };
-        mem.insert(&body[e.key.0..e.key.1], seq + i, e.kind, v);
-        i += 1;
-    })
+        entries.push((
+            &body[e.key.0..e.key.1],
+            seq + entries.len() as u64,
+            e.kind,
+            v,
+        ));
+    })?;
+    mem.insert_many(&entries);
+    Some(n)
 }
 
 /// Write a memtable's newest versions into a level-0 table.

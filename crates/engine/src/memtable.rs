@@ -12,7 +12,7 @@ use bytes::Bytes;
 use crate::error::Result;
 use crate::iterator::{InternalIterator, Lookup};
 use crate::key::{self, Kind};
-use crate::skiplist::{Cursor, SkipList};
+use crate::skiplist::{Cursor, Entry, SkipList};
 
 pub struct Memtable {
     /// Its hash index answers point lookups: a key the memtable does not
@@ -48,6 +48,23 @@ impl Memtable {
     pub fn insert(&self, user: &[u8], seq: u64, kind: Kind, value: &[u8]) {
         self.list
             .insert(user, key_hash(user), key::trailer(seq, kind), value);
+    }
+
+    /// Insert several entries (user key, sequence, kind, value), as
+    /// `insert` one by one would, with their searches overlapped (see
+    /// `SkipList::insert_many`). `entries` holds one key's entries in
+    /// sequence order.
+    pub fn insert_many(&self, entries: &[(&[u8], u64, Kind, &[u8])]) {
+        let entries: Vec<Entry<'_>> = entries
+            .iter()
+            .map(|&(user, seq, kind, value)| Entry {
+                user,
+                hash: key_hash(user),
+                trailer: key::trailer(seq, kind),
+                value,
+            })
+            .collect();
+        self.list.insert_many(&entries);
     }
 
     /// Bytes of memory held.
@@ -191,5 +208,52 @@ mod tests {
         assert_eq!(seen[2].0, b"b");
         it.seek(&key::encode(b"a", key::seek_trailer(2))).unwrap();
         assert_eq!(key::trailer_seq(key::split(it.key()).1), 2);
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    /// Not a test: the time an insert takes, one by one and in groups, in a
+    /// memtable filled as the node fills it (random 16-byte keys, 100-byte
+    /// values, 64 MiB). `cargo test --release -p strata-engine --lib
+    /// memtable_insert_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn memtable_insert_speed() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let keys: Vec<[u8; 16]> = (0..320_000)
+            .map(|_| {
+                let mut k = [0u8; 16];
+                let s = format!("{:016}", rng.random_range(0..1_000_000_000u64));
+                k.copy_from_slice(s.as_bytes());
+                k
+            })
+            .collect();
+        let value = [7u8; 100];
+        for group in [1usize, 8, 32, 64] {
+            let m = Memtable::new(1, 64 << 20);
+            let t = std::time::Instant::now();
+            for (c, chunk) in keys.chunks(group).enumerate() {
+                let base = (c * group) as u64;
+                if group == 1 {
+                    m.insert(&chunk[0], base + 1, Kind::Put, &value);
+                } else {
+                    let e: Vec<(&[u8], u64, Kind, &[u8])> = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, k)| (&k[..], base + i as u64 + 1, Kind::Put, &value[..]))
+                        .collect();
+                    m.insert_many(&e);
+                }
+            }
+            let ns = t.elapsed().as_nanos() as f64 / keys.len() as f64;
+            println!(
+                "groups of {group:>2}: {ns:.0} ns an insert ({} MiB)",
+                m.size() >> 20
+            );
+        }
     }
 }
