@@ -43,17 +43,16 @@ impl Memtable {
         self.wal
     }
 
-    /// Insert one entry. Callers serialise inserts (one writer at a time).
-    /// Entries of one key come in sequence order (the WAL's order).
+    /// Insert one entry (tests; the engine inserts a group at a time).
+    #[cfg(test)]
     pub fn insert(&self, user: &[u8], seq: u64, kind: Kind, value: &[u8]) {
-        self.list
-            .insert(user, key_hash(user), key::trailer(seq, kind), value);
+        self.insert_many(&[(user, seq, kind, value)]);
     }
 
-    /// Insert several entries (user key, sequence, kind, value), as
-    /// `insert` one by one would, with their searches overlapped (see
-    /// `SkipList::insert_many`). `entries` holds one key's entries in
-    /// sequence order.
+    /// Insert entries (user key, sequence, kind, value), as inserting them
+    /// one by one would, with their searches overlapped (see
+    /// `SkipList::insert_many`). Callers serialise inserts (one writer at
+    /// a time); `entries` holds one key's entries in sequence order.
     pub fn insert_many(&self, entries: &[(&[u8], u64, Kind, &[u8])]) {
         let entries: Vec<Entry<'_>> = entries
             .iter()
@@ -238,16 +237,13 @@ mod speed {
             let t = std::time::Instant::now();
             for (c, chunk) in keys.chunks(group).enumerate() {
                 let base = (c * group) as u64;
-                if group == 1 {
-                    m.insert(&chunk[0], base + 1, Kind::Put, &value);
-                } else {
-                    let e: Vec<(&[u8], u64, Kind, &[u8])> = chunk
-                        .iter()
-                        .enumerate()
-                        .map(|(i, k)| (&k[..], base + i as u64 + 1, Kind::Put, &value[..]))
-                        .collect();
-                    m.insert_many(&e);
-                }
+                // A group of one takes the one-by-one path.
+                let e: Vec<(&[u8], u64, Kind, &[u8])> = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| (&k[..], base + i as u64 + 1, Kind::Put, &value[..]))
+                    .collect();
+                m.insert_many(&e);
             }
             let ns = t.elapsed().as_nanos() as f64 / keys.len() as f64;
             println!(
