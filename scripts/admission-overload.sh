@@ -25,9 +25,9 @@
 # ("get put"; a workload file works too, e.g.
 # scripts/workloads/range-200.toml: costly to serve, cheap to send, so that
 # 10x can be offered from this machine), MODES ("fixed adaptive"), KEYS
-# (100000), MAX_WAIT_MS (the node's --max-wait-ms, 5: half the SLO, so that
-# what is served after waiting is still within it; the node's default is
-# 100), STRATA_BIN, NODE_ARGS (extra `strata serve` flags).
+# (100000), MAX_WAIT_MS (the node's --max-wait-ms; empty: its default, 100,
+# which its guard cuts to --overload-lag-ms while it turns work away),
+# STRATA_BIN, NODE_ARGS (extra `strata serve` flags).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -37,7 +37,7 @@ WORKLOADS=${WORKLOADS:-get put}
 MODES=${MODES:-fixed adaptive}
 KEYS=${KEYS:-100000}
 NODE_ARGS=${NODE_ARGS:-}
-MAX_WAIT_MS=${MAX_WAIT_MS:-5}
+MAX_WAIT_MS=${MAX_WAIT_MS:-}
 SLO='p99<=10ms'
 ADDR=127.0.0.1:8093
 # shellcheck source=scripts/lib/node.sh
@@ -79,7 +79,8 @@ echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: 
 for TARGET in $TARGETS; do
     for w in $WORKLOADS; do
         for mode in $MODES; do
-            flags=(--admission "$mode" --max-wait-ms "$MAX_WAIT_MS")
+            flags=(--admission "$mode")
+            [[ -n $MAX_WAIT_MS ]] && flags+=(--max-wait-ms "$MAX_WAIT_MS")
             if [[ $TARGET == node ]]; then
                 # shellcheck disable=SC2086
                 start_node --worker-threads 1 $NODE_ARGS "${flags[@]}"

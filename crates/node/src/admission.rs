@@ -226,7 +226,19 @@ impl Admission {
         already: Duration,
         on_wait: impl FnOnce(),
     ) -> Result<Ticket, Refused> {
-        if already >= self.max_wait {
+        self.admit_within(self.max_wait, already, on_wait).await
+    }
+
+    /// `admit`, with the longest wait cut to `within` if that is shorter
+    /// (the node's overload guard shortens it while it turns work away).
+    pub async fn admit_within(
+        &self,
+        within: Duration,
+        already: Duration,
+        on_wait: impl FnOnce(),
+    ) -> Result<Ticket, Refused> {
+        let max_wait = self.max_wait.min(within);
+        if already >= max_wait {
             self.refused_timeout.fetch_add(1, Ordering::Relaxed);
             self.shared.wait.observe(already.as_secs_f64());
             return Err(Refused::WaitedTooLong);
@@ -253,7 +265,7 @@ impl Admission {
         on_wait();
         let waited_from = Instant::now();
         let r = tokio::time::timeout(
-            self.max_wait - already,
+            max_wait - already,
             self.shared.permits.clone().acquire_owned(),
         )
         .await;

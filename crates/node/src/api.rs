@@ -248,9 +248,10 @@ fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
 }
 
 async fn admit(node: &Node, id: u64, waited: Duration) -> Result<Ticket, Response<Body>> {
+    let within = node.guard.max_wait(node.config.max_wait);
     let t = node
         .admission
-        .admit(waited, || probes::request__block!(|| id))
+        .admit_within(within, waited, || probes::request__block!(|| id))
         .await
         .map_err(|r| match r {
             Refused::QueueFull => unavailable("overloaded: admission queue full"),

@@ -387,6 +387,12 @@ impl Collector for StateCollector {
             "Connections accepted past the connection limit and parked unread until there was room (newest first)",
             load(&g.parked),
         )?;
+        counter(
+            &mut e,
+            "strata_connections_evicted_total",
+            "Parked connections closed unread to make room for a new one when every place under --max-connections was taken (oldest first)",
+            load(&g.evicted),
+        )?;
 
         self.encode_cluster(&mut e)?;
         let s = self.cluster.local().stats();

@@ -113,6 +113,8 @@ pub struct Guard {
     pub accepted: AtomicU64,
     /// Connections accepted past the limit and parked unread.
     pub parked: AtomicU64,
+    /// Parked connections closed unread to make room for a new one.
+    pub evicted: AtomicU64,
 }
 
 /// An open client connection; dropping it frees its place.
@@ -153,6 +155,7 @@ impl Guard {
             stale_closed: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             parked: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
         }
     }
 
@@ -169,8 +172,25 @@ impl Guard {
         Duration::from_nanos(self.last_wait.load(Ordering::Relaxed))
     }
 
+    /// A connection whose first request has waited longer than this when
+    /// it is served is answered 503 and closed: `--max-wait-ms`, or the
+    /// wait target while the node is refusing work (see `max_wait`).
     pub fn stale_after(&self) -> Duration {
-        self.stale
+        self.max_wait(self.stale)
+    }
+
+    /// The longest a request may wait before it is served: `normal`, cut
+    /// to the wait target while the node has refused work within
+    /// `HOT_FOR`. This is the controlled delay of Facebook's "Fail at
+    /// Scale": a queue that stands is drained by failing fast what waited
+    /// past a short bound, so that what is served is served in time; a
+    /// node that turns nothing away absorbs a burst or a stall with the
+    /// long bound.
+    pub fn max_wait(&self, normal: Duration) -> Duration {
+        match self.target {
+            Some(t) if self.refusing() => normal.min(t),
+            _ => normal,
+        }
     }
 
     pub fn has_room(&self) -> bool {

@@ -128,7 +128,8 @@ async fn shutdown_signal() {
 }
 
 /// Connections accepted past the overload limit, unread, newest last. Each
-/// holds its place under --max-connections, which bounds them.
+/// holds its place under --max-connections, which bounds them; with every
+/// place taken the oldest is closed to make room for the next.
 #[derive(Default)]
 struct Parked {
     queue: std::sync::Mutex<VecDeque<(TcpStream, OwnedSemaphorePermit)>>,
@@ -154,6 +155,10 @@ impl Parked {
 
     fn pop_newest(&self) -> Option<(TcpStream, OwnedSemaphorePermit)> {
         self.lock().pop_back()
+    }
+
+    fn pop_oldest(&self) -> Option<(TcpStream, OwnedSemaphorePermit)> {
+        self.lock().pop_front()
     }
 }
 
@@ -222,7 +227,8 @@ fn start(
     // (at the cost of one answer; the node does this only when it has
     // room). A priority request is served however long it waited.
     let stale = overload::unread_age(&stream)
-        .filter(|&age| first != First::Priority && age > guard.stale_after());
+        .filter(|&age| first != First::Priority && age > guard.stale_after())
+        .filter(|_| first_request(&stream) != First::Priority);
     let open = guard.opened();
     let _ = stream.set_nodelay(true);
     let node2 = node.clone();
@@ -299,9 +305,23 @@ pub async fn serve(
         })
     };
     loop {
-        let permit = tokio::select! {
-            p = conns.clone().acquire_owned() => p.expect("connection semaphore"),
-            _ = &mut shutdown => break,
+        // Every place taken while connections are parked: the oldest parked
+        // one, whose request has waited longest (past any deadline by now),
+        // is closed unread and its place goes to the next connection, which
+        // may be a peer or an operator (or a fresher request).
+        let permit = match conns.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => match parked.pop_oldest() {
+                Some((oldest, p)) => {
+                    drop(oldest);
+                    guard.evicted.fetch_add(1, Ordering::Relaxed);
+                    p
+                }
+                None => tokio::select! {
+                    p = conns.clone().acquire_owned() => p.expect("connection semaphore"),
+                    _ = &mut shutdown => break,
+                },
+            },
         };
         let (stream, _) = tokio::select! {
             r = listener.accept() => match r {
