@@ -56,6 +56,10 @@ pub const SUSTAIN: u32 = 3;
 /// done so within this long: a closed-loop client that keeps its own
 /// number of requests waiting is not overload, however long its queue.
 pub const HOT_FOR: Duration = Duration::from_secs(10);
+/// The longest wait is cut to the target while the node has refused work
+/// within this long: under a standing overload it refuses every window; once
+/// the overload ends, the long bound is back within a few windows.
+pub const SHORT_WAIT_FOR: Duration = Duration::from_millis(200);
 /// How often the server looks for room for a parked connection when no
 /// connection has closed.
 pub const RECHECK: Duration = Duration::from_millis(2);
@@ -106,6 +110,8 @@ pub struct Guard {
     /// counts as refusing (ns since `born`).
     refusals: AtomicU64,
     hot_until: AtomicU64,
+    /// When the node last refused work (ns since `born`; 0: never).
+    last_refusal: AtomicU64,
     born: Instant,
     room: Notify,
     pub shed: AtomicU64,
@@ -149,6 +155,7 @@ impl Guard {
             over: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
             hot_until: AtomicU64::new(0),
+            last_refusal: AtomicU64::new(0),
             born: Instant::now(),
             room: Notify::new(),
             shed: AtomicU64::new(0),
@@ -181,14 +188,14 @@ impl Guard {
 
     /// The longest a request may wait before it is served: `normal`, cut
     /// to the wait target while the node has refused work within
-    /// `HOT_FOR`. This is the controlled delay of Facebook's "Fail at
+    /// `SHORT_WAIT_FOR`. This is the controlled delay of Facebook's "Fail at
     /// Scale": a queue that stands is drained by failing fast what waited
     /// past a short bound, so that what is served is served in time; a
     /// node that turns nothing away absorbs a burst or a stall with the
     /// long bound.
     pub fn max_wait(&self, normal: Duration) -> Duration {
         match self.target {
-            Some(t) if self.refusing() => normal.min(t),
+            Some(t) if self.refused_lately() => normal.min(t),
             _ => normal,
         }
     }
@@ -239,6 +246,14 @@ impl Guard {
     /// A request read and then refused (503), or a connection parked.
     pub fn note_refusal(&self) {
         self.refusals.fetch_add(1, Ordering::Relaxed);
+        let now = self.born.elapsed().as_nanos() as u64;
+        self.last_refusal.store(now.max(1), Ordering::Relaxed);
+    }
+
+    /// Whether the node has refused work within `SHORT_WAIT_FOR`.
+    fn refused_lately(&self) -> bool {
+        let at = self.last_refusal.load(Ordering::Relaxed);
+        at != 0 && self.born.elapsed().as_nanos() as u64 <= at + SHORT_WAIT_FOR.as_nanos() as u64
     }
 
     /// Whether the node has refused work within `HOT_FOR`.
