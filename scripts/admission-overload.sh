@@ -27,6 +27,8 @@
 # 10x can be offered from this machine), MODES ("fixed adaptive"), KEYS
 # (100000), MAX_WAIT_MS (the node's --max-wait-ms; empty: its default, 100,
 # which its guard cuts to --overload-lag-ms while it turns work away),
+# REPORTS (where the lab's report of each 10x run is kept, with its charts:
+# strata-reports/admission-overload/TARGET-WORKLOAD-MODE/report.html),
 # STRATA_BIN, NODE_ARGS (extra `strata serve` flags).
 set -euo pipefail
 
@@ -38,6 +40,7 @@ MODES=${MODES:-fixed adaptive}
 KEYS=${KEYS:-100000}
 NODE_ARGS=${NODE_ARGS:-}
 MAX_WAIT_MS=${MAX_WAIT_MS:-}
+REPORTS=${REPORTS:-strata-reports/admission-overload}
 SLO='p99<=10ms'
 ADDR=127.0.0.1:8093
 # shellcheck source=scripts/lib/node.sh
@@ -141,6 +144,14 @@ print(f"| {target} | {w} | {mode} | {bp:,} | {ok / secs:,.0f} | {ok / secs / bp:
       f"{served_op['latency']['p99_ms']:.1f} | {refused / secs:,.0f} | {max(conn_err, 0) / secs:,.0f} | {rss:.0f} | "
       f"{first['p99_ms']:.1f}, {first['errors']} |")
 EOF
+            fi
+            if [[ -d $TMP/over ]]; then
+                # The lab's report of the 10x run (its charts: throughput,
+                # latency, errors and availability per second).
+                keep="$REPORTS/$TARGET-$(basename "$w" .toml)-$mode"
+                rm -rf "$keep"
+                mkdir -p "$REPORTS"
+                cp -r "$TMP/over" "$keep"
             fi
             if [[ $TARGET == node ]]; then stop_node; else cluster_stop; fi
         done
