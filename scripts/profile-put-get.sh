@@ -34,21 +34,11 @@ if ((${#missing[@]})); then
     "${sudo[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-if [[ -z ${STRATA_BIN:-} ]]; then
-    cargo build --release -q -p strata
-    STRATA_BIN=target/release/strata
-fi
-
-TMP=$(mktemp -d)
-NODE=
-cleanup() {
-    [[ -n $NODE ]] && kill "$NODE" 2>/dev/null && wait "$NODE" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-"$STRATA_BIN" serve --listen $ADDR --data-dir "$TMP/data" "$@" >"$TMP/node.log" 2>&1 &
-NODE=$!
-for _ in $(seq 100); do curl -sf "http://$ADDR/v0/status" >/dev/null && break; sleep 0.1; done
+# The node may use both cores, as under bench-node.sh.
+NODE_CPUS=0-1
+# shellcheck source=scripts/lib/node.sh
+. scripts/lib/node.sh
+start_node "$@"
 
 profile() { # name script keyspace
     local dur=$((PROFILE + 4))

@@ -2,12 +2,14 @@
 # the lab runs on core 0. Source it from the repository root after setting
 # ADDR (host:port); it sets STRATA_BIN (building target/release/strata
 # unless given), TMP (removed on exit) and defines start_node / stop_node.
-# The node is stopped on exit too.
+# The node is stopped on exit too. NODE_CPUS (1) is the cores the node may
+# run on (taskset's list: 0-1 for both).
 
 if [[ -z ${STRATA_BIN:-} ]]; then
     cargo build --release -q -p strata
     STRATA_BIN=target/release/strata
 fi
+NODE_CPUS=${NODE_CPUS:-1}
 TMP=$(mktemp -d)
 NODE=
 cleanup() {
@@ -16,11 +18,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_node [serve flags...]: a fresh data dir under $TMP, core 1, ready
-# when /v0/status answers.
+# start_node [serve flags...]: a fresh data dir under $TMP, on NODE_CPUS,
+# ready when /v0/status answers.
 start_node() {
     rm -rf "$TMP/data"
-    taskset -c 1 "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn "$@" >/dev/null &
+    taskset -c "$NODE_CPUS" "$STRATA_BIN" serve --listen "$ADDR" --data-dir "$TMP/data" --log-level warn "$@" >/dev/null &
     NODE=$!
     for _ in $(seq 50); do curl -sf "http://$ADDR/v0/status" >/dev/null && return; sleep 0.1; done
     echo "node did not start" >&2
