@@ -95,68 +95,14 @@ if [[ -z $STRATA && -f crates/strata/Cargo.toml ]]; then
 fi
 
 # --- servers and cleanup -------------------------------------------------------
-TMP=$(mktemp -d -t bench-node.XXXXXX)
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-port_open() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
-
-# start NAME ADDR COMMAND...: run COMMAND in the background, wait until ADDR
-# accepts connections.
-start() {
-    local name=$1 addr=$2
-    shift 2
-    port_open "$addr" && die "$addr is already in use (before starting $name)"
-    show "$@"
-    "$@" >"$TMP/$name.log" 2>&1 &
-    PIDS+=($!)
-    local pid=$! i
-    for ((i = 0; i < 200; i++)); do
-        port_open "$addr" && return 0
-        kill -0 "$pid" 2>/dev/null || { cat "$TMP/$name.log" >&2; die "$name exited"; }
-        sleep 0.05
-    done
-    die "$name does not listen on $addr after 10 s"
-}
-
-# stop: end the most recently started server.
-stop() {
-    local pid=${PIDS[-1]}
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    unset 'PIDS[-1]'
-}
+SCRIPT=bench-node
+# shellcheck source=scripts/lib/servers.sh
+. scripts/lib/servers.sh
 
 # --- measurement helpers -------------------------------------------------------
 ROWS=()   # "target|workload|rps|p99 ms"
 NOTES=()
-COMMANDS=()
 
-# show COMMAND...: log COMMAND, shell-quoted, and keep it for the report.
-show() {
-    local arg line=
-    for arg in "$@"; do
-        [[ $arg =~ ^[][A-Za-z0-9_./:=@,%+-]+$ ]] || arg="'${arg//\'/\'\\\'\'}'"
-        line+="${line:+ }$arg"
-    done
-    log "$line"
-    COMMANDS+=("$line")
-}
-
-# to_ms VALUE: wrk latency (e.g. 812.00us, 1.53ms, 2.01s, 1.2m) in ms.
-to_ms() {
-    awk -v v="$1" 'BEGIN {
-        n = v + 0; u = v; sub(/^[0-9.]+/, "", u)
-        if (u == "us") n /= 1000; else if (u == "s") n *= 1000; else if (u == "m") n *= 60000
-        printf "%.2f", n }'
-}
 
 # wrk_run TARGET WORKLOAD WRK-ARGS...: run wrk (or wrk2 when WRK-ARGS has -R),
 # add a table row, note non-2xx responses and socket errors.
