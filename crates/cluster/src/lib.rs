@@ -86,9 +86,8 @@ impl ClusterError {
             },
             ClusterError::Busy(m) => ClusterError::Busy(m.clone()),
             ClusterError::Closed => ClusterError::Closed,
-            e @ (ClusterError::Storage(_) | ClusterError::Failed(_)) => {
-                ClusterError::Failed(e.to_string())
-            }
+            ClusterError::Storage(e) => ClusterError::Failed(e.to_string()),
+            ClusterError::Failed(m) => ClusterError::Failed(m.clone()),
         }
     }
 }

@@ -27,7 +27,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::batch::{self, WriteBatch};
 use crate::compaction::{self, Compaction, TableSink};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{synced, Error, IoContext, Result};
 use crate::events::{Event, StallReason};
 use crate::iterator::{DbIterator, InternalIterator, Lookup, MergeIterator};
 use crate::key::{self, Kind};
@@ -131,7 +131,18 @@ struct CommitQueue {
     last_seq: u64,
     leader: bool,
     done_seq: u64,
+    /// Sequence ranges of the last commit groups that failed for want of
+    /// space, with the error: their writers answer it (nothing of them was
+    /// written). A failed group still advances `done_seq`.
+    failed: std::collections::VecDeque<(u64, u64, String)>,
 }
+
+/// Failed groups remembered for their waiting writers.
+const FAILED_GROUPS: usize = 16;
+
+/// How long a flush or compaction that found the disk full waits before it
+/// tries again.
+const NO_SPACE_RETRY: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct BgState {
@@ -166,6 +177,10 @@ struct Inner {
     bg_error: Mutex<Option<String>>,
     /// Set with `bg_error`, so the write path checks an atomic, not a lock.
     bg_failed: AtomicBool,
+    /// Why a flush or compaction last failed for want of space, while it
+    /// waits to retry: writes are refused with `Error::NoSpace` meanwhile.
+    no_space: Mutex<Option<String>>,
+    no_space_flag: AtomicBool,
     stall: Mutex<Option<(Instant, StallReason)>>,
     closed: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -396,6 +411,7 @@ impl Db {
                 last_seq,
                 leader: false,
                 done_seq: last_seq,
+                failed: std::collections::VecDeque::new(),
             }),
             commit_cv: Condvar::new(),
             wal: Mutex::new(Wal::new(wal_path, wal_file, opts.durability)),
@@ -406,6 +422,8 @@ impl Db {
             bg_cv: Condvar::new(),
             bg_error: Mutex::new(None),
             bg_failed: AtomicBool::new(false),
+            no_space: Mutex::new(None),
+            no_space_flag: AtomicBool::new(false),
             stall: Mutex::new(None),
             closed: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
@@ -696,6 +714,42 @@ impl Inner {
         Ok(())
     }
 
+    fn check_no_space(&self) -> Result<()> {
+        if !self.no_space_flag.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match &*self.no_space.lock() {
+            Some(m) => Err(Error::NoSpace(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// A flush or compaction found the disk full: remove what it left half
+    /// written, refuse writes until a retry succeeds, and wait to retry.
+    /// False if the database is shutting down.
+    fn no_space_wait(&self, e: &Error) -> bool {
+        if let Error::Io { path, .. } = e {
+            if path.extension().is_some_and(|x| x == "tmp") {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        *self.no_space.lock() = Some(e.to_string());
+        self.no_space_flag.store(true, Ordering::Release);
+        self.stats.inc(&self.stats.no_space_errors);
+        let mut g = self.bg.lock();
+        if !g.shutdown {
+            self.bg_cv.wait_for(&mut g, NO_SPACE_RETRY);
+        }
+        !g.shutdown
+    }
+
+    /// A background job succeeded: there was room again.
+    fn room_again(&self) {
+        if self.no_space_flag.swap(false, Ordering::AcqRel) {
+            *self.no_space.lock() = None;
+        }
+    }
+
     fn set_bg_error(&self, e: &Error) {
         let mut g = self.bg_error.lock();
         if g.is_none() {
@@ -720,6 +774,7 @@ impl Inner {
     fn write(&self, batches: Vec<WriteBatch>) -> Result<()> {
         self.check_open()?;
         self.check_bg_error()?;
+        self.check_no_space()?;
         let batches: Vec<WriteBatch> = batches.into_iter().filter(|b| !b.is_empty()).collect();
         if batches.is_empty() {
             return Ok(());
@@ -742,6 +797,13 @@ impl Inner {
         }
         q.last_seq = my_last;
         loop {
+            if let Some((_, _, m)) = q
+                .failed
+                .iter()
+                .find(|(lo, hi, _)| (*lo..=*hi).contains(&my_last))
+            {
+                return Err(Error::NoSpace(m.clone()));
+            }
             if q.done_seq >= my_last {
                 drop(q);
                 self.stats.add(&self.stats.user_bytes_written, user_bytes);
@@ -754,6 +816,7 @@ impl Inner {
                 let buf = std::mem::take(&mut q.buf);
                 let batches = std::mem::take(&mut q.batches);
                 let last = q.last_seq;
+                let first = batches.first().map_or(last, |b| b.0);
                 drop(q);
                 let r = self.commit_group(&buf, batches, last);
                 q = self.commit.lock();
@@ -765,6 +828,18 @@ impl Inner {
                 }
                 match r {
                     Ok(()) => q.done_seq = last,
+                    Err(e) if e.is_no_space() => {
+                        // Nothing of the group reached the log (the WAL
+                        // fills ahead of its records): refuse just it.
+                        self.stats.inc(&self.stats.no_space_errors);
+                        q.done_seq = last;
+                        if q.failed.len() == FAILED_GROUPS {
+                            q.failed.pop_front();
+                        }
+                        q.failed.push_back((first, last, e.to_string()));
+                        self.commit_cv.notify_all();
+                        return Err(Error::NoSpace(e.to_string()));
+                    }
                     Err(e) => {
                         self.set_bg_error(&e);
                         self.commit_cv.notify_all();
@@ -790,7 +865,7 @@ impl Inner {
         let mut sync = None;
         if self.opts.durability == Durability::Sync {
             let t = Instant::now();
-            wal.file.sync_data().ctx(&wal.path)?;
+            synced(wal.file.sync_data(), &wal.path)?;
             let d = t.elapsed();
             self.stats
                 .add(&self.stats.wal_sync_nanos, d.as_nanos() as u64);
@@ -966,7 +1041,11 @@ impl Inner {
             let n = self.next_file.fetch_add(1, Ordering::SeqCst);
             vs.state.next_file = self.next_file.load(Ordering::SeqCst);
             let old = vs.manifest.number();
-            vs.manifest = Manifest::checkpoint(&self.dir, n, &vs.state, Some(old))?;
+            // The edit is in the current manifest already: a checkpoint that
+            // fails (a full disk) leaves that one in use, to be tried again.
+            if let Ok(m) = Manifest::checkpoint(&self.dir, n, &vs.state, Some(old)) {
+                vs.manifest = m;
+            }
         }
         let _g = self.sv_lock.lock();
         let old = self.sv.load_full();
@@ -1010,9 +1089,18 @@ impl Inner {
                     self.bg_cv.wait(&mut g);
                 }
             };
-            if let Err(e) = self.flush_one(&imm) {
-                self.set_bg_error(&e);
-                return;
+            match self.flush_one(&imm) {
+                Ok(()) => self.room_again(),
+                Err(e) if e.is_no_space() => {
+                    if !self.no_space_wait(&e) {
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    self.set_bg_error(&e);
+                    return;
+                }
             }
             self.end_stall_if_clear();
             self.kick();
@@ -1027,7 +1115,7 @@ impl Inner {
             return Ok(());
         }
         for (file, path) in &retired {
-            file.sync_data().ctx(path)?;
+            synced(file.sync_data(), path)?;
         }
         manifest::sync_dir(&self.dir)
     }
@@ -1061,7 +1149,13 @@ impl Inner {
             bytes = t.size();
             added.push(t.clone());
         }
-        self.log_and_apply(edit, &added, Some(imm))?;
+        if let Err(e) = self.log_and_apply(edit, &added, Some(imm)) {
+            // Not in the manifest: the table goes (a retry writes another).
+            for t in &added {
+                t.mark_obsolete();
+            }
+            return Err(e);
+        }
         // Delete WAL files the manifest no longer needs.
         if let Ok(rd) = std::fs::read_dir(&self.dir) {
             for e in rd.flatten() {
@@ -1102,7 +1196,13 @@ impl Inner {
             }
             loop {
                 match self.compact_once() {
+                    Err(e) if e.is_no_space() => {
+                        if !self.no_space_wait(&e) {
+                            return;
+                        }
+                    }
                     Ok(true) => {
+                        self.room_again();
                         self.end_stall_if_clear();
                         self.bg_cv.notify_all();
                         if self.bg.lock().shutdown {
@@ -1141,7 +1241,12 @@ impl Inner {
             input_bytes: c.input_bytes(),
         });
         let out = compaction::run(c, version, &self.opts, &self.files())?;
-        self.log_and_apply(out.edit, &out.tables, None)?;
+        if let Err(e) = self.log_and_apply(out.edit, &out.tables, None) {
+            for t in &out.tables {
+                t.mark_obsolete();
+            }
+            return Err(e);
+        }
         let d = start.elapsed();
         self.stats.inc(&self.stats.compactions);
         self.stats
@@ -1233,7 +1338,7 @@ impl Inner {
         self.sync_retired_wals()?;
         let mut wal = self.wal.lock();
         wal.drain()?;
-        wal.file.sync_data().ctx(&wal.path)?;
+        synced(wal.file.sync_data(), &wal.path)?;
         Ok(())
     }
 
@@ -1243,6 +1348,7 @@ impl Inner {
         s.memtable_bytes =
             sv.mem.size() as u64 + sv.imms.iter().map(|m| m.size() as u64).sum::<u64>();
         s.immutable_memtables = sv.imms.len();
+        s.no_space = self.no_space_flag.load(Ordering::Acquire);
         s.levels = sv
             .version
             .levels

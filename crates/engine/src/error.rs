@@ -36,6 +36,20 @@ pub enum Error {
     /// A caller passed something the engine cannot accept.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An fsync (or fdatasync) failed on `path`. What the kernel had of the
+    /// file may be lost, and a second fsync that succeeds proves nothing
+    /// (PostgreSQL's "fsyncgate"), so the database goes read-only.
+    #[error("fsync failed on {path}: {source}; the database is read-only")]
+    SyncFailed {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The disk holding the data directory is full: writes are refused (the
+    /// node answers 507) until a flush or compaction retried in the
+    /// background finds room again. Reads keep working.
+    #[error("disk full, writes refused until there is room ({0})")]
+    NoSpace(String),
     /// A background job failed earlier; the database refuses further writes.
     #[error("background error, database is read-only: {0}")]
     Background(String),
@@ -61,6 +75,19 @@ impl Error {
         }
     }
 
+    /// True when the disk was full: [`Error::NoSpace`], or a write or a
+    /// file creation that failed with ENOSPC or EDQUOT (never an fsync:
+    /// that is [`Error::SyncFailed`]).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::NoSpace(_) => true,
+            Error::Io { source, .. } => {
+                matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+            }
+            _ => false,
+        }
+    }
+
     /// True for [`Error::Busy`].
     pub fn is_busy(&self) -> bool {
         matches!(self, Error::Busy(_))
@@ -81,4 +108,13 @@ impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx(self, path: &std::path::Path) -> Result<T> {
         self.map_err(|e| Error::io(path, e))
     }
+}
+
+/// Attach a path to the result of an fsync: its failure is
+/// [`Error::SyncFailed`], never retried as if the data were safe.
+pub(crate) fn synced(r: std::io::Result<()>, path: &std::path::Path) -> Result<()> {
+    r.map_err(|source| Error::SyncFailed {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::coding::{put_bytes, put_varint, Reader};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{synced, Error, IoContext, Result};
 use crate::record::{self, Next, RecordReader};
 
 /// Where one live table sits and what it covers.
@@ -172,15 +172,21 @@ pub fn manifest_name(n: u64) -> String {
 
 /// fsync a directory so that renames and creations in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).ctx(dir)
+    let d = File::open(dir).ctx(dir)?;
+    synced(d.sync_all(), dir)
 }
 
 /// Write `bytes` to `dir/name` via a temporary file, fsync, rename, fsync dir.
 pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     let mut f = File::create(&tmp).ctx(&tmp)?;
-    f.write_all(bytes).ctx(&tmp)?;
-    f.sync_all().ctx(&tmp)?;
+    if let Err(e) = f.write_all(bytes) {
+        // A full disk: leave nothing half-written behind.
+        drop(f);
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(&tmp, e));
+    }
+    synced(f.sync_all(), &tmp)?;
     drop(f);
     let dst = dir.join(name);
     std::fs::rename(&tmp, &dst).ctx(&dst)?;
@@ -228,8 +234,14 @@ impl Manifest {
     pub fn append(&mut self, e: &VersionEdit) -> Result<()> {
         let mut buf = Vec::new();
         record::encode(&mut buf, &e.encode());
-        self.file.write_all(&buf).ctx(&self.path)?;
-        self.file.sync_data().ctx(&self.path)?;
+        if let Err(err) = self.file.write_all(&buf) {
+            // A full disk can leave part of the record written: cut it off,
+            // so that the next edit follows the last whole one (recovery
+            // would stop at the torn record and lose every edit after it).
+            let _ = self.file.set_len(self.size);
+            return Err(Error::io(&self.path, err));
+        }
+        synced(self.file.sync_data(), &self.path)?;
         self.size += buf.len() as u64;
         Ok(())
     }

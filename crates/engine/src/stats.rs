@@ -12,6 +12,8 @@ pub struct Stats {
     pub wal_syncs: AtomicU64,
     pub wal_sync_nanos: AtomicU64,
     pub commit_groups: AtomicU64,
+    /// Commit groups, flushes and compactions that found the disk full.
+    pub no_space_errors: AtomicU64,
     pub commit_group_writes: AtomicU64,
     pub gets: AtomicU64,
     pub bloom_negatives: AtomicU64,
@@ -63,6 +65,12 @@ pub struct StatsSnapshot {
     pub wal_syncs: u64,
     pub wal_sync_seconds: f64,
     pub commit_groups: u64,
+    /// Commit groups (refused), flushes and compactions (each retried)
+    /// that found the disk full.
+    pub no_space_errors: u64,
+    /// True while writes are refused because the disk was full at the last
+    /// flush or compaction (until a retry succeeds).
+    pub no_space: bool,
     /// Writes committed in groups; `commit_group_writes / commit_groups` is the
     /// mean group-commit batch size.
     pub commit_group_writes: u64,
@@ -102,6 +110,8 @@ impl StatsSnapshot {
             wal_syncs: load(&s.wal_syncs),
             wal_sync_seconds: load(&s.wal_sync_nanos) as f64 / 1e9,
             commit_groups: load(&s.commit_groups),
+            no_space_errors: load(&s.no_space_errors),
+            no_space: false,
             commit_group_writes: load(&s.commit_group_writes),
             gets: load(&s.gets),
             bloom_negatives: load(&s.bloom_negatives),

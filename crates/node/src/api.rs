@@ -92,6 +92,29 @@ impl From<BadQuery> for Response<Body> {
     }
 }
 
+/// A write's error: what the store could not make durable (a full disk, an
+/// I/O error) is `507 Insufficient Storage` with the cause, as the API's
+/// "Storage faults" says; the rest as for any request.
+fn write_error(e: ClusterError) -> Response<Body> {
+    match e {
+        ClusterError::Storage(e) => {
+            tracing::warn!(error = %e, "write not made durable");
+            text(
+                StatusCode::INSUFFICIENT_STORAGE,
+                &format!("not made durable: {e}"),
+            )
+        }
+        ClusterError::Failed(e) => {
+            tracing::warn!(error = %e, "write not made durable");
+            text(
+                StatusCode::INSUFFICIENT_STORAGE,
+                &format!("not made durable: {e}"),
+            )
+        }
+        e => cluster_error(e),
+    }
+}
+
 fn cluster_error(e: ClusterError) -> Response<Body> {
     match e {
         ClusterError::BadReplication(m) => text(StatusCode::BAD_REQUEST, &m),
@@ -333,14 +356,14 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
             probes::persist__start!(|| id);
             let r = node.cluster.put(id, Bytes::from(key), value, rep).await;
             probes::persist__done!(|| id);
-            r.map_err(cluster_error)?;
+            r.map_err(write_error)?;
             Ok(full(StatusCode::CREATED, Bytes::new()))
         }
         _ => {
             probes::persist__start!(|| id);
             let r = node.cluster.delete(id, Bytes::from(key), rep).await;
             probes::persist__done!(|| id);
-            r.map_err(cluster_error)?;
+            r.map_err(write_error)?;
             Ok(full(StatusCode::ACCEPTED, Bytes::new()))
         }
     }

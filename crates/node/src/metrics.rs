@@ -408,6 +408,18 @@ impl Collector for StateCollector {
             "Immutable memtables waiting for flush",
             s.immutable_memtables as f64,
         )?;
+        gauge(
+            &mut e,
+            "strata_engine_no_space",
+            "1 while writes are refused (507) because a flush or compaction found the disk full; 0 once a retry found room",
+            if s.no_space { 1.0 } else { 0.0 },
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_no_space_errors_total",
+            "Commit groups (their writes refused with 507), flushes and compactions (each retried after 1 s) that found the disk full",
+            s.no_space_errors as f64,
+        )?;
         per_level(
             &mut e,
             "strata_engine_tables",

@@ -8,7 +8,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::coding::{put_bytes, put_u32, put_u64, put_varint};
-use crate::error::{IoContext, Result};
+use crate::error::{synced, IoContext, Result};
 use crate::key::{self, Kind};
 use crate::sstable::block::BlockBuilder;
 use crate::sstable::table::Props;
@@ -167,7 +167,7 @@ impl TableBuilder {
             .w
             .into_inner()
             .map_err(|e| crate::error::Error::io(&self.tmp, e.into_error()))?;
-        f.sync_all().ctx(&self.tmp)?;
+        synced(f.sync_all(), &self.tmp)?;
         drop(f);
         std::fs::rename(&self.tmp, &self.path).ctx(&self.path)?;
         Ok((self.offset, self.props))
