@@ -594,7 +594,12 @@ fn emit(opts: &Options, e: Event) {
 
 /// Apply one WAL record (`seq: u64 LE` then a batch body) to `mem`; returns
 /// the last sequence number it used.
-fn replay_record(mem: &Memtable, path: &Path, offset: u64, payload: Vec<u8>) -> Result<u64> {
+pub(crate) fn replay_record(
+    mem: &Memtable,
+    path: &Path,
+    offset: u64,
+    payload: Vec<u8>,
+) -> Result<u64> {
     if payload.len() < 8 {
         return Err(Error::corruption(path, offset, "WAL record too short"));
     }

@@ -16,6 +16,8 @@ mod compaction;
 mod db;
 mod error;
 mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 mod iterator;
 mod key;
 mod manifest;

@@ -1,0 +1,5 @@
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    strata_fuzz::dispatch::run("workload_toml", strata_fuzz::scratch(), data);
+});
