@@ -6,41 +6,13 @@
 //! no reopen. Mounting needs root; without it the test says why and checks
 //! nothing.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod tmpfs;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use strata_engine::{Db, Durability, Options, WriteBatch};
-
-struct Tmpfs {
-    dir: PathBuf,
-    _parent: tempfile::TempDir,
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-    }
-}
-
-fn mount(size: &str) -> Result<Tmpfs, String> {
-    let parent = tempfile::tempdir().unwrap();
-    let dir = parent.path().join("disk");
-    std::fs::create_dir(&dir).unwrap();
-    let o = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-        .arg(&dir)
-        .output()
-        .map_err(|e| format!("running mount: {e}"))?;
-    if !o.status.success() {
-        return Err(String::from_utf8_lossy(&o.stderr).into_owned());
-    }
-    Ok(Tmpfs {
-        dir,
-        _parent: parent,
-    })
-}
+use tmpfs::Tmpfs;
 
 fn value(i: u64) -> Vec<u8> {
     format!("{i:016}").repeat(64).into_bytes()
@@ -48,7 +20,7 @@ fn value(i: u64) -> Vec<u8> {
 
 #[test]
 fn a_full_wal_refuses_its_group_and_writes_resume_when_there_is_room() {
-    let disk = match mount("12m") {
+    let disk = match Tmpfs::mount("12m") {
         Ok(d) => d,
         Err(e) => {
             eprintln!("disk_full: not checked: cannot mount a tmpfs here ({e})");

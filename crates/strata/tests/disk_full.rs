@@ -9,44 +9,14 @@
 //! without checking anything.
 
 mod support;
+#[path = "../../engine/tests/tmpfs/mod.rs"]
+mod tmpfs;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::NodeProc;
-
-/// A tmpfs mounted at a fresh directory, unmounted on drop.
-struct Tmpfs {
-    dir: PathBuf,
-    _parent: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn mount(size: &str) -> Result<Tmpfs, String> {
-        let parent = tempfile::tempdir().unwrap();
-        let dir = parent.path().join("disk");
-        std::fs::create_dir(&dir).unwrap();
-        let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&dir)
-            .output()
-            .map_err(|e| format!("running mount: {e}"))?;
-        if !o.status.success() {
-            return Err(String::from_utf8_lossy(&o.stderr).into_owned());
-        }
-        Ok(Tmpfs {
-            dir,
-            _parent: parent,
-        })
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-    }
-}
+use tmpfs::Tmpfs;
 
 fn metric(node: &NodeProc, name: &str) -> f64 {
     let m = String::from_utf8(node.request("GET", "/metrics", b"").body).unwrap();
