@@ -70,10 +70,11 @@ pub fn run(config: Config) -> Result<(), String> {
             });
         }
         node.serving.store(true, Ordering::Release);
+        let shutdown = shutdown_signal();
         // Tests and scripts wait for this line to learn the port.
         println!("strata node listening on http://{addr}");
         tracing::info!(%addr, data_dir = %node.config.data_dir.display(), "serving");
-        serve(node.clone(), listener, shutdown_signal()).await;
+        serve(node.clone(), listener, shutdown).await;
         if let Err(e) = cluster.close().await {
             tracing::warn!(error = %e, "closing the cluster");
         }
@@ -117,13 +118,18 @@ fn init_logging(level: &str) {
         .try_init();
 }
 
-async fn shutdown_signal() {
+/// Install the SIGTERM and SIGINT handlers now (so that a signal sent
+/// right after the node says it is listening drains it rather than kills
+/// it), and return what resolves when one arrives.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: draining"),
-        _ = int.recv() => tracing::info!("SIGINT: draining"),
+    async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: draining"),
+            _ = int.recv() => tracing::info!("SIGINT: draining"),
+        }
     }
 }
 
