@@ -96,23 +96,16 @@ impl From<BadQuery> for Response<Body> {
 /// I/O error) is `507 Insufficient Storage` with the cause, as the API's
 /// "Storage faults" says; the rest as for any request.
 fn write_error(e: ClusterError) -> Response<Body> {
-    match e {
-        ClusterError::Storage(e) => {
-            tracing::warn!(error = %e, "write not made durable");
-            text(
-                StatusCode::INSUFFICIENT_STORAGE,
-                &format!("not made durable: {e}"),
-            )
-        }
-        ClusterError::Failed(e) => {
-            tracing::warn!(error = %e, "write not made durable");
-            text(
-                StatusCode::INSUFFICIENT_STORAGE,
-                &format!("not made durable: {e}"),
-            )
-        }
-        e => cluster_error(e),
-    }
+    let cause = match e {
+        ClusterError::Storage(e) => e.to_string(),
+        ClusterError::Failed(m) => m,
+        e => return cluster_error(e),
+    };
+    tracing::warn!(error = %cause, "write not made durable");
+    text(
+        StatusCode::INSUFFICIENT_STORAGE,
+        &format!("not made durable: {cause}"),
+    )
 }
 
 fn cluster_error(e: ClusterError) -> Response<Body> {

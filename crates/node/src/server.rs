@@ -232,9 +232,12 @@ fn start(
     // longest wait is not served: its connection gets a 503 and closes
     // (at the cost of one answer; the node does this only when it has
     // room). A priority request is served however long it waited.
-    let stale = overload::unread_age(&stream)
-        .filter(|&age| first != First::Priority && age > guard.stale_after())
-        .filter(|_| first_request(&stream) != First::Priority);
+    // (Peeked only for a connection that would be refused.)
+    let stale = overload::unread_age(&stream).filter(|&age| {
+        age > guard.stale_after()
+            && first != First::Priority
+            && first_request(&stream) != First::Priority
+    });
     let open = guard.opened();
     let _ = stream.set_nodelay(true);
     let node2 = node.clone();
