@@ -40,6 +40,12 @@ pub struct DuringArgs {
     /// Closed-loop clients of --check (their requests add to the load).
     #[arg(long, default_value_t = 4)]
     pub check_clients: u32,
+    /// Operations per second of --check, all its clients together (0: each
+    /// client sends as soon as its last was answered). A long run wants a
+    /// rate: the history is held in memory and every written key is read
+    /// back at the end.
+    #[arg(long, default_value_t = 0.0)]
+    pub check_rate: f64,
 }
 
 impl Default for DuringArgs {
@@ -49,6 +55,7 @@ impl Default for DuringArgs {
             cluster_dir: PathBuf::from("strata-cluster"),
             check: false,
             check_clients: 4,
+            check_rate: 0.0,
         }
     }
 }
@@ -98,6 +105,9 @@ pub fn around<T: Target + Send, R>(
         let cfg = check::Config {
             clients: args.check_clients.max(1),
             duration: expected + Duration::from_secs(5),
+            pace: (args.check_rate > 0.0).then(|| {
+                Duration::from_secs_f64(args.check_clients.max(1) as f64 / args.check_rate)
+            }),
             ..check::Config::new(urls.to_vec())
         };
         Some(check::spawn(cfg)?)

@@ -20,6 +20,7 @@ pub mod report;
 pub mod schedule;
 pub mod scrape;
 pub mod slo;
+pub mod soak;
 pub mod sweep;
 pub mod timer;
 pub mod units;

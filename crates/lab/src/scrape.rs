@@ -146,6 +146,7 @@ fn sample(
         not_enough: delta("strata_cluster_not_enough_replicas_total"),
         hints_pending: get("strata_hints_pending"),
         cpus: get("strata_process_cpus"),
+        open_fds: get("process_open_fds"),
     }
 }
 
@@ -338,6 +339,7 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         not_enough: sum(a.not_enough, b.not_enough),
         hints_pending: sum(a.hints_pending, b.hints_pending),
         cpus: sum(a.cpus, b.cpus),
+        open_fds: sum(a.open_fds, b.open_fds),
     }
 }
 

@@ -71,6 +71,13 @@ enum Cmd {
         #[command(subcommand)]
         what: ClusterCmd,
     },
+    /// A long run at a share of a cluster's breaking point (a local
+    /// cluster it starts, or --url): mixed load with the consistency
+    /// checker's clients for --duration (1h), then every node's RSS and
+    /// open files against time (slopes), the p99 per window (drift),
+    /// flushes and compactions, what the checker found; a verdict, charts
+    /// and soak.md. Exits non-zero if a criterion failed.
+    Soak(Box<strata_lab::soak::SoakArgs>),
     /// Long-running correctness checks.
     Stress {
         #[command(subcommand)]
@@ -161,6 +168,10 @@ fn main() -> ExitCode {
                 .and_then(|exe| strata_lab::demo::run(&a, Command::new(exe))),
         ),
         Cmd::Sweep(a) => exit("strata sweep", strata_lab::sweep::main(&a)),
+        Cmd::Soak(a) => exit(
+            "strata soak",
+            own_exe().and_then(|exe| strata_lab::soak::main(&a, Command::new(exe))),
+        ),
         Cmd::Sim(a) => exit(
             "strata sim",
             strata_sim::run(&a, Some(&strata_lab::scrape::fetch_metrics))

@@ -121,6 +121,11 @@ pub struct Config {
     /// ... and gives up on keys not read by then (they count as not
     /// verified).
     pub final_deadline: Duration,
+    /// Each client starts an operation at most this often in the main
+    /// phase (`None`: as soon as the last was answered). A long run needs
+    /// it: the history is kept in memory and every `set/…` key is read
+    /// back at the end.
+    pub pace: Option<Duration>,
     /// Called on the run's thread after the main phase and before the
     /// final pass, with the main phase's history: a campaign looks at the
     /// nodes' own stores here, before the final reads repair anything.
@@ -156,6 +161,7 @@ impl Config {
             final_attempts: 10,
             final_backoff: Duration::from_millis(100),
             final_deadline: Duration::from_secs(60),
+            pace: None,
             between_phases: None,
         }
     }
@@ -537,7 +543,16 @@ async fn main_phase(mut c: Client, ctx: Rc<Ctx>) -> Client {
     let mix = ctx.cfg.mix;
     let total = mix.total();
     let regs = ctx.cfg.registers_per_client;
+    let mut next = tokio::time::Instant::now();
     while !ctx.main_phase_over() {
+        if let Some(pace) = ctx.cfg.pace {
+            // A client that fell behind starts again from now: no bursts.
+            next = (next + pace).max(tokio::time::Instant::now());
+            tokio::time::sleep_until(next).await;
+            if ctx.main_phase_over() {
+                break;
+            }
+        }
         let node = c.rng.random_range(0..ctx.targets.len());
         let x = c.rng.random::<f64>() * total;
         if x < mix.set_writes {

@@ -913,3 +913,69 @@ fn spectrum(r: &Report) -> Res<Chart> {
         svg,
     })
 }
+
+/// A plain chart of named lines over time on linear axes (a soak's RSS,
+/// open files and p99 per window), time in minutes; each line with its
+/// fitted trend, dashed, when one is given.
+pub fn trend(
+    title: &str,
+    y_desc: &str,
+    y_fmt: &dyn Fn(&f64) -> String,
+    lines: &[TrendLine],
+) -> Res<String> {
+    let pts = || lines.iter().flat_map(|l| l.points.iter());
+    let t_hi = pts().map(|p| p.0).fold(0.0f64, f64::max).max(1.0) / 60.0;
+    let y_hi = pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    svg(|root| {
+        let (plot, side) = root.split_horizontally(W - 190);
+        let mut legend = Vec::new();
+        let mut c = ChartBuilder::on(&plot)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.0..t_hi, 0.0..y_hi)
+            .map_err(err)?;
+        c.configure_mesh()
+            .light_line_style(LIGHT)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_desc("time since the run started (min)")
+            .y_desc(y_desc)
+            .y_label_formatter(y_fmt)
+            .draw()
+            .map_err(err)?;
+        for (i, l) in lines.iter().enumerate() {
+            let color = NODES[i % NODES.len()];
+            c.draw_series(LineSeries::new(
+                l.points.iter().map(|&(t, y)| (t / 60.0, y)),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?;
+            legend.push((l.name.clone(), Mark::Line(color, 2)));
+            if let Some((from, to, slope, at)) = l.fit {
+                let y = |t: f64| at + slope * (t - from);
+                c.draw_series(DashedLineSeries::new(
+                    [(from / 60.0, y(from)), (to / 60.0, y(to))],
+                    6,
+                    4,
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(err)?;
+            }
+        }
+        if lines.iter().any(|l| l.fit.is_some()) {
+            legend.push(("fitted trend".into(), Mark::Line(BLACK, 1)));
+        }
+        side_legend(&side, &legend)
+    })
+}
+
+/// One line of [`trend`]: points (seconds, value) and, optionally, a
+/// fitted line from `fit.0` to `fit.1` seconds with slope `fit.2` per
+/// second, worth `fit.3` at `fit.0`.
+pub struct TrendLine {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub fit: Option<(f64, f64, f64, f64)>,
+}

@@ -232,10 +232,77 @@ impl MergeResult {
     }
 }
 
-fn empty_hist() -> Histogram<u64> {
+pub(crate) fn empty_hist() -> Histogram<u64> {
     // Auto-resizing, so any interval's range fits; 3 significant digits,
     // as the load driver records.
     Histogram::new(3).expect("3 significant digits is valid")
+}
+
+/// One interval of a log, as [`for_each_interval`] reads it.
+pub struct Interval<'a> {
+    /// Its start as written: seconds after the log's BaseTime (or
+    /// StartTime) when the log has one, else absolute.
+    pub offset_s: f64,
+    /// The log's BaseTime (or StartTime), seconds since the epoch.
+    pub origin_s: Option<f64>,
+    pub duration_s: f64,
+    /// The operation; `untagged` for an interval without one.
+    pub tag: &'a str,
+    pub hist: &'a Histogram<u64>,
+}
+
+/// Read the interval log at `path`, one interval at a time (a long run's
+/// log need not fit in memory); the number of intervals. Errors name the
+/// file (and where in it).
+pub fn for_each_interval(
+    path: &Path,
+    mut f: impl FnMut(&Interval<'_>) -> Result<(), String>,
+) -> Result<usize, String> {
+    let p = path.display();
+    let bytes = std::fs::read(path).map_err(|e| format!("{p}: {e}"))?;
+    let mut deserializer = Deserializer::new();
+    let (mut base, mut start) = (None, None);
+    let mut n = 0;
+    for entry in IntervalLogIterator::new(&bytes) {
+        let entry = entry.map_err(|e| match e {
+            hdrhistogram::serialization::interval_log::LogIteratorError::ParseError { offset } => {
+                format!("{p}: not an HdrHistogram interval log: cannot parse at byte {offset}")
+            }
+        })?;
+        let iv = match entry {
+            LogEntry::BaseTime(t) => {
+                base = Some(t.as_secs_f64());
+                continue;
+            }
+            LogEntry::StartTime(t) => {
+                start = Some(t.as_secs_f64());
+                continue;
+            }
+            LogEntry::Interval(iv) => iv,
+        };
+        n += 1;
+        let at = || {
+            format!(
+                "{p}: interval {n} (at {:.3}s)",
+                iv.start_timestamp().as_secs_f64()
+            )
+        };
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(iv.encoded_histogram())
+            .map_err(|e| format!("{}: bad base64: {e}", at()))?;
+        let h: Histogram<u64> = deserializer
+            .deserialize(&mut &raw[..])
+            .map_err(|e| format!("{}: bad histogram: {e:?}", at()))?;
+        f(&Interval {
+            offset_s: iv.start_timestamp().as_secs_f64(),
+            origin_s: base.or(start),
+            duration_s: iv.duration().as_secs_f64(),
+            tag: iv.tag().map(|t| t.as_str()).unwrap_or("untagged"),
+            hist: &h,
+        })
+        .map_err(|e| format!("{}: {e}", at()))?;
+    }
+    Ok(n)
 }
 
 /// Add up interval logs. Errors name the file (and where in it).
@@ -250,63 +317,29 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeResult, String> {
         total: empty_hist(),
         span_s: 0.0,
     };
-    let mut deserializer = Deserializer::new();
     let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut absolute = true;
     for path in paths {
-        let p = path.display();
-        let bytes = std::fs::read(path).map_err(|e| format!("{p}: {e}"))?;
-        let (mut base, mut start) = (None, None);
-        let mut n = 0;
-        for entry in IntervalLogIterator::new(&bytes) {
-            let entry = entry.map_err(|e| match e {
-                hdrhistogram::serialization::interval_log::LogIteratorError::ParseError {
-                    offset,
-                } => {
-                    format!("{p}: not an HdrHistogram interval log: cannot parse at byte {offset}")
-                }
-            })?;
-            let iv = match entry {
-                LogEntry::BaseTime(t) => {
-                    base = Some(t.as_secs_f64());
-                    continue;
-                }
-                LogEntry::StartTime(t) => {
-                    start = Some(t.as_secs_f64());
-                    continue;
-                }
-                LogEntry::Interval(iv) => iv,
-            };
-            n += 1;
-            let at = || {
-                format!(
-                    "{p}: interval {n} (at {:.3}s)",
-                    iv.start_timestamp().as_secs_f64()
-                )
-            };
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(iv.encoded_histogram())
-                .map_err(|e| format!("{}: bad base64: {e}", at()))?;
-            let h: Histogram<u64> = deserializer
-                .deserialize(&mut &raw[..])
-                .map_err(|e| format!("{}: bad histogram: {e:?}", at()))?;
-            let tag = iv.tag().map(|t| t.as_str()).unwrap_or("untagged");
+        let n = for_each_interval(path, |iv| {
             out.per_tag
-                .entry(tag.to_string())
+                .entry(iv.tag.to_string())
                 .or_insert_with(empty_hist)
-                .add(&h)
-                .map_err(|e| format!("{}: {e:?}", at()))?;
-            out.total.add(&h).map_err(|e| format!("{}: {e:?}", at()))?;
+                .add(iv.hist)
+                .map_err(|e| format!("{e:?}"))?;
+            out.total.add(iv.hist).map_err(|e| format!("{e:?}"))?;
             // Interval times are relative to BaseTime when present; the
             // writer also sets StartTime; without either they are absolute.
-            let origin = base.or(start);
-            absolute &= origin.is_some() || iv.start_timestamp().as_secs() > 1_000_000_000;
-            let t0 = origin.unwrap_or(0.0) + iv.start_timestamp().as_secs_f64();
+            absolute &= iv.origin_s.is_some() || iv.offset_s > 1e9;
+            let t0 = iv.origin_s.unwrap_or(0.0) + iv.offset_s;
             first = first.min(t0);
-            last = last.max(t0 + iv.duration().as_secs_f64());
-        }
+            last = last.max(t0 + iv.duration_s);
+            Ok(())
+        })?;
         if n == 0 {
-            return Err(format!("{p}: no interval histograms in this file"));
+            return Err(format!(
+                "{}: no interval histograms in this file",
+                path.display()
+            ));
         }
         out.intervals += n;
     }

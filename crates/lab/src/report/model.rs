@@ -261,6 +261,9 @@ pub struct ServerSample {
     /// CPUs the node may use (a gauge).
     #[serde(default)]
     pub cpus: Option<f64>,
+    /// File descriptors the node holds open (a gauge: files, sockets).
+    #[serde(default)]
+    pub open_fds: Option<f64>,
 }
 
 impl Second {
