@@ -26,6 +26,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use crate::batch::{self, WriteBatch};
+use crate::checkpoint::CheckpointInfo;
 use crate::compaction::{self, Compaction, TableSink};
 use crate::error::{synced, Error, IoContext, Result};
 use crate::events::{Event, StallReason};
@@ -131,14 +132,24 @@ struct CommitQueue {
     last_seq: u64,
     leader: bool,
     done_seq: u64,
-    /// Sequence ranges of the last commit groups that failed for want of
-    /// space, with the error: their writers answer it (nothing of them was
-    /// written). A failed group still advances `done_seq`.
-    failed: std::collections::VecDeque<(u64, u64, String)>,
+    /// Writers whose records wait in `buf` (the next group's writers).
+    callers: usize,
+    /// Commit groups that failed for want of space: their sequence range,
+    /// the error, and how many of their writers have yet to see it. Each
+    /// waiting writer finds its group here and answers the error (nothing
+    /// of it was written); the entry goes when the last one has. A failed
+    /// group still advances `done_seq`, so an entry must outlive every
+    /// writer of its group: dropping it earlier would acknowledge writes
+    /// that were never made.
+    failed: Vec<FailedGroup>,
 }
 
-/// Failed groups remembered for their waiting writers.
-const FAILED_GROUPS: usize = 16;
+struct FailedGroup {
+    first: u64,
+    last: u64,
+    error: String,
+    waiting: usize,
+}
 
 /// How long a flush or compaction that found the disk full waits before it
 /// tries again.
@@ -193,7 +204,7 @@ pub struct Db {
     inner: Arc<Inner>,
 }
 
-fn wal_name(n: u64) -> String {
+pub(crate) fn wal_name(n: u64) -> String {
     format!("{n:06}.wal")
 }
 
@@ -411,7 +422,8 @@ impl Db {
                 last_seq,
                 leader: false,
                 done_seq: last_seq,
-                failed: std::collections::VecDeque::new(),
+                callers: 0,
+                failed: Vec::new(),
             }),
             commit_cv: Condvar::new(),
             wal: Mutex::new(Wal::new(wal_path, wal_file, opts.durability)),
@@ -552,6 +564,68 @@ impl Db {
         self.inner.check_open()?;
         self.inner.flush_and_wait()?;
         self.inner.compact_all()
+    }
+
+    /// A consistent copy of the database in `dest` (a new directory),
+    /// taken while it serves: live tables hard-linked, the WAL tail
+    /// copied, a manifest of its own. Holds every write acknowledged
+    /// before the call; writes go on meanwhile. See `checkpoint.rs`.
+    pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        self.inner.check_open()?;
+        let inner = &self.inner;
+        // The state and the tables it names, the segments it still needs
+        // (opened before a flush could delete them) and how far the newest
+        // one's records go, all at one moment: the WAL lock inside the
+        // version lock (no path takes them the other way round) holds off
+        // rotations and commits meanwhile. Holding `sv` keeps its tables'
+        // files on disk until they are linked.
+        let (state, sv, mut wals) = {
+            let vs = inner.versions.lock();
+            let mut w = inner.wal.lock();
+            w.drain()?;
+            let sv = inner.sv.load_full();
+            let current = parse_number(
+                &w.path.file_name().unwrap_or_default().to_string_lossy(),
+                ".wal",
+            );
+            let mut wals = Vec::new();
+            for e in std::fs::read_dir(&inner.dir).ctx(&inner.dir)? {
+                let e = e.ctx(&inner.dir)?;
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(n) = parse_number(&name, ".wal") {
+                    if n >= vs.state.log_number {
+                        let p = e.path();
+                        let f = File::open(&p).ctx(&p)?;
+                        // The newest segment up to its records' end (its
+                        // zero-filled tail is not needed); older ones whole.
+                        let len = if Some(n) == current {
+                            w.offset
+                        } else {
+                            f.metadata().ctx(&p)?.len()
+                        };
+                        wals.push((n, f, len));
+                    }
+                }
+            }
+            (vs.state.clone(), sv, wals)
+        };
+        wals.sort_by_key(|x| x.0);
+        let tables = state
+            .levels
+            .iter()
+            .flatten()
+            .map(|m| (m.id, inner.dir.join(table_name(m.id))))
+            .collect();
+        let r = crate::checkpoint::write(
+            dest.as_ref(),
+            crate::checkpoint::Captured {
+                state,
+                tables,
+                wals,
+            },
+        );
+        drop(sv);
+        r
     }
 
     /// Stop background work, make the WAL durable and release the directory.
@@ -801,13 +875,20 @@ impl Inner {
             q.batches.push((seq, batch));
         }
         q.last_seq = my_last;
+        q.callers += 1;
         loop {
-            if let Some((_, _, m)) = q
+            if let Some(i) = q
                 .failed
                 .iter()
-                .find(|(lo, hi, _)| (*lo..=*hi).contains(&my_last))
+                .position(|g| (g.first..=g.last).contains(&my_last))
             {
-                return Err(Error::NoSpace(m.clone()));
+                let g = &mut q.failed[i];
+                let m = g.error.clone();
+                g.waiting -= 1;
+                if g.waiting == 0 {
+                    q.failed.swap_remove(i);
+                }
+                return Err(Error::NoSpace(m));
             }
             if q.done_seq >= my_last {
                 drop(q);
@@ -822,6 +903,7 @@ impl Inner {
                 let batches = std::mem::take(&mut q.batches);
                 let last = q.last_seq;
                 let first = batches.first().map_or(last, |b| b.0);
+                let callers = std::mem::take(&mut q.callers);
                 drop(q);
                 let r = self.commit_group(&buf, batches, last);
                 q = self.commit.lock();
@@ -838,10 +920,16 @@ impl Inner {
                         // fills ahead of its records): refuse just it.
                         self.stats.inc(&self.stats.no_space_errors);
                         q.done_seq = last;
-                        if q.failed.len() == FAILED_GROUPS {
-                            q.failed.pop_front();
+                        // The leader answers for itself below; the others
+                        // find the group here.
+                        if callers > 1 {
+                            q.failed.push(FailedGroup {
+                                first,
+                                last,
+                                error: e.to_string(),
+                                waiting: callers - 1,
+                            });
                         }
-                        q.failed.push_back((first, last, e.to_string()));
                         self.commit_cv.notify_all();
                         return Err(Error::NoSpace(e.to_string()));
                     }

@@ -11,6 +11,7 @@
 //! reports through [`Db::stats`] and an [`EventListener`].
 
 mod batch;
+mod checkpoint;
 mod coding;
 mod compaction;
 mod db;
@@ -30,6 +31,7 @@ mod stats;
 mod version;
 
 pub use batch::WriteBatch;
+pub use checkpoint::CheckpointInfo;
 pub use db::Db;
 pub use error::{Error, Result};
 pub use events::{Event, EventListener, EventLog, StallReason};
