@@ -493,7 +493,7 @@ impl Inner {
     }
 }
 
-fn error(e: ClusterError) -> Response {
+pub(crate) fn error(e: ClusterError) -> Response {
     Response::Error {
         transient: matches!(e, ClusterError::Busy(_) | ClusterError::Closed),
         message: e.to_string(),
@@ -524,6 +524,26 @@ impl Handler for Inner {
                 Request::Scan { start, end, limit } => {
                     self.scan_page(&start, end.as_deref(), limit)
                 }
+                Request::Hashes {
+                    set,
+                    level,
+                    branches,
+                } => self.answer_hashes(set, level, &branches),
+                Request::Keys {
+                    set,
+                    all,
+                    leaves,
+                    after,
+                    limit,
+                } => {
+                    let s = self.clone();
+                    let wanted = crate::antientropy::Leaves::new(all, &leaves);
+                    self.blocking(move || s.answer_keys(set, &wanted, after.as_deref(), limit))
+                        .await
+                        .unwrap_or_else(|| error(ClusterError::Closed))
+                }
+                Request::Fetch { keys } => self.answer_fetch(&keys),
+                Request::Push { entries } => self.answer_push(entries).await,
             }
         })
     }

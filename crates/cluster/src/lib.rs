@@ -9,11 +9,13 @@
 //! and takes the same path. Must not know about HTTP: the node hands it
 //! upgraded connections and a `Dialer`.
 
+pub mod antientropy;
 pub mod auth;
 mod coordinator;
 pub mod hints;
 pub mod hlc;
 pub mod membership;
+pub mod merkle;
 pub mod placement;
 mod reaper;
 pub mod record;
@@ -31,6 +33,7 @@ use bytes::Bytes;
 use strata_engine::Db;
 use tokio::time::Instant;
 
+pub use antientropy::{AntiEntropyConfig, Exchange};
 pub use auth::Secret;
 pub use hints::{HintsConfig, PeerHints};
 pub use hlc::WallClock;
@@ -175,6 +178,8 @@ pub struct ClusterConfig {
     pub hints_engine: strata_engine::Options,
     /// When tombstones may be dropped.
     pub reaper: ReaperConfig,
+    /// When and how fast replicas compare their Merkle trees.
+    pub anti_entropy: AntiEntropyConfig,
     /// The wall clock behind versions and hint ages (default: the
     /// system's). A deterministic simulation passes its simulated time.
     pub wall_clock: WallClock,
@@ -205,6 +210,7 @@ impl Default for ClusterConfig {
             hints_dir: PathBuf::from("strata-data/hints"),
             hints_engine: Default::default(),
             reaper: ReaperConfig::default(),
+            anti_entropy: AntiEntropyConfig::default(),
             wall_clock: WallClock::system(),
             inline_io: false,
         }
@@ -236,6 +242,26 @@ pub struct ClusterView {
     pub node: String,
     pub replication: usize,
     pub members: Vec<MemberView>,
+    /// The home sets this node belongs to (anti-entropy's ranges: the
+    /// keys whose replicas are exactly these members); empty for a
+    /// cluster of one.
+    pub ranges: Vec<RangeView>,
+}
+
+/// One home set as this node sees it.
+#[derive(Clone, Debug)]
+pub struct RangeView {
+    /// Its name (a hash of its members' ids).
+    pub set: u64,
+    pub members: Vec<String>,
+    /// Records this node counts in the set's tree, and whether the tree
+    /// is built.
+    pub keys: u64,
+    pub ready: bool,
+    /// Per other member: how long ago the last exchange with it
+    /// completed (`None`: never, since this node started), and what it
+    /// did.
+    pub synced: Vec<(String, Option<Duration>, Option<Exchange>)>,
 }
 
 /// The cluster as seen from one node.
@@ -258,6 +284,9 @@ pub(crate) struct Inner {
     hint_writer: Option<hints::HintWriter>,
     stats: Stats,
     reaper_stats: ReaperStats,
+    anti_entropy: antientropy::AntiEntropyStats,
+    /// One anti-entropy round at a time.
+    ae_lock: tokio::sync::Mutex<()>,
     observer: Option<Arc<dyn Observer>>,
     rf: usize,
     closed: AtomicBool,
@@ -376,10 +405,21 @@ impl Cluster {
                 is_self: i == me,
             })
             .collect();
+        // Anti-entropy's trees, kept by the applier (a cluster of one has
+        // no replica to compare with).
+        let merkle = (size > 1).then(|| {
+            let p = Placement::new(ids.clone());
+            let named = ids.clone();
+            store::Merkle {
+                home: Arc::new(move |k: &[u8]| antientropy::home_name(&p, &named, rf, k))
+                    as store::HomeOf,
+                state: Default::default(),
+            }
+        });
         let store = if cfg.inline_io {
-            Store::open_inline(db, size > 1)
+            Store::open_inline(db, size > 1, merkle)
         } else {
-            Store::open(db, cfg.apply_capacity, size > 1)
+            Store::open(db, cfg.apply_capacity, size > 1, merkle)
         };
         let hint_writer = hints.clone().map(|h| {
             if cfg.inline_io {
@@ -405,6 +445,8 @@ impl Cluster {
                 hint_writer,
                 stats: Stats::default(),
                 reaper_stats: ReaperStats::default(),
+                anti_entropy: Default::default(),
+                ae_lock: tokio::sync::Mutex::new(()),
                 observer,
                 rf,
                 closed: AtomicBool::new(false),
@@ -417,6 +459,25 @@ impl Cluster {
     pub fn start(&self) {
         let inner = self.inner.clone();
         tokio::spawn(async move { inner.reaper_loop().await });
+        if self.inner.store.merkle().is_some() {
+            // Build the Merkle trees once (a scan of the store), then keep
+            // them current; exchanges wait until they are ready.
+            let inner = self.inner.clone();
+            let build = move || match inner.store.build_trees() {
+                Ok(n) => tracing::info!(records = n, "anti-entropy trees built"),
+                Err(e) => tracing::warn!(error = %e, "building the anti-entropy trees failed"),
+            };
+            if self.inner.cfg.inline_io {
+                build();
+            } else {
+                std::thread::Builder::new()
+                    .name("strata-trees".into())
+                    .spawn(build)
+                    .expect("spawn the tree builder");
+            }
+            let inner = self.inner.clone();
+            tokio::spawn(async move { inner.anti_entropy_loop().await });
+        }
         for (i, p) in self.inner.peers.iter().enumerate() {
             if p.is_some() {
                 let inner = self.inner.clone();
@@ -446,6 +507,20 @@ impl Cluster {
 
     pub fn reaper_stats(&self) -> &ReaperStats {
         &self.inner.reaper_stats
+    }
+
+    pub fn anti_entropy_stats(&self) -> &antientropy::AntiEntropyStats {
+        &self.inner.anti_entropy
+    }
+
+    /// Compare every home set this node belongs to with each of its other
+    /// members now and exchange what differs (`strata cluster repair`).
+    /// Waits for a scheduled round in progress. Empty for a cluster of one.
+    pub async fn repair_now(&self) -> Vec<Exchange> {
+        if self.inner.store.merkle().is_none() {
+            return Vec::new();
+        }
+        self.inner.anti_entropy_round(true).await
     }
 
     pub fn hlc(&self) -> &Hlc {
@@ -573,7 +648,52 @@ impl Cluster {
                     connections: i.peers[n].as_ref().map_or(0, |p| p.open_connections()),
                 })
                 .collect(),
+            ranges: self.ranges(),
         }
+    }
+
+    fn ranges(&self) -> Vec<RangeView> {
+        let i = &self.inner;
+        let Some(m) = i.store.merkle() else {
+            return Vec::new();
+        };
+        let (ready, counts): (bool, Vec<u64>) = {
+            let st = m.state.lock();
+            let sets = i.my_home_sets();
+            (
+                st.ready,
+                sets.iter().map(|s| st.trees.keys(s.name)).collect(),
+            )
+        };
+        let now_ms = i.hlc.wall_ms();
+        let synced = i.anti_entropy.synced.lock();
+        i.my_home_sets()
+            .into_iter()
+            .zip(counts)
+            .map(|(hs, keys)| RangeView {
+                set: hs.name,
+                members: hs
+                    .members
+                    .iter()
+                    .map(|&n| i.members[n].url.clone())
+                    .collect(),
+                keys,
+                ready,
+                synced: hs
+                    .members
+                    .iter()
+                    .filter(|&&n| n != i.me)
+                    .map(|&n| {
+                        let r = synced.get(&(hs.name, n));
+                        (
+                            i.members[n].url.clone(),
+                            r.map(|r| Duration::from_millis(now_ms.saturating_sub(r.at_ms))),
+                            r.map(|r| r.last.clone()),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     /// Stop background work and close the hint store (the caller closes

@@ -43,7 +43,7 @@ pub struct Record {
     pub value: Option<Bytes>,
 }
 
-const TAG_VALUE: u8 = 1;
+pub(crate) const TAG_VALUE: u8 = 1;
 const TAG_TOMBSTONE: u8 = 2;
 pub const HEADER: usize = 17;
 

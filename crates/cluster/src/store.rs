@@ -18,8 +18,29 @@ use bytes::Bytes;
 use strata_engine::{Db, DbIterator, WriteBatch};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::merkle::Trees;
 use crate::record::{Record, Version};
 use crate::{ClusterError, Result};
+
+/// The home set (its `merkle::set_name`) of a key.
+pub type HomeOf = Arc<dyn Fn(&[u8]) -> u64 + Send + Sync>;
+
+/// The trees and whether they are kept and complete.
+#[derive(Default)]
+pub struct TreeState {
+    pub trees: Trees,
+    /// The applier toggles every change in (from the build's snapshot on).
+    maintained: bool,
+    /// The build's scan is done: the trees are exact.
+    pub ready: bool,
+}
+
+/// Anti-entropy's view of the store: the trees and how keys map to them.
+#[derive(Clone)]
+pub struct Merkle {
+    pub home: HomeOf,
+    pub state: Arc<parking_lot::Mutex<TreeState>>,
+}
 
 /// Writes taken into one group at most.
 const MAX_GROUP: usize = 512;
@@ -45,14 +66,23 @@ struct Job {
     done: oneshot::Sender<Result<Outcome>>,
 }
 
+/// What the applier thread is sent.
+enum Msg {
+    Job(Job),
+    /// Start maintaining the trees and answer a snapshot of the store as
+    /// of that moment (between two groups).
+    Snapshot(oneshot::Sender<Result<DbIterator>>),
+}
+
 pub struct Store {
     db: Arc<Db>,
     applier: Applier,
+    merkle: Option<Merkle>,
 }
 
 enum Applier {
     /// The applier thread's queue.
-    Thread(mpsc::Sender<Job>),
+    Thread(mpsc::Sender<Msg>),
     /// No thread: each write is applied on the caller's task, as a group
     /// of one (the deterministic simulation). The lock keeps
     /// compare-then-write exclusive all the same.
@@ -66,41 +96,107 @@ impl Store {
     /// Start the applier. `check_versions` false skips the comparison: only
     /// for a cluster of one, where every write is stamped by this node's
     /// monotonic clock and arrives in order.
-    pub fn open(db: Arc<Db>, capacity: usize, check_versions: bool) -> Store {
-        let (tx, mut rx) = mpsc::channel::<Job>(capacity.max(1));
+    /// `merkle`: the trees to keep current (anti-entropy), if any.
+    pub fn open(
+        db: Arc<Db>,
+        capacity: usize,
+        check_versions: bool,
+        merkle: Option<Merkle>,
+    ) -> Store {
+        let (tx, mut rx) = mpsc::channel::<Msg>(capacity.max(1));
         let d = db.clone();
+        let m = merkle.clone();
         std::thread::Builder::new()
             .name("strata-apply".into())
             .spawn(move || {
-                while let Some(first) = rx.blocking_recv() {
+                let mut next = None;
+                loop {
+                    let first = match next.take() {
+                        Some(m) => m,
+                        None => match rx.blocking_recv() {
+                            Some(m) => m,
+                            None => return,
+                        },
+                    };
+                    let first = match first {
+                        Msg::Job(j) => j,
+                        Msg::Snapshot(done) => {
+                            let _ = done.send(snapshot(&d, m.as_ref()));
+                            continue;
+                        }
+                    };
                     let mut jobs = vec![first];
                     while jobs.len() < MAX_GROUP {
                         match rx.try_recv() {
-                            Ok(j) => jobs.push(j),
+                            Ok(Msg::Job(j)) => jobs.push(j),
+                            // After this group.
+                            Ok(s) => {
+                                next = Some(s);
+                                break;
+                            }
                             Err(_) => break,
                         }
                     }
-                    apply_group(&d, jobs, check_versions);
+                    apply_group(&d, jobs, check_versions, m.as_ref());
                 }
             })
             .expect("spawn applier thread");
         Store {
             db,
             applier: Applier::Thread(tx),
+            merkle,
         }
     }
 
     /// No applier thread: `apply` and `purge` write on the caller's task
     /// before they return (one commit per write). For a deterministic
     /// simulation, where a thread's timing must not steer the run.
-    pub fn open_inline(db: Arc<Db>, check_versions: bool) -> Store {
+    pub fn open_inline(db: Arc<Db>, check_versions: bool, merkle: Option<Merkle>) -> Store {
         Store {
             db,
             applier: Applier::Inline {
                 check_versions,
                 lock: parking_lot::Mutex::new(()),
             },
+            merkle,
         }
+    }
+
+    /// The trees anti-entropy compares, if kept.
+    pub fn merkle(&self) -> Option<&Merkle> {
+        self.merkle.as_ref()
+    }
+
+    /// Build the trees: start maintaining them from a snapshot taken
+    /// between two groups, then add the snapshot's records (blocking: run
+    /// it on a thread of its own). Returns the records counted.
+    pub fn build_trees(&self) -> Result<u64> {
+        let Some(m) = &self.merkle else {
+            return Ok(0);
+        };
+        let it = match &self.applier {
+            Applier::Thread(tx) => {
+                let (done, wait) = oneshot::channel();
+                tx.blocking_send(Msg::Snapshot(done))
+                    .map_err(|_| ClusterError::Closed)?;
+                wait.blocking_recv().map_err(|_| ClusterError::Closed)??
+            }
+            Applier::Inline { lock, .. } => {
+                let _one = lock.lock();
+                snapshot(&self.db, Some(m))?
+            }
+        };
+        let mut built = Trees::default();
+        let mut n = 0u64;
+        for r in RecordIter(it) {
+            let (k, rec) = r?;
+            built.add((m.home)(&k), &k, rec.version, rec.is_tombstone());
+            n += 1;
+        }
+        let mut st = m.state.lock();
+        st.trees.merge(built);
+        st.ready = true;
+        Ok(n)
     }
 
     pub fn db(&self) -> &Arc<Db> {
@@ -122,13 +218,16 @@ impl Store {
         let (done, wait) = oneshot::channel();
         let job = Job { key, op, done };
         match &self.applier {
-            Applier::Thread(tx) => tx.send(job).await.map_err(|_| ClusterError::Closed)?,
+            Applier::Thread(tx) => tx
+                .send(Msg::Job(job))
+                .await
+                .map_err(|_| ClusterError::Closed)?,
             Applier::Inline {
                 check_versions,
                 lock,
             } => {
                 let _one = lock.lock();
-                apply_group(&self.db, vec![job], *check_versions);
+                apply_group(&self.db, vec![job], *check_versions, self.merkle.as_ref());
             }
         }
         wait.await.map_err(|_| ClusterError::Closed)?
@@ -173,10 +272,24 @@ impl Iterator for RecordIter {
     }
 }
 
-fn apply_group(db: &Db, jobs: Vec<Job>, check: bool) {
+/// Start maintaining the trees and take a snapshot: on the applier's
+/// side, between groups.
+fn snapshot(db: &Db, merkle: Option<&Merkle>) -> Result<DbIterator> {
+    if let Some(m) = merkle {
+        m.state.lock().maintained = true;
+    }
+    Ok(db.scan(..)?)
+}
+
+/// A stored record's version and whether it is a tombstone.
+type Meta = (Version, bool);
+
+fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
     // Versions written earlier in this group, which the engine does not
     // show yet.
-    let mut pending: HashMap<Bytes, Option<Version>> = HashMap::new();
+    let mut pending: HashMap<Bytes, Option<Meta>> = HashMap::new();
+    // Each change as (key, what it replaced, what it is now), in order.
+    let mut changes: Vec<(Bytes, Option<Meta>, Option<Meta>)> = Vec::new();
     let mut batch = WriteBatch::new();
     let mut answers: Vec<(oneshot::Sender<Result<Outcome>>, Result<Outcome>)> =
         Vec::with_capacity(jobs.len());
@@ -191,7 +304,7 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool) {
                     .and_then(|o| match o {
                         None => Ok(None),
                         Some(b) => Record::decode_version(&b)
-                            .map(Some)
+                            .map(|v| Some((v, b[0] != crate::record::TAG_VALUE)))
                             .map_err(|e| damaged(&j.key, e)),
                     }),
             }
@@ -207,23 +320,30 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool) {
         };
         let outcome = match j.op {
             Op::Apply(rec) => match current {
-                Some(c) if c > rec.version => Outcome::Superseded(c),
-                Some(c) if c == rec.version => Outcome::Applied,
+                Some((c, _)) if c > rec.version => Outcome::Superseded(c),
+                Some((c, _)) if c == rec.version => Outcome::Applied,
                 _ => {
                     buf.clear();
                     rec.encode_into(&mut buf);
                     batch.put(&j.key, &buf);
-                    pending.insert(j.key.clone(), Some(rec.version));
+                    let now = Some((rec.version, rec.is_tombstone()));
+                    pending.insert(j.key.clone(), now);
+                    if merkle.is_some() {
+                        changes.push((j.key.clone(), current, now));
+                    }
                     Outcome::Applied
                 }
             },
             Op::Purge(v) => match current {
-                Some(c) if c == v => {
+                Some((c, _)) if c == v => {
                     batch.delete(&j.key);
                     pending.insert(j.key.clone(), None);
+                    if merkle.is_some() {
+                        changes.push((j.key.clone(), current, None));
+                    }
                     Outcome::Applied
                 }
-                Some(c) => Outcome::Superseded(c),
+                Some((c, _)) => Outcome::Superseded(c),
                 None => Outcome::Applied,
             },
         };
@@ -236,6 +356,20 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool) {
     };
     if let Err(e) = &r {
         tracing::warn!(error = %e, writes = answers.len(), "apply group failed");
+    }
+    if let (Ok(()), Some(m)) = (&r, merkle) {
+        let mut st = m.state.lock();
+        if st.maintained {
+            for (key, was, now) in &changes {
+                let set = (m.home)(key);
+                if let Some((v, t)) = was {
+                    st.trees.remove(set, key, *v, *t);
+                }
+                if let Some((v, t)) = now {
+                    st.trees.add(set, key, *v, *t);
+                }
+            }
+        }
     }
     for (done, a) in answers {
         let a = match &r {
@@ -261,7 +395,7 @@ mod tests {
     async fn only_newer_versions_are_applied() {
         let d = tempfile::tempdir().unwrap();
         let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
-        let s = Store::open(db, 64, true);
+        let s = Store::open(db, 64, true, None);
         let k = Bytes::from_static(b"k");
         assert_eq!(
             s.apply(k.clone(), rec(10, Some(b"new"))).await.unwrap(),
@@ -304,7 +438,7 @@ mod tests {
     async fn a_group_sees_its_own_writes() {
         let d = tempfile::tempdir().unwrap();
         let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
-        let s = Arc::new(Store::open(db, 1024, true));
+        let s = Arc::new(Store::open(db, 1024, true, None));
         // Many concurrent writes of one key in random version order: the
         // highest version wins whatever the grouping.
         let mut tasks = Vec::new();

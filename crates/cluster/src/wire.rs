@@ -8,8 +8,11 @@
 //! `id` pairs an answer with its request, so one connection carries many
 //! operations at once; `hlc` is the sender's clock, which the receiver
 //! observes (so every message moves clocks forward). Requests: `WRITE` (key,
-//! record), `READ` (key), `PING`, `SCAN` (a page of records). Answers set the
-//! high bit of the kind; `ERROR` carries a transient flag and a message.
+//! record), `READ` (key), `PING`, `SCAN` (a page of records), and
+//! anti-entropy's `HASHES` (a level of a home set's Merkle tree), `KEYS`
+//! (keys and versions in some leaves, a page at a time), `FETCH` (records
+//! by key) and `PUSH` (records to apply as repairs). Answers set the high
+//! bit of the kind; `ERROR` carries a transient flag and a message.
 //! Owns encoding and decoding, with a bound on frame size; must not do I/O.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -27,6 +30,14 @@ const READ: u8 = 2;
 const PING: u8 = 3;
 const SCAN: u8 = 4;
 const REPAIR: u8 = 5;
+const HASHES: u8 = 6;
+const KEYS: u8 = 7;
+const FETCH: u8 = 8;
+const PUSH: u8 = 9;
+const HASHES_ANSWER: u8 = 0x86;
+const KEYS_ANSWER: u8 = 0x87;
+const FETCHED: u8 = 0x88;
+const PUSHED: u8 = 0x89;
 const WRITTEN: u8 = 0x81;
 const READ_ANSWER: u8 = 0x82;
 const PONG: u8 = 0x83;
@@ -57,6 +68,31 @@ pub enum Request {
         end: Option<Bytes>,
         limit: u32,
     },
+    /// A level of home set `set`'s tree: 0 the root, 1 the branches, 2
+    /// the leaves under `branches`.
+    Hashes {
+        set: u64,
+        level: u8,
+        branches: Vec<u16>,
+    },
+    /// Keys of home set `set` in `leaves` (every leaf when `all`), with
+    /// their versions, in key order after `after`: a page of at most
+    /// `limit`.
+    Keys {
+        set: u64,
+        all: bool,
+        leaves: Vec<u16>,
+        after: Option<Bytes>,
+        limit: u32,
+    },
+    /// The stored records of these keys (as many as fit an answer).
+    Fetch {
+        keys: Vec<Bytes>,
+    },
+    /// Records to apply as repairs (newer-version-wins, any age).
+    Push {
+        entries: Vec<(Bytes, Record)>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +104,28 @@ pub enum Response {
     Scanned {
         entries: Vec<(Bytes, Record)>,
         more: bool,
+    },
+    /// A tree level; `ready` false while the tree is still being built
+    /// (then the hashes mean nothing).
+    Hashes {
+        ready: bool,
+        keys: u64,
+        root: u64,
+        hashes: Vec<u64>,
+    },
+    /// A page of keys: (key, version, tombstone), in key order; `resume`
+    /// is the last key examined (the next page starts after it), `None`
+    /// when the store was examined to its end.
+    Keys {
+        entries: Vec<(Bytes, Version, bool)>,
+        resume: Option<Bytes>,
+    },
+    /// The records of the first `records.len()` keys asked for, in order
+    /// (`None`: nothing stored).
+    Fetched(Vec<Option<Record>>),
+    /// Records applied (the others were superseded).
+    Pushed {
+        applied: u32,
     },
     /// `transient`: busy or closing, worth trying again later.
     Error {
@@ -167,7 +225,110 @@ pub fn encode_request(out: &mut BytesMut, id: u64, hlc: u64, req: &Request) {
             }
             finish(out, at);
         }
+        Request::Hashes {
+            set,
+            level,
+            branches,
+        } => {
+            let at = begin(out, id, HASHES, hlc);
+            out.put_u64_le(*set);
+            out.put_u8(*level);
+            put_u16s(out, branches);
+            finish(out, at);
+        }
+        Request::Keys {
+            set,
+            all,
+            leaves,
+            after,
+            limit,
+        } => {
+            let at = begin(out, id, KEYS, hlc);
+            out.put_u64_le(*set);
+            out.put_u8(*all as u8);
+            put_u16s(out, leaves);
+            put_opt_bytes(out, after.as_deref());
+            out.put_u32_le(*limit);
+            finish(out, at);
+        }
+        Request::Fetch { keys } => {
+            let at = begin(out, id, FETCH, hlc);
+            out.put_u32_le(keys.len() as u32);
+            for k in keys {
+                put_bytes(out, k);
+            }
+            finish(out, at);
+        }
+        Request::Push { entries } => {
+            let at = begin(out, id, PUSH, hlc);
+            out.put_u32_le(entries.len() as u32);
+            for (k, r) in entries {
+                put_bytes(out, k);
+                put_record(out, r);
+            }
+            finish(out, at);
+        }
     }
+}
+
+fn put_u16s(out: &mut BytesMut, v: &[u16]) {
+    out.put_u32_le(v.len() as u32);
+    for x in v {
+        out.put_u16_le(*x);
+    }
+}
+
+fn put_opt_bytes(out: &mut BytesMut, b: Option<&[u8]>) {
+    match b {
+        Some(b) => {
+            out.put_u8(1);
+            put_bytes(out, b);
+        }
+        None => out.put_u8(0),
+    }
+}
+
+fn get_u16s(b: &mut Bytes) -> Result<Vec<u16>, BadFrame> {
+    let n = get_count(b, 2)?;
+    Ok((0..n).map(|_| b.get_u16_le()).collect())
+}
+
+/// A count of items of at least `min` bytes each, checked against what is
+/// left (a forged count must not allocate).
+fn get_count(b: &mut Bytes, min: usize) -> Result<usize, BadFrame> {
+    if b.remaining() < 4 {
+        return Err(bad("short count"));
+    }
+    let n = b.get_u32_le() as usize;
+    if n.saturating_mul(min) > b.remaining() {
+        return Err(bad("count past the frame"));
+    }
+    Ok(n)
+}
+
+fn get_opt_bytes(b: &mut Bytes) -> Result<Option<Bytes>, BadFrame> {
+    if !b.has_remaining() {
+        return Err(bad("short option"));
+    }
+    match b.get_u8() {
+        0 => Ok(None),
+        1 => Ok(Some(get_bytes(b)?)),
+        _ => Err(bad("bad option tag")),
+    }
+}
+
+fn get_u64(b: &mut Bytes) -> Result<u64, BadFrame> {
+    if b.remaining() < 8 {
+        return Err(bad("short u64"));
+    }
+    Ok(b.get_u64_le())
+}
+
+fn get_u8(b: &mut Bytes) -> Result<u8, BadFrame> {
+    if !b.has_remaining() {
+        return Err(bad("short u8"));
+    }
+    Ok(b.get_u8())
 }
 
 pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
@@ -206,6 +367,53 @@ pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
                 put_bytes(out, k);
                 put_record(out, r);
             }
+            finish(out, at);
+        }
+        Response::Hashes {
+            ready,
+            keys,
+            root,
+            hashes,
+        } => {
+            let at = begin(out, id, HASHES_ANSWER, hlc);
+            out.put_u8(*ready as u8);
+            out.put_u64_le(*keys);
+            out.put_u64_le(*root);
+            out.put_u32_le(hashes.len() as u32);
+            for h in hashes {
+                out.put_u64_le(*h);
+            }
+            finish(out, at);
+        }
+        Response::Keys { entries, resume } => {
+            let at = begin(out, id, KEYS_ANSWER, hlc);
+            out.put_u32_le(entries.len() as u32);
+            for (k, v, tomb) in entries {
+                put_bytes(out, k);
+                out.put_u64_le(v.hlc);
+                out.put_u64_le(v.node);
+                out.put_u8(*tomb as u8);
+            }
+            put_opt_bytes(out, resume.as_deref());
+            finish(out, at);
+        }
+        Response::Fetched(records) => {
+            let at = begin(out, id, FETCHED, hlc);
+            out.put_u32_le(records.len() as u32);
+            for r in records {
+                match r {
+                    Some(r) => {
+                        out.put_u8(1);
+                        put_record(out, r);
+                    }
+                    None => out.put_u8(0),
+                }
+            }
+            finish(out, at);
+        }
+        Response::Pushed { applied } => {
+            let at = begin(out, id, PUSHED, hlc);
+            out.put_u32_le(*applied);
             finish(out, at);
         }
         Response::Error { transient, message } => {
@@ -272,6 +480,44 @@ pub fn decode_request(kind: u8, mut b: Bytes) -> Result<Request, BadFrame> {
             };
             Request::Scan { start, end, limit }
         }
+        HASHES => Request::Hashes {
+            set: get_u64(&mut b)?,
+            level: get_u8(&mut b)?,
+            branches: get_u16s(&mut b)?,
+        },
+        KEYS => {
+            let set = get_u64(&mut b)?;
+            let all = get_u8(&mut b)? != 0;
+            let leaves = get_u16s(&mut b)?;
+            let after = get_opt_bytes(&mut b)?;
+            if b.remaining() < 4 {
+                return Err(bad("short keys request"));
+            }
+            Request::Keys {
+                set,
+                all,
+                leaves,
+                after,
+                limit: b.get_u32_le(),
+            }
+        }
+        FETCH => {
+            let n = get_count(&mut b, 4)?;
+            let mut keys = Vec::with_capacity(n);
+            for _ in 0..n {
+                keys.push(get_bytes(&mut b)?);
+            }
+            Request::Fetch { keys }
+        }
+        PUSH => {
+            let n = get_count(&mut b, 8)?;
+            let mut entries = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = get_bytes(&mut b)?;
+                entries.push((k, get_record(&mut b)?));
+            }
+            Request::Push { entries }
+        }
         k => return Err(BadFrame(format!("unknown request kind {k}"))),
     };
     if b.has_remaining() {
@@ -319,6 +565,56 @@ pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
                 entries.push((k, r));
             }
             Response::Scanned { entries, more }
+        }
+        HASHES_ANSWER => {
+            let ready = get_u8(&mut b)? != 0;
+            let keys = get_u64(&mut b)?;
+            let root = get_u64(&mut b)?;
+            let n = get_count(&mut b, 8)?;
+            Response::Hashes {
+                ready,
+                keys,
+                root,
+                hashes: (0..n).map(|_| b.get_u64_le()).collect(),
+            }
+        }
+        KEYS_ANSWER => {
+            let n = get_count(&mut b, 4 + 17)?;
+            let mut entries = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = get_bytes(&mut b)?;
+                if b.remaining() < 17 {
+                    return Err(bad("short key entry"));
+                }
+                let v = Version {
+                    hlc: b.get_u64_le(),
+                    node: b.get_u64_le(),
+                };
+                entries.push((k, v, b.get_u8() != 0));
+            }
+            Response::Keys {
+                entries,
+                resume: get_opt_bytes(&mut b)?,
+            }
+        }
+        FETCHED => {
+            let n = get_count(&mut b, 1)?;
+            let mut records = Vec::with_capacity(n);
+            for _ in 0..n {
+                records.push(match get_u8(&mut b)? {
+                    0 => None,
+                    _ => Some(get_record(&mut b)?),
+                });
+            }
+            Response::Fetched(records)
+        }
+        PUSHED => {
+            if b.remaining() < 4 {
+                return Err(bad("short push answer"));
+            }
+            Response::Pushed {
+                applied: b.get_u32_le(),
+            }
         }
         ERROR => {
             if !b.has_remaining() {
@@ -379,6 +675,31 @@ mod tests {
                 end: None,
                 limit: 1,
             },
+            Request::Hashes {
+                set: 42,
+                level: 2,
+                branches: vec![0, 7, 255],
+            },
+            Request::Keys {
+                set: 42,
+                all: false,
+                leaves: vec![1, 65535],
+                after: Some(Bytes::from_static(b"k")),
+                limit: 4096,
+            },
+            Request::Keys {
+                set: 1,
+                all: true,
+                leaves: vec![],
+                after: None,
+                limit: 1,
+            },
+            Request::Fetch {
+                keys: vec![Bytes::from_static(b"a"), Bytes::new()],
+            },
+            Request::Push {
+                entries: vec![(Bytes::from_static(b"p"), rec(Some(b"v")))],
+            },
         ];
         let resps = vec![
             Response::Written(Outcome::Applied),
@@ -390,6 +711,18 @@ mod tests {
                 entries: vec![(Bytes::from_static(b"a"), rec(None))],
                 more: true,
             },
+            Response::Hashes {
+                ready: true,
+                keys: 3,
+                root: 9,
+                hashes: vec![1, 2, u64::MAX],
+            },
+            Response::Keys {
+                entries: vec![(Bytes::from_static(b"k"), Version { hlc: 1, node: 2 }, true)],
+                resume: None,
+            },
+            Response::Fetched(vec![Some(rec(None)), None]),
+            Response::Pushed { applied: 7 },
             Response::Error {
                 transient: true,
                 message: "busy".into(),
@@ -430,5 +763,8 @@ mod tests {
         assert!(decode_request(WRITE, Bytes::from_static(&[9, 0, 0, 0, 1])).is_err());
         assert!(decode_request(77, Bytes::new()).is_err());
         assert!(decode_response(READ_ANSWER, Bytes::from_static(&[1, 200, 0, 0, 0])).is_err());
+        // A forged count asks for more items than the frame holds.
+        assert!(decode_request(FETCH, Bytes::from_static(&[255, 255, 255, 255])).is_err());
+        assert!(decode_response(HASHES_ANSWER, Bytes::from_static(&[1; 21])).is_err());
     }
 }

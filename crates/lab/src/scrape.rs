@@ -147,6 +147,8 @@ fn sample(
         hints_pending: get("strata_hints_pending"),
         cpus: get("strata_process_cpus"),
         open_fds: get("process_open_fds"),
+        client_connections: get("strata_connections_open"),
+        rss_anon_bytes: get("strata_process_resident_anon_bytes"),
     }
 }
 
@@ -340,6 +342,8 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         hints_pending: sum(a.hints_pending, b.hints_pending),
         cpus: sum(a.cpus, b.cpus),
         open_fds: sum(a.open_fds, b.open_fds),
+        client_connections: sum(a.client_connections, b.client_connections),
+        rss_anon_bytes: sum(a.rss_anon_bytes, b.rss_anon_bytes),
     }
 }
 

@@ -79,6 +79,15 @@ pub struct SoakArgs {
     /// more flushes and compactions) [default: the node's].
     #[arg(long)]
     pub memtable_bytes: Option<usize>,
+    /// Time the soak does not judge at its start (the cluster settling
+    /// after the sweep, caches filling): at most a tenth of --duration
+    /// (a bare number is seconds).
+    #[arg(long, default_value_t = 60.0, value_parser = crate::units::seconds)]
+    pub warmup: f64,
+    /// Pause between the sweep and the soak, so the sweep's last overload
+    /// has drained (a bare number is seconds).
+    #[arg(long, default_value_t = 15.0, value_parser = crate::units::seconds)]
+    pub settle: f64,
     /// Closed-loop clients of the consistency checker.
     #[arg(long, default_value_t = 4)]
     pub check_clients: u32,
@@ -133,10 +142,22 @@ pub struct NodeTrend {
     /// rise it fits over that half.
     pub rss_slope_mib_per_hour: f64,
     pub rss_rise_mib: f64,
+    /// Mean RSS over the second half, MiB.
+    pub rss_half_mean_mib: f64,
+    /// Of the RSS, the heap (anonymous memory): its slope over the second
+    /// half, MiB per hour (None when the node does not say). Tells a leak
+    /// from the tables' mmapped pages filling.
+    pub anon_slope_mib_per_hour: Option<f64>,
+    /// The node's own descriptors (files, WAL, tables, listeners, peer
+    /// connections): open descriptors less client connections, which are
+    /// the client's to open and close.
     pub fds_min: f64,
     pub fds_max: f64,
     pub fds_slope_per_hour: f64,
     pub fds_rise: f64,
+    /// Client connections the node held, least and most.
+    pub connections_min: f64,
+    pub connections_max: f64,
     pub flushes: f64,
     pub compactions: f64,
     pub stalls: f64,
@@ -192,6 +213,21 @@ fn series(
         .collect()
 }
 
+/// The least value of `pts`, 0 for none.
+fn least(pts: &[(f64, f64)]) -> f64 {
+    let v = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// The node's own open descriptors: all less its client connections.
+fn own_fds(s: &ServerSample) -> Option<f64> {
+    s.open_fds.map(|f| f - s.client_connections.unwrap_or(0.0))
+}
+
 /// (slope per hour, rise over the span) of `pts`.
 fn slope_and_rise(pts: &[(f64, f64)]) -> (f64, f64) {
     match (fit(pts), pts.first(), pts.last()) {
@@ -204,10 +240,12 @@ fn slope_and_rise(pts: &[(f64, f64)]) -> (f64, f64) {
 pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend {
     const MIB: f64 = 1024.0 * 1024.0;
     let rss = series(samples, 0.0, |s| s.rss_bytes.map(|b| b / MIB));
-    let fds = series(samples, 0.0, |s| s.open_fds);
-    let (rss_slope, rss_rise) =
-        slope_and_rise(&series(samples, half_s, |s| s.rss_bytes.map(|b| b / MIB)));
-    let (fds_slope, fds_rise) = slope_and_rise(&series(samples, half_s, |s| s.open_fds));
+    let fds = series(samples, 0.0, own_fds);
+    let conns = series(samples, 0.0, |s| s.client_connections);
+    let rss_half = series(samples, half_s, |s| s.rss_bytes.map(|b| b / MIB));
+    let (rss_slope, rss_rise) = slope_and_rise(&rss_half);
+    let rss_half_mean = rss_half.iter().map(|p| p.1).sum::<f64>() / rss_half.len().max(1) as f64;
+    let (fds_slope, fds_rise) = slope_and_rise(&series(samples, half_s, own_fds));
     let total = |pick: fn(&ServerSample) -> Option<f64>| samples.iter().filter_map(pick).sum();
     NodeTrend {
         url: url.to_string(),
@@ -216,10 +254,17 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
         rss_max_mib: rss.iter().map(|p| p.1).fold(0.0, f64::max),
         rss_slope_mib_per_hour: rss_slope,
         rss_rise_mib: rss_rise,
-        fds_min: fds.iter().map(|p| p.1).fold(f64::INFINITY, f64::min),
+        rss_half_mean_mib: rss_half_mean,
+        anon_slope_mib_per_hour: {
+            let a = series(samples, half_s, |s| s.rss_anon_bytes.map(|b| b / MIB));
+            (a.len() >= 2).then(|| slope_and_rise(&a).0)
+        },
+        fds_min: least(&fds),
         fds_max: fds.iter().map(|p| p.1).fold(0.0, f64::max),
         fds_slope_per_hour: fds_slope,
         fds_rise,
+        connections_min: least(&conns),
+        connections_max: conns.iter().map(|p| p.1).fold(0.0, f64::max),
         flushes: total(|s| s.flushes),
         compactions: total(|s| s.compactions),
         stalls: total(|s| s.stalls),
@@ -312,21 +357,27 @@ pub fn judge(s: &Soak, max_error_pct: f64) -> Vec<Criterion> {
         ),
     );
     for n in &s.nodes {
-        let allowed = RSS_RISE_MIB.max(0.1 * (n.rss_first_mib + n.rss_last_mib) / 2.0);
+        let allowed = RSS_RISE_MIB.max(0.1 * n.rss_half_mean_mib);
         c(
             &format!("RSS flat on {}", n.url),
             n.rss_rise_mib <= allowed,
             format!(
-                "{:+.1} MiB fitted over the second half ({:+.1} MiB/h; allowed {allowed:.0} MiB), {:.0} → {:.0} MiB, max {:.0}",
-                n.rss_rise_mib, n.rss_slope_mib_per_hour, n.rss_first_mib, n.rss_last_mib, n.rss_max_mib
+                "{:+.1} MiB fitted over the second half ({:+.1} MiB/h; allowed {allowed:.0} MiB), {:.0} → {:.0} MiB, max {:.0}{}",
+                n.rss_rise_mib,
+                n.rss_slope_mib_per_hour,
+                n.rss_first_mib,
+                n.rss_last_mib,
+                n.rss_max_mib,
+                n.anon_slope_mib_per_hour
+                    .map_or(String::new(), |a| format!("; heap alone {a:+.1} MiB/h"))
             ),
         );
         c(
             &format!("open files flat on {}", n.url),
             n.fds_rise <= FDS_RISE,
             format!(
-                "{:+.1} fitted over the second half ({:+.1}/h; allowed {FDS_RISE}), {:.0}–{:.0}",
-                n.fds_rise, n.fds_slope_per_hour, n.fds_min, n.fds_max
+                "own descriptors {:+.1} fitted over the second half ({:+.1}/h; allowed {FDS_RISE}), {:.0}–{:.0}; client connections {:.0}–{:.0}",
+                n.fds_rise, n.fds_slope_per_hour, n.fds_min, n.fds_max, n.connections_min, n.connections_max
             ),
         );
         c(
@@ -380,10 +431,10 @@ pub fn markdown(s: &Soak) -> String {
             c.detail
         );
     }
-    m += "\n| node | RSS first → last (MiB) | RSS slope, 2nd half (MiB/h) | open fds min–max | fds slope (/h) | flushes | compactions | stalls |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    m += "\n| node | RSS first → last (MiB) | RSS slope, 2nd half (MiB/h) | own fds min–max | own fds slope (/h) | client connections | flushes | compactions | stalls |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for n in &s.nodes {
         m += &format!(
-            "| {} | {:.0} → {:.0} | {:+.1} | {:.0}–{:.0} | {:+.1} | {:.0} | {:.0} | {:.0} |\n",
+            "| {} | {:.0} → {:.0} | {:+.1} | {:.0}–{:.0} | {:+.1} | {:.0}–{:.0} | {:.0} | {:.0} | {:.0} |\n",
             n.url,
             n.rss_first_mib,
             n.rss_last_mib,
@@ -391,6 +442,8 @@ pub fn markdown(s: &Soak) -> String {
             n.fds_min,
             n.fds_max,
             n.fds_slope_per_hour,
+            n.connections_min,
+            n.connections_max,
             n.flushes,
             n.compactions,
             n.stalls
@@ -505,6 +558,8 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
             let bp = r
                 .breaking_point
                 .ok_or("the sweep found no rate that meets the SLO")?;
+            println!("Letting the cluster settle for {:.0} s", a.settle);
+            std::thread::sleep(std::time::Duration::from_secs_f64(a.settle));
             ((bp * a.fraction).round().max(1.0), Some(bp))
         }
     };
@@ -519,6 +574,7 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
         target: TargetArgs {
             out: Some(out.clone()),
             quiet: true,
+            warmup: a.warmup.min(a.duration / 10.0),
             ..target
         },
         rate,
@@ -539,7 +595,7 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
         .map_err(|e| format!("{}: {e}", out.display()))?;
     print!("{}", crate::load::summary(run.trial(), &run.outcome));
     let t = run.trial();
-    let from = t.started_s + 1.0;
+    let from = t.started_s;
     let end = t.started_s + t.duration_s.max(1.0);
     let half = from + (end - from) / 2.0;
     let ws = windows(&hlog, from, a.window)?;
@@ -616,10 +672,10 @@ fn write_outputs(
     )?;
     write("soak-rss.svg", &rss)?;
     let fds = trend(
-        "Open file descriptors per node (fitted over the second half)",
+        "Own open descriptors per node, client connections left out (fitted over the second half)",
         "open descriptors",
         &|v| format!("{v:.0}"),
-        &lines(|s| s.open_fds),
+        &lines(own_fds),
     )?;
     write("soak-fds.svg", &fds)?;
     let p99 = trend(
@@ -674,7 +730,11 @@ mod tests {
             t_s: t,
             rss_bytes: Some(rss_mib * 1024.0 * 1024.0),
             open_fds: Some(fds),
-            flushes: Some(if (t as u64).is_multiple_of(10) { 1.0 } else { 0.0 }),
+            flushes: Some(if (t as u64).is_multiple_of(10) {
+                1.0
+            } else {
+                0.0
+            }),
             compactions: Some(0.0),
             ..ServerSample::default()
         }

@@ -160,11 +160,12 @@ pub async fn refuse_stale(node: &Node, age: Duration, req: Request<Incoming>) ->
 /// (what they show matters most in an overload). `head` is a connection's
 /// first bytes, peeked before it is read.
 pub fn priority_request(head: &[u8]) -> bool {
-    const PRIORITY: [&[u8]; 5] = [
+    const PRIORITY: [&[u8]; 6] = [
         b"GET /v0/internal ",
         b"GET /metrics ",
         b"GET /v0/status ",
         b"GET /v0/cluster ",
+        b"POST /v0/cluster/repair ",
         b"GET /debug/",
     ];
     PRIORITY.iter().any(|p| head.starts_with(p))
@@ -189,6 +190,8 @@ pub async fn handle(
         "/v0/internal" => internal(&node, req),
         "/v0/status" => status(&node, &req),
         "/v0/cluster" => cluster_view(&node, &req),
+        "/v0/cluster/repair" => repair(&node, &req).await,
+        p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(&node, &req).await,
         "/metrics" => metrics(&node, &req),
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
@@ -531,15 +534,155 @@ fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
             })
         })
         .collect();
+    let ranges: Vec<serde_json::Value> = v
+        .ranges
+        .iter()
+        .map(|r| {
+            let synced: Vec<serde_json::Value> = r
+                .synced
+                .iter()
+                .map(|(peer, ago, last)| {
+                    serde_json::json!({
+                        "peer": peer,
+                        "last_sync_ms_ago": ago.map(|d| d.as_millis() as u64),
+                        "last": last.as_ref().map(exchange_json),
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "set": format!("{:016x}", r.set),
+                "members": r.members,
+                "keys": r.keys,
+                "tree_ready": r.ready,
+                "synced": synced,
+            })
+        })
+        .collect();
     let body = serde_json::json!({
         "node": v.node,
         "replication": v.replication,
         "members": members,
+        "ranges": ranges,
     });
-    let mut r = full(StatusCode::OK, format!("{body}\n"));
+    json(StatusCode::OK, &body)
+}
+
+fn json(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+    let mut r = full(status, format!("{body}\n"));
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
+}
+
+/// One anti-entropy exchange as JSON.
+fn exchange_json(x: &strata_cluster::Exchange) -> serde_json::Value {
+    serde_json::json!({
+        "set": format!("{:016x}", x.set),
+        "peer": x.peer,
+        "local_keys": x.local_keys,
+        "peer_keys": x.peer_keys,
+        "roots_equal": x.roots_equal,
+        "leaves_differing": x.leaves_differing,
+        "keys_compared": x.keys_compared,
+        "pulled": x.pulled,
+        "pushed": x.pushed,
+        "already_there": x.already_there,
+        "bytes_sent": x.bytes_sent,
+        "bytes_received": x.bytes_received,
+        "elapsed_ms": x.elapsed.as_secs_f64() * 1000.0,
+        "error": x.error,
+    })
+}
+
+/// Backups: `POST /v0/backup` takes a checkpoint and lists its files,
+/// `GET /v0/backup/ID` lists them again, `GET /v0/backup/ID/FILE` streams
+/// one, `DELETE /v0/backup/ID` removes the checkpoint (see `backup.rs`).
+async fn backup(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
+    let root = crate::backup::root(&node.config.data_dir);
+    let rest = req.uri().path()["/v0/backup".len()..].trim_start_matches('/');
+    let parts: Vec<&str> = if rest.is_empty() {
+        vec![]
+    } else {
+        rest.split('/').collect()
+    };
+    let files_json = |id: &str, files: &[(String, u64)]| {
+        serde_json::json!({
+            "id": id,
+            "files": files
+                .iter()
+                .map(|(n, b)| serde_json::json!({"name": n, "bytes": b}))
+                .collect::<Vec<_>>(),
+        })
+    };
+    match (req.method(), parts.as_slice()) {
+        (&Method::POST, []) => {
+            let db = node.cluster.local().clone();
+            let dir = node.config.data_dir.clone();
+            match tokio::task::spawn_blocking(move || crate::backup::take(&db, &dir)).await {
+                Ok(Ok(t)) => {
+                    let mut body = files_json(&t.id, &t.files);
+                    body["node"] = node.cluster.advertise().into();
+                    body["tables"] = t.info.tables.into();
+                    body["linked"] = t.info.linked.into();
+                    body["table_bytes"] = t.info.table_bytes.into();
+                    body["wal_segments"] = t.info.wal_segments.into();
+                    body["wal_bytes"] = t.info.wal_bytes.into();
+                    tracing::info!(id = %t.id, tables = t.info.tables, "backup checkpoint taken");
+                    json(StatusCode::CREATED, &body)
+                }
+                Ok(Err(e)) => text(StatusCode::INTERNAL_SERVER_ERROR, &e),
+                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            }
+        }
+        (&Method::GET, [id]) => match crate::backup::list(&root, id) {
+            Ok(files) => json(StatusCode::OK, &files_json(id, &files)),
+            Err(e) => text(StatusCode::NOT_FOUND, &e),
+        },
+        (&Method::GET, [id, name]) => match crate::backup::file(&root, id, name) {
+            Ok(p) => match crate::backup::FileBody::open(p) {
+                Ok(b) => {
+                    let mut r = Response::new(b.boxed());
+                    r.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/octet-stream"),
+                    );
+                    r
+                }
+                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            },
+            Err(e) => text(StatusCode::NOT_FOUND, &e),
+        },
+        (&Method::DELETE, [id]) => match crate::backup::remove(&root, id) {
+            Ok(()) => text(StatusCode::OK, "removed"),
+            Err(e) => text(StatusCode::NOT_FOUND, &e),
+        },
+        _ => text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "POST /v0/backup, GET /v0/backup/ID[/FILE], DELETE /v0/backup/ID",
+        ),
+    }
+}
+
+/// `POST /v0/cluster/repair`: compare this node's ranges with every other
+/// replica now (anti-entropy) and answer what each exchange did.
+async fn repair(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::POST {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+    }
+    if node.cluster.size() < 2 {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "a cluster of one has no replicas to compare with",
+        );
+    }
+    let xs = node.cluster.repair_now().await;
+    let failed = xs.iter().filter(|x| x.error.is_some()).count();
+    let body = serde_json::json!({
+        "node": node.cluster.advertise(),
+        "exchanges": xs.iter().map(exchange_json).collect::<Vec<_>>(),
+        "failed": failed,
+    });
+    json(StatusCode::OK, &body)
 }
 
 /// `GET /v0/internal` with `Upgrade: strata-internal/0`: a peer opening an

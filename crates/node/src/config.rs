@@ -128,6 +128,19 @@ pub struct ServeArgs {
     /// --replica-timeout-ms [default: 60000].
     #[arg(long, env = "STRATA_REAPER_INTERVAL_MS")]
     pub reaper_interval_ms: Option<u64>,
+    /// Seconds between anti-entropy rounds (this node's Merkle trees
+    /// compared with each other replica's, what differs exchanged); 0:
+    /// only on demand, `POST /v0/cluster/repair` [default: 600].
+    #[arg(long, env = "STRATA_ANTI_ENTROPY_INTERVAL_S")]
+    pub anti_entropy_interval_s: Option<u64>,
+    /// Bytes of records anti-entropy moves a second at most
+    /// [default: 16777216 = 16 MiB].
+    #[arg(long, env = "STRATA_ANTI_ENTROPY_RATE")]
+    pub anti_entropy_rate: Option<u64>,
+    /// Records younger than this many ms are left out of anti-entropy
+    /// (the write path and hints are still at them) [default: 5000].
+    #[arg(long, env = "STRATA_ANTI_ENTROPY_SETTLE_MS")]
+    pub anti_entropy_settle_ms: Option<u64>,
     /// Internal connections per peer [default: 2].
     #[arg(long, env = "STRATA_PEER_CONNECTIONS")]
     pub peer_connections: Option<usize>,
@@ -284,6 +297,20 @@ impl Config {
                     reaper.interval.as_millis() as u64
                 )),
                 ..reaper
+            },
+            anti_entropy: {
+                let d = strata_cluster::AntiEntropyConfig::default();
+                strata_cluster::AntiEntropyConfig {
+                    interval: Duration::from_secs(pick!(
+                        anti_entropy_interval_s,
+                        d.interval.as_secs()
+                    )),
+                    rate: pick!(anti_entropy_rate, d.rate).max(1),
+                    settle: Duration::from_millis(pick!(
+                        anti_entropy_settle_ms,
+                        d.settle.as_millis() as u64
+                    )),
+                }
             },
             apply_capacity: c.max_in_service.max(1024),
             clock_offset_ms: pick!(test_clock_offset_ms, 0),

@@ -5,12 +5,14 @@
 //! reached its socket, `overload` keeps the queue of connections waiting
 //! to be read short, `api` maps HTTP to cluster calls, `peer` opens internal connections, `metrics` serves
 //! Prometheus metrics, `probes` fires USDT probes, `profile`
-//! serves CPU profiles,
-//! `server` runs the process. Must not touch engine files directly.
+//! serves CPU profiles, `backup` serves checkpoints of the store (taken by
+//! the engine) file by file, `server` runs the process. Must not touch the
+//! store's own files directly.
 
 pub mod admission;
 pub mod api;
 pub mod arrival;
+pub mod backup;
 pub mod config;
 pub mod metrics;
 pub mod overload;

@@ -585,6 +585,18 @@ impl Collector for StateCollector {
         )?;
         gauge(
             &mut e,
+            "strata_process_resident_anon_bytes",
+            "Of the resident set, anonymous memory (the heap, the block cache, memtables)",
+            p.rss_anon_bytes as f64,
+        )?;
+        gauge(
+            &mut e,
+            "strata_process_resident_file_bytes",
+            "Of the resident set, file pages mapped in (the tables' mmaps; the kernel may take them back)",
+            p.rss_file_bytes as f64,
+        )?;
+        gauge(
+            &mut e,
             "process_open_fds",
             "Open file descriptors",
             p.open_fds as f64,
@@ -641,7 +653,75 @@ impl StateCollector {
             "Fresh writes refused (to be stamped again) because stamped longer ago than the tombstone grace period",
             get(&rs.refused_old),
         )?;
+        let ae = c.anti_entropy_stats();
+        for (name, help, v) in [
+            (
+                "strata_antientropy_exchanges_total",
+                "Anti-entropy exchanges this node started (one home set with one peer)",
+                &ae.exchanges,
+            ),
+            (
+                "strata_antientropy_failed_total",
+                "Anti-entropy exchanges that failed (a peer silent, down or still building its trees)",
+                &ae.failed,
+            ),
+            (
+                "strata_antientropy_pulled_total",
+                "Records fetched from peers by anti-entropy and applied here",
+                &ae.pulled,
+            ),
+            (
+                "strata_antientropy_pushed_total",
+                "Records this node's exchanges pushed to peers and they applied",
+                &ae.pushed,
+            ),
+            (
+                "strata_antientropy_already_there_total",
+                "Records an exchange moved that the receiver already held (overstreaming)",
+                &ae.already_there,
+            ),
+            (
+                "strata_antientropy_sent_bytes_total",
+                "Bytes of anti-entropy frames this node's exchanges sent",
+                &ae.bytes_sent,
+            ),
+            (
+                "strata_antientropy_received_bytes_total",
+                "Bytes of anti-entropy frames this node's exchanges received",
+                &ae.bytes_received,
+            ),
+            (
+                "strata_antientropy_applied_from_peers_total",
+                "Records peers' exchanges pushed here that were applied",
+                &ae.received,
+            ),
+        ] {
+            counter(e, name, help, get(v))?;
+        }
         let view = c.view();
+        let pairs: Vec<Option<std::time::Duration>> = view
+            .ranges
+            .iter()
+            .flat_map(|r| r.synced.iter().map(|s| s.1))
+            .collect();
+        if !pairs.is_empty() {
+            gauge(
+                e,
+                "strata_antientropy_oldest_sync_seconds",
+                "Age of the oldest completed exchange over this node's ranges and their other replicas (0 before any)",
+                pairs
+                    .iter()
+                    .flatten()
+                    .map(|d| d.as_secs_f64())
+                    .fold(0.0, f64::max),
+            )?;
+            gauge(
+                e,
+                "strata_antientropy_never_synced",
+                "Pairs of (range, other replica) not yet exchanged since this node started",
+                pairs.iter().filter(|p| p.is_none()).count() as f64,
+            )?;
+        }
         gauge(
             e,
             "strata_cluster_members",
@@ -725,6 +805,11 @@ impl StateCollector {
 pub struct ProcessStats {
     pub cpu_seconds: f64,
     pub rss_bytes: u64,
+    /// Of the RSS: anonymous memory (the heap: where a leak shows) and
+    /// file pages mapped in (the tables' mmaps: page cache the kernel may
+    /// take back).
+    pub rss_anon_bytes: u64,
+    pub rss_file_bytes: u64,
     pub open_fds: usize,
 }
 
@@ -746,7 +831,18 @@ pub fn process() -> ProcessStats {
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map_or(0, |pages| pages * 4096);
     let open_fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |k| k * 1024)
+    };
+    let (rss_anon_bytes, rss_file_bytes) = (kib("RssAnon:"), kib("RssFile:"));
     ProcessStats {
+        rss_anon_bytes,
+        rss_file_bytes,
         cpu_seconds,
         rss_bytes,
         open_fds,

@@ -78,6 +78,13 @@ enum Cmd {
     /// flushes and compactions, what the checker found; a verdict, charts
     /// and soak.md. Exits non-zero if a criterion failed.
     Soak(Box<strata_lab::soak::SoakArgs>),
+    /// Back up a node (every member with --all) into DIR while it serves:
+    /// a checkpoint of its store (tables hard-linked, WAL tail copied)
+    /// downloaded file by file, with a backup.json listing them.
+    Backup(strata_lab::cluster::backup::BackupArgs),
+    /// Restore one node's backup into a new data directory (checked
+    /// against its backup.json); then start `strata serve` on it.
+    Restore(strata_lab::cluster::backup::RestoreArgs),
     /// Long-running correctness checks.
     Stress {
         #[command(subcommand)]
@@ -103,8 +110,13 @@ enum ClusterCmd {
     /// Start a local cluster of real `strata serve` processes (a generated
     /// secret), print their URLs, stop them all on Ctrl-C or SIGTERM.
     Up(strata_lab::cluster::up::UpArgs),
-    /// Every node's view of the cluster, side by side, as a table.
+    /// Every node's view of the cluster, side by side, as a table; each
+    /// node's ranges and when each was last in sync with each replica.
     Status(strata_lab::cluster::status::StatusArgs),
+    /// Anti-entropy now: the node at URL (every member with --all)
+    /// compares each of its ranges with every other replica by Merkle
+    /// tree and exchanges only what differs; prints each exchange.
+    Repair(strata_lab::cluster::repair::RepairArgs),
     /// A checked run against running nodes: clients record every
     /// operation; the checker reports lost acknowledged writes and stale
     /// reads. Exits non-zero when it finds any.
@@ -188,6 +200,8 @@ fn main() -> ExitCode {
             what: BenchCmd::Engine(a),
         } => exit("strata bench engine", strata_enginebench::bench::run(&a)),
         Cmd::Cluster { what } => cluster(what),
+        Cmd::Backup(a) => exit("strata backup", strata_lab::cluster::backup::backup(&a)),
+        Cmd::Restore(a) => exit("strata restore", strata_lab::cluster::backup::restore(&a)),
         Cmd::Stress {
             what: StressCmd::Engine(a),
         } => stress(a),
@@ -214,6 +228,10 @@ fn cluster(what: ClusterCmd) -> ExitCode {
         ClusterCmd::Status(a) => exit(
             "strata cluster status",
             strata_lab::cluster::status::status(&a),
+        ),
+        ClusterCmd::Repair(a) => exit(
+            "strata cluster repair",
+            strata_lab::cluster::repair::repair(&a),
         ),
         ClusterCmd::Check(a) => match strata_lab::check::run::command(&a) {
             Ok(true) => ExitCode::SUCCESS,

@@ -1,5 +1,5 @@
-//! A tiny blocking HTTP/1.1 GET for control requests to a node
-//! (`/v0/status`, `/v0/cluster`): one request on a fresh connection with
+//! A tiny blocking HTTP/1.1 GET or empty POST for control requests to a
+//! node (`/v0/status`, `/v0/cluster`, `/v0/cluster/repair`): one request on a fresh connection with
 //! `Connection: close`, bounded by a deadline, the whole answer read into
 //! memory. Owns that exchange; must not be used for load (the generator
 //! has its own client in `client.rs`) or for large bodies.
@@ -39,14 +39,29 @@ impl Reply {
 /// within `timeout`. An error names the URL and what went wrong (refused,
 /// timed out, not HTTP).
 pub fn get(url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
+    request("GET", url, path, timeout)
+}
+
+/// `POST path` with an empty body, as [`get`].
+pub fn post(url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
+    request("POST", url, path, timeout)
+}
+
+/// `METHOD path` (GET, POST with an empty body, DELETE), as [`get`].
+pub fn request(method: &str, url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
     let deadline = Instant::now() + timeout;
     let target = Target::parse(url)?;
     let fail = |e: String| format!("{url}{path}: {e}");
     let mut s =
         TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| fail(e.to_string()))?;
     let _ = s.set_nodelay(true);
+    let body = if method == "POST" {
+        "Content-Length: 0\r\n"
+    } else {
+        ""
+    };
     let head = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{body}Connection: close\r\n\r\n",
         target.host
     );
     s.set_write_timeout(Some(left(deadline)?))
@@ -182,6 +197,106 @@ fn dechunk(mut b: &[u8]) -> Result<Option<Dechunked>, String> {
         ends.push(out.len());
         b = &b[size + 2..];
     }
+}
+
+/// `GET path` from the node at `url`, the body streamed into the new file
+/// `to` (any size; chunked or sized), each read within `idle`. Returns the
+/// bytes written. A non-200 answer is an error with its body.
+pub fn download(
+    url: &str,
+    path: &str,
+    to: &std::path::Path,
+    idle: Duration,
+) -> Result<u64, String> {
+    use std::io::BufRead;
+    let target = Target::parse(url)?;
+    let fail = |e: String| format!("{url}{path}: {e}");
+    let s = TcpStream::connect_timeout(&target.addr, idle).map_err(|e| fail(e.to_string()))?;
+    s.set_read_timeout(Some(idle))
+        .map_err(|e| fail(e.to_string()))?;
+    s.set_write_timeout(Some(idle))
+        .map_err(|e| fail(e.to_string()))?;
+    let mut w = &s;
+    w.write_all(
+        format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            target.host
+        )
+        .as_bytes(),
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, &s);
+    let mut line = String::new();
+    let read_line = |r: &mut std::io::BufReader<&TcpStream>, line: &mut String| {
+        line.clear();
+        r.read_line(line).map_err(|e| fail(e.to_string()))?;
+        if line.len() > 8192 {
+            return Err(fail("header line too long".into()));
+        }
+        Ok::<_, String>(line.trim_end().to_string())
+    };
+    let status_line = read_line(&mut r, &mut line)?;
+    let status: u16 = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| fail(format!("not an HTTP answer: {status_line:?}")))?;
+    let (mut chunked, mut len) = (false, None);
+    loop {
+        let h = read_line(&mut r, &mut line)?;
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            let v = v.trim();
+            if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            } else if k.eq_ignore_ascii_case("content-length") {
+                len = v.parse::<u64>().ok();
+            }
+        }
+    }
+    if status != 200 {
+        let mut body = Vec::new();
+        let _ = r.take(4096).read_to_end(&mut body);
+        return Err(fail(format!(
+            "answered {status}: {}",
+            String::from_utf8_lossy(&body).trim()
+        )));
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(to)
+        .map_err(|e| format!("{}: {e}", to.display()))?;
+    let mut written = 0u64;
+    let mut copy = |r: &mut std::io::BufReader<&TcpStream>, n: u64| -> Result<(), String> {
+        let got =
+            std::io::copy(&mut (&mut *r).take(n), &mut out).map_err(|e| fail(e.to_string()))?;
+        if got != n {
+            return Err(fail("connection closed inside the body".into()));
+        }
+        written += n;
+        Ok(())
+    };
+    if chunked {
+        loop {
+            let size = read_line(&mut r, &mut line)?;
+            let size = u64::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
+                .map_err(|_| fail(format!("bad chunk size {size:?}")))?;
+            if size == 0 {
+                break;
+            }
+            copy(&mut r, size)?;
+            read_line(&mut r, &mut line)?;
+        }
+    } else {
+        let n = len.ok_or_else(|| fail("an answer without a length".into()))?;
+        copy(&mut r, n)?;
+    }
+    out.sync_all()
+        .map_err(|e| format!("{}: {e}", to.display()))?;
+    Ok(written)
 }
 
 #[cfg(test)]

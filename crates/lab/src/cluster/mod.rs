@@ -10,15 +10,18 @@
 //! | --- | --- |
 //! | `local.rs` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
 //! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
-//! | `http.rs` | a tiny blocking HTTP GET for control requests (`/v0/status`, `/v0/cluster`) |
+//! | `http.rs` | a tiny blocking HTTP GET or POST for control requests (`/v0/status`, `/v0/cluster`, `/v0/cluster/repair`) |
 //! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |
 //! | `schedule.rs` | `--fault kill:2@20s ...`: a run's fault schedule, injected on time into a [`schedule::Target`], undone, level times, recovery from the timeline |
 //! | `control.rs` | the control socket of `strata cluster up` (`DIR/control.sock`), so that `strata load --fault` can reach the cluster it started |
 //! | `campaign.rs` | `strata cluster campaign`: checked runs under each fault, own stores compared with acknowledged writes, totals |
 //! | `up.rs` | `strata cluster up` |
 //! | `status.rs` | `strata cluster status` and its table |
+//! | `backup.rs` | `strata backup` (a node's checkpoint downloaded file by file) and `strata restore` |
+//! | `repair.rs` | `strata cluster repair`: anti-entropy on demand, the exchanges as a table |
 //! | `fake_node.rs` | tests only: a stand-in node for the tests of the above |
 
+pub mod backup;
 pub mod campaign;
 pub mod control;
 #[cfg(test)]
@@ -27,6 +30,7 @@ pub mod fault;
 pub mod http;
 pub mod local;
 pub mod proxy;
+pub mod repair;
 pub mod schedule;
 pub mod status;
 pub mod up;

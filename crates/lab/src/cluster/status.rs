@@ -2,7 +2,9 @@
 //! side. Asks `URL` for `GET /v0/cluster`, then every member it lists, and
 //! prints one matrix: a row per observer, a column per member, each cell
 //! the state the observer holds for that member and how long ago it heard
-//! from it, then the hints the observer keeps. A member that does not
+//! from it, then the hints the observer keeps, then each observer's ranges
+//! (anti-entropy's home sets): the keys it holds in each and how long ago
+//! it was last in sync with each other replica. A member that does not
 //! answer is a row saying so, not an error. Owns the asking and the table
 //! (a pure function of the answers); must not judge the cluster's health
 //! beyond showing what each node says.
@@ -29,6 +31,27 @@ pub struct ClusterView {
     pub node: String,
     pub replication: u64,
     pub members: Vec<MemberView>,
+    #[serde(default)]
+    pub ranges: Vec<RangeView>,
+}
+
+/// One of a node's ranges: the keys whose replicas are exactly `members`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct RangeView {
+    pub set: String,
+    pub members: Vec<String>,
+    pub keys: u64,
+    #[serde(default)]
+    pub tree_ready: bool,
+    #[serde(default)]
+    pub synced: Vec<Synced>,
+}
+
+/// When a range was last in sync with one other replica.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct Synced {
+    pub peer: String,
+    pub last_sync_ms_ago: Option<u64>,
 }
 
 impl ClusterView {
@@ -167,6 +190,7 @@ pub fn format_table(rows: &[Observed]) -> String {
     let mut unreachable: Vec<(String, String)> = Vec::new();
     let mut replication: Vec<(String, u64)> = Vec::new();
     let mut hint_lines: Vec<String> = Vec::new();
+    let mut range_lines: Vec<String> = Vec::new();
     for r in &order {
         let v = match &r.view {
             Ok(v) => v,
@@ -194,6 +218,25 @@ pub fn format_table(rows: &[Observed]) -> String {
         });
         row.push(hints(&total));
         table.push(row);
+        for g in &v.ranges {
+            let syncs: Vec<String> = g
+                .synced
+                .iter()
+                .map(|s| match s.last_sync_ms_ago {
+                    Some(ms) => format!("{} {} ago", short(&s.peer), ago(ms)),
+                    None => format!("{} never", short(&s.peer)),
+                })
+                .collect();
+            range_lines.push(format!(
+                "  {} range {} ({} replicas): {} keys{}; in sync with {}",
+                label(r),
+                g.set.chars().take(8).collect::<String>(),
+                g.members.len(),
+                g.keys,
+                if g.tree_ready { "" } else { ", tree building" },
+                syncs.join(", ")
+            ));
+        }
         for m in &v.members {
             if m.hints != Hints::default() {
                 hint_lines.push(format!(
@@ -247,6 +290,13 @@ pub fn format_table(rows: &[Observed]) -> String {
     if !hint_lines.is_empty() {
         out.push_str("\nhints waiting:\n");
         for l in hint_lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    if !range_lines.is_empty() {
+        out.push_str("\nranges (anti-entropy):\n");
+        for l in range_lines {
             out.push_str(&l);
             out.push('\n');
         }
@@ -305,7 +355,9 @@ mod tests {
               {"url":"http://127.0.0.1:7001","id":"9f","self":true,"state":"up","last_heard_ms":null,"hints":{"count":0,"bytes":0,"dropped":0}},
               {"url":"http://127.0.0.1:7002","id":"a1","self":false,"state":"up","last_heard_ms":12,"hints":{"count":0,"bytes":0,"dropped":0}},
               {"url":"http://127.0.0.1:7003","id":"b2","self":false,"state":"suspect","last_heard_ms":1840,"hints":{"count":3,"bytes":4200,"dropped":0}},
-              {"url":"http://127.0.0.1:7004","id":"c3","self":false,"state":"down","last_heard_ms":245000,"hints":{"count":120,"bytes":3145728,"dropped":7}}]}"#,
+              {"url":"http://127.0.0.1:7004","id":"c3","self":false,"state":"down","last_heard_ms":245000,"hints":{"count":120,"bytes":3145728,"dropped":7}}],
+              "ranges":[{"set":"00ff00ff00ff00ff","members":["http://127.0.0.1:7001","http://127.0.0.1:7002","http://127.0.0.1:7003"],"keys":5000,"tree_ready":true,
+                "synced":[{"peer":"http://127.0.0.1:7002","last_sync_ms_ago":125000,"last":null},{"peer":"http://127.0.0.1:7003","last_sync_ms_ago":null,"last":null}]}]}"#,
         );
         let b = view(
             r#"{"node":"http://127.0.0.1:7002","replication":3,"members":[
@@ -352,6 +404,9 @@ observer \\ member  127.0.0.1:7001  127.0.0.1:7002  127.0.0.1:7003  127.0.0.1:70
 hints waiting:
   127.0.0.1:7001 holds for 127.0.0.1:7003: 3 (4.1 KiB)
   127.0.0.1:7001 holds for 127.0.0.1:7004: 120 (3.0 MiB), 7 dropped
+
+ranges (anti-entropy):
+  127.0.0.1:7001 range 00ff00ff (3 replicas): 5000 keys; in sync with 127.0.0.1:7002 2m05s ago, 127.0.0.1:7003 never
 ";
         let got = format_table(&rows);
         assert_eq!(got, want, "\n{got}");
@@ -372,6 +427,7 @@ hints waiting:
                     last_heard_ms: None,
                     hints: Hints::default(),
                 }],
+                ranges: vec![],
             }),
         };
         let t = format_table(&[one("http://a:1", 3), one("http://b:2", 2)]);

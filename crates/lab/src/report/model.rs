@@ -264,6 +264,13 @@ pub struct ServerSample {
     /// File descriptors the node holds open (a gauge: files, sockets).
     #[serde(default)]
     pub open_fds: Option<f64>,
+    /// Client connections the node holds open (a gauge; part of
+    /// `open_fds`, and the client's choice).
+    #[serde(default)]
+    pub client_connections: Option<f64>,
+    /// Of `rss_bytes`, anonymous memory (the heap).
+    #[serde(default)]
+    pub rss_anon_bytes: Option<f64>,
 }
 
 impl Second {

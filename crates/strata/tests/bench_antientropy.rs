@@ -1,0 +1,246 @@
+//! The anti-entropy benchmark (docs/benchmarks.md), not a test: it runs
+//! for minutes and prints figures. `scripts/bench-antientropy.sh` runs it
+//! in release mode:
+//!
+//!   cargo test --release -p strata --test bench_antientropy -- --ignored --nocapture
+//!
+//! On three real nodes holding `KEYS` (1,000,000 by default, env
+//! `AE_KEYS`) keys of 100 B:
+//!
+//! 1. an exchange when nothing differs: bytes and time;
+//! 2. a node whose data directory was wiped, rebuilt by `POST
+//!    /v0/cluster/repair` while `strata load` offers a constant mixed load
+//!    through every node: time to level, the load's p99 before and
+//!    during, records sent that were already there (overstreaming);
+//! 3. 1,000 keys changed on one replica behind the cluster's back
+//!    (written into its store while it was stopped): found, repaired, and
+//!    what else was sent.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use support::{ClusterProcs, NodeProc};
+
+fn env_or(name: &str, d: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
+}
+
+fn repair(n: &NodeProc) -> (serde_json::Value, Duration) {
+    let t = Instant::now();
+    let r = n.request("POST", "/v0/cluster/repair", b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    (serde_json::from_slice(&r.body).unwrap(), t.elapsed())
+}
+
+fn sum(v: &serde_json::Value, f: &str) -> u64 {
+    v["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x[f].as_u64().unwrap_or(0))
+        .sum()
+}
+
+fn summary(what: &str, v: &serde_json::Value, took: Duration) {
+    println!(
+        "{what}: {:.3} s; exchanges {}; leaves differing {}; pulled {}; pushed {}; already there {}; bytes sent {} received {}",
+        took.as_secs_f64(),
+        v["exchanges"].as_array().unwrap().len(),
+        sum(v, "leaves_differing"),
+        sum(v, "pulled"),
+        sum(v, "pushed"),
+        sum(v, "already_there"),
+        sum(v, "bytes_sent"),
+        sum(v, "bytes_received"),
+    );
+    for x in v["exchanges"].as_array().unwrap() {
+        assert!(x["error"].is_null(), "{x:#}");
+    }
+}
+
+fn trees_ready(c: &ClusterProcs, i: usize) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let r = c.node(i).request("GET", "/v0/cluster", b"");
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        if v["ranges"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|g| g["tree_ready"] == true))
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "trees never ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn keys_in_tree(c: &ClusterProcs, i: usize) -> u64 {
+    let r = c.node(i).request("GET", "/v0/cluster", b"");
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    v["ranges"][0]["keys"].as_u64().unwrap()
+}
+
+fn strata() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+}
+
+#[test]
+#[ignore = "a benchmark of minutes: scripts/bench-antientropy.sh runs it"]
+fn anti_entropy_figures() {
+    let keys = env_or("AE_KEYS", 1_000_000);
+    let rate = env_or("AE_RATE", 2000);
+    let mut c = ClusterProcs::start(
+        3,
+        &[
+            "--anti-entropy-interval-s",
+            "0",
+            "--anti-entropy-settle-ms",
+            "2000",
+        ],
+    );
+    let urls = c.urls.join(",");
+    println!("cluster {urls}; writing {keys} keys of 100 B through node 1");
+    let t = Instant::now();
+    let st = strata()
+        .args([
+            "load",
+            &c.urls[0],
+            "--workload",
+            "get",
+            "--preload",
+            "--quiet",
+        ])
+        .args([
+            "--keys",
+            &keys.to_string(),
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+        ])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    println!("written in {:.1} s", t.elapsed().as_secs_f64());
+    // Every node holds every key (the third replica's copy is not waited
+    // for by the writes' quorum).
+    for i in 0..3 {
+        trees_ready(&c, i);
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while (0..3).any(|i| keys_in_tree(&c, i) < keys) {
+        assert!(Instant::now() < deadline, "replicas never level");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+
+    // 1. Nothing differs.
+    let (v, took) = repair(c.node(0));
+    summary("1. nothing differs (node 1 with both peers)", &v, took);
+
+    // 2. A wiped node rebuilt under a constant load.
+    c.kill(2);
+    std::fs::remove_dir_all(&c.dirs[2]).unwrap();
+    c.start_node(2);
+    for i in 0..3 {
+        assert!(c.wait_states(i, &["up"; 3], 30));
+    }
+    trees_ready(&c, 2);
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("load");
+    let before_s = 15u64;
+    let total_s = env_or("AE_LOAD_S", 120);
+    let mut load = strata()
+        .args(["load", &urls, "--workload", "mixed", "--quiet"])
+        .args(["--keys", &keys.to_string(), "--rate", &rate.to_string()])
+        .args(["--duration", &total_s.to_string(), "--warmup", "0"])
+        .arg("--out")
+        .arg(&report)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs(before_s));
+    let repair_at = started.elapsed().as_secs_f64();
+    let (v, took) = repair(c.node(2));
+    let repair_end = started.elapsed().as_secs_f64();
+    summary("2. wiped node rebuilt (node 3 with both peers)", &v, took);
+    assert!(load.wait().unwrap().success());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap())
+            .unwrap();
+    let seconds = r["trials"][0]["timeline"].as_array().unwrap();
+    let p99 = |from: f64, to: f64| -> (f64, usize) {
+        let xs: Vec<f64> = seconds
+            .iter()
+            .filter(|s| {
+                let t = s["t_s"].as_f64().unwrap();
+                t >= from && t + 1.0 <= to
+            })
+            .map(|s| s["p99_ms"].as_f64().unwrap())
+            .collect();
+        let mut sorted = xs.clone();
+        sorted.sort_by(f64::total_cmp);
+        (
+            sorted.get(sorted.len() / 2).copied().unwrap_or(0.0),
+            xs.len(),
+        )
+    };
+    let (before, nb) = p99(2.0, repair_at);
+    let (during, nd) = p99(repair_at, repair_end);
+    let trial = &r["trials"][0];
+    println!(
+        "   foreground {rate} req/s mixed: median of per-second p99 before {before:.2} ms ({nb} s), during {during:.2} ms ({nd} s); whole run p99 {:.2} ms, errors {}",
+        trial["latency"]["p99_ms"].as_f64().unwrap(),
+        trial["errors"]
+    );
+    println!(
+        "   node 3 holds {} of {keys} keys after the repair",
+        keys_in_tree(&c, 2)
+    );
+
+    // 3. 1,000 keys changed behind the cluster's back on node 2.
+    c.kill(1);
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    {
+        use strata_cluster::record::{Record, Version};
+        let db = strata_engine::Db::open(&c.dirs[1], strata_engine::Options::default()).unwrap();
+        let mut b = strata_engine::WriteBatch::new();
+        for (n, r) in db.scan(..).unwrap().enumerate() {
+            let (k, _) = r.unwrap();
+            if n == 1000 {
+                break;
+            }
+            let rec = Record {
+                version: Version {
+                    hlc: (now_ms - 10_000) << 16,
+                    node: 0x5eed,
+                },
+                value: Some(format!("changed-{n:0>92}").into_bytes().into()),
+            };
+            b.put(&k, &rec.encode());
+        }
+        db.write(b).unwrap();
+        db.close().unwrap();
+    }
+    c.start_node(1);
+    for i in 0..3 {
+        assert!(c.wait_states(i, &["up"; 3], 30));
+    }
+    trees_ready(&c, 1);
+    let (v, took) = repair(c.node(1));
+    summary(
+        "3. 1,000 keys changed on node 2 (node 2 with both peers)",
+        &v,
+        took,
+    );
+}
