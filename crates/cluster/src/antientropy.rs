@@ -366,20 +366,11 @@ impl Inner {
         level: u8,
         branches: &[u16],
     ) -> crate::Result<(u64, u64, Vec<u64>)> {
-        match self.answer_hashes(set, level, branches) {
-            Response::Hashes {
-                ready: true,
-                keys,
-                root,
-                hashes,
-            } => Ok((keys, root, hashes)),
-            Response::Hashes { ready: false, .. } => Err(ClusterError::Busy(
-                "this node's Merkle trees are still being built".into(),
-            )),
-            _ => Err(ClusterError::Failed(
-                "anti-entropy is off on this node".into(),
-            )),
-        }
+        hashes_of(
+            self.answer_hashes(set, level, branches),
+            "this node's",
+            || ClusterError::Failed("anti-entropy is off on this node".into()),
+        )
     }
 
     async fn peer_hashes(
@@ -390,29 +381,13 @@ impl Inner {
         branches: Vec<u16>,
         x: &mut Exchange,
     ) -> crate::Result<(u64, u64, Vec<u64>)> {
-        match self
-            .ae_call(
-                m,
-                Request::Hashes {
-                    set,
-                    level,
-                    branches,
-                },
-                x,
-            )
-            .await?
-        {
-            Response::Hashes {
-                ready: true,
-                keys,
-                root,
-                hashes,
-            } => Ok((keys, root, hashes)),
-            Response::Hashes { ready: false, .. } => Err(ClusterError::Busy(
-                "the peer's Merkle trees are still being built".into(),
-            )),
-            _ => Err(self.unexpected_answer(m, "tree hashes")),
-        }
+        let req = Request::Hashes {
+            set,
+            level,
+            branches,
+        };
+        let r = self.ae_call(m, req, x).await?;
+        hashes_of(r, "the peer's", || self.unexpected_answer(m, "tree hashes"))
     }
 
     fn unexpected_answer(&self, m: usize, what: &str) -> ClusterError {
@@ -789,6 +764,26 @@ impl Inner {
                 self.anti_entropy_round(false).await;
             }
         }
+    }
+}
+
+/// (keys, root, hashes) of a tree level answered by `whose` trees.
+fn hashes_of(
+    r: Response,
+    whose: &str,
+    other: impl FnOnce() -> ClusterError,
+) -> crate::Result<(u64, u64, Vec<u64>)> {
+    match r {
+        Response::Hashes {
+            ready: true,
+            keys,
+            root,
+            hashes,
+        } => Ok((keys, root, hashes)),
+        Response::Hashes { ready: false, .. } => Err(ClusterError::Busy(format!(
+            "{whose} Merkle trees are still being built"
+        ))),
+        _ => Err(other()),
     }
 }
 

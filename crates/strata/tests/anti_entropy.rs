@@ -77,24 +77,6 @@ fn no_errors(v: &serde_json::Value) {
     }
 }
 
-/// Wait until node `i`'s trees are built (a fresh process scans its store
-/// once).
-fn trees_ready(c: &ClusterProcs, i: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = c.node(i).request("GET", "/v0/cluster", b"");
-        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-        if v["ranges"]
-            .as_array()
-            .is_some_and(|a| !a.is_empty() && a.iter().all(|g| g["tree_ready"] == true))
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "trees never ready: {v:#}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn wipe_and_restart(c: &mut ClusterProcs, i: usize) {
     c.kill(i);
     std::fs::remove_dir_all(&c.dirs[i]).unwrap();
@@ -119,7 +101,7 @@ fn a_wiped_node_is_rebuilt_by_repair_and_nothing_else_moves() {
     let mut c = ClusterProcs::start(3, &ON_DEMAND);
     put_all(c.node(0), n);
     for i in 0..3 {
-        trees_ready(&c, i);
+        support::trees_ready(&c, i, 30);
     }
     // Nothing differs: roots only, a few hundred bytes, nothing moved.
     let same = repair(c.node(0));
@@ -132,7 +114,7 @@ fn a_wiped_node_is_rebuilt_by_repair_and_nothing_else_moves() {
     assert_eq!(sum(&same, "pulled") + sum(&same, "pushed"), 0);
 
     wipe_and_restart(&mut c, 2);
-    trees_ready(&c, 2);
+    support::trees_ready(&c, 2, 30);
     let rebuilt = repair(c.node(2));
     no_errors(&rebuilt);
     // Everything came from the first peer asked; the second had nothing
@@ -220,7 +202,7 @@ fn keys_changed_behind_the_clusters_back_are_found_and_only_they_move() {
     c.start_node(1);
     for i in 0..3 {
         assert!(c.wait_states(i, &["up"; 3], 10));
-        trees_ready(&c, i);
+        support::trees_ready(&c, i, 30);
     }
     let r = repair(c.node(1));
     no_errors(&r);

@@ -63,22 +63,6 @@ fn summary(what: &str, v: &serde_json::Value, took: Duration) {
     }
 }
 
-fn trees_ready(c: &ClusterProcs, i: usize) {
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let r = c.node(i).request("GET", "/v0/cluster", b"");
-        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-        if v["ranges"]
-            .as_array()
-            .is_some_and(|a| !a.is_empty() && a.iter().all(|g| g["tree_ready"] == true))
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "trees never ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn keys_in_tree(c: &ClusterProcs, i: usize) -> u64 {
     let r = c.node(i).request("GET", "/v0/cluster", b"");
     let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
@@ -131,7 +115,7 @@ fn anti_entropy_figures() {
     // Every node holds every key (the third replica's copy is not waited
     // for by the writes' quorum).
     for i in 0..3 {
-        trees_ready(&c, i);
+        support::trees_ready(&c, i, 600);
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     while (0..3).any(|i| keys_in_tree(&c, i) < keys) {
@@ -151,7 +135,7 @@ fn anti_entropy_figures() {
     for i in 0..3 {
         assert!(c.wait_states(i, &["up"; 3], 30));
     }
-    trees_ready(&c, 2);
+    support::trees_ready(&c, 2, 600);
     let out = tempfile::tempdir().unwrap();
     let report = out.path().join("load");
     let before_s = 15u64;
@@ -236,7 +220,7 @@ fn anti_entropy_figures() {
     for i in 0..3 {
         assert!(c.wait_states(i, &["up"; 3], 30));
     }
-    trees_ready(&c, 1);
+    support::trees_ready(&c, 1, 600);
     let (v, took) = repair(c.node(1));
     summary(
         "3. 1,000 keys changed on node 2 (node 2 with both peers)",

@@ -86,15 +86,7 @@ pub fn node_dir(dir: &Path, url: &str) -> PathBuf {
 /// Back up the node at `url` into `node_dir(dir, url)`.
 pub fn backup_one(url: &str, dir: &Path) -> Result<(PathBuf, Manifest), String> {
     let base = url.trim_end_matches('/');
-    let r = http::post(base, "/v0/backup", IDLE)?;
-    if r.status != 201 {
-        return Err(format!(
-            "{base}/v0/backup answered {}: {}",
-            r.status,
-            String::from_utf8_lossy(&r.body).trim()
-        ));
-    }
-    let t: Taken = serde_json::from_slice(&r.body).map_err(|e| format!("{base}/v0/backup: {e}"))?;
+    let t: Taken = http::json("POST", base, "/v0/backup", 201, IDLE)?;
     let out = node_dir(dir, base);
     let got = download_all(base, &t, &out);
     // The node's checkpoint goes whether or not the download worked.

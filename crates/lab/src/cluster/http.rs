@@ -42,9 +42,25 @@ pub fn get(url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
     request("GET", url, path, timeout)
 }
 
-/// `POST path` with an empty body, as [`get`].
-pub fn post(url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
-    request("POST", url, path, timeout)
+/// `METHOD path` answered `want`, its JSON body decoded; any other answer
+/// is an error naming the URL, the status and the body.
+pub fn json<T: serde::de::DeserializeOwned>(
+    method: &str,
+    url: &str,
+    path: &str,
+    want: u16,
+    timeout: Duration,
+) -> Result<T, String> {
+    let base = url.trim_end_matches('/');
+    let r = request(method, base, path, timeout)?;
+    if r.status != want {
+        return Err(format!(
+            "{base}{path} answered {}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body).trim()
+        ));
+    }
+    serde_json::from_slice(&r.body).map_err(|e| format!("{base}{path}: {e}"))
 }
 
 /// `METHOD path` (GET, POST with an empty body, DELETE), as [`get`].

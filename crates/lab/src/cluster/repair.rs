@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::http;
-use super::status::{fetch, same};
+use super::status::{bytes as size, fetch, same, short};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct RepairArgs {
@@ -52,16 +52,7 @@ pub struct Repaired {
 
 /// Ask one node to repair now.
 pub fn repair_one(url: &str, timeout: Duration) -> Result<Repaired, String> {
-    let base = url.trim_end_matches('/');
-    let r = http::post(base, "/v0/cluster/repair", timeout)?;
-    if r.status != 200 {
-        return Err(format!(
-            "{base}/v0/cluster/repair answered {}: {}",
-            r.status,
-            String::from_utf8_lossy(&r.body).trim()
-        ));
-    }
-    serde_json::from_slice(&r.body).map_err(|e| format!("{base}/v0/cluster/repair: {e}"))
+    http::json("POST", url, "/v0/cluster/repair", 200, timeout)
 }
 
 /// Run `strata cluster repair`: the table; an error if any exchange
@@ -89,22 +80,6 @@ pub fn repair(a: &RepairArgs) -> Result<(), String> {
         return Err(format!("{failed} exchange(s) failed (see above)"));
     }
     Ok(())
-}
-
-fn short(url: &str) -> String {
-    url.trim_end_matches('/')
-        .trim_start_matches("http://")
-        .to_string()
-}
-
-fn size(b: u64) -> String {
-    if b < 1024 {
-        format!("{b} B")
-    } else if b < 1 << 20 {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    } else {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    }
 }
 
 /// A row per exchange: who with whom, the range, what differed, what

@@ -132,16 +132,7 @@ pub fn observe(url: &str) -> Result<Vec<Observed>, String> {
 
 /// One node's view.
 pub fn fetch(url: &str) -> Result<ClusterView, String> {
-    let base = url.trim_end_matches('/');
-    let r = http::get(base, "/v0/cluster", TIMEOUT)?;
-    if r.status != 200 {
-        return Err(format!(
-            "{base}/v0/cluster answered {}: {}",
-            r.status,
-            String::from_utf8_lossy(&r.body).trim()
-        ));
-    }
-    serde_json::from_slice(&r.body).map_err(|e| format!("{base}/v0/cluster: {e}"))
+    http::json("GET", url, "/v0/cluster", 200, TIMEOUT)
 }
 
 /// The same URL, with or without a trailing `/`.
@@ -305,7 +296,7 @@ pub fn format_table(rows: &[Observed]) -> String {
 }
 
 /// A URL without its scheme, for narrow columns.
-fn short(url: &str) -> String {
+pub(super) fn short(url: &str) -> String {
     url.trim_end_matches('/')
         .trim_start_matches("http://")
         .to_string()
@@ -330,7 +321,7 @@ fn hints(h: &Hints) -> String {
     s
 }
 
-fn bytes(b: u64) -> String {
+pub(super) fn bytes(b: u64) -> String {
     if b < 1024 {
         format!("{b} B")
     } else if b < 1 << 20 {

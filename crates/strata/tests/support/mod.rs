@@ -264,3 +264,24 @@ impl ClusterProcs {
         false
     }
 }
+
+/// Wait until node `i`'s anti-entropy trees are built (a fresh process
+/// scans its store once), at most `secs`.
+pub fn trees_ready(c: &ClusterProcs, i: usize, secs: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let r = c.node(i).request("GET", "/v0/cluster", b"");
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        if v["ranges"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|g| g["tree_ready"] == true))
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "trees never ready: {v:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
