@@ -160,12 +160,13 @@ fn anti_entropy_figures() {
         serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap())
             .unwrap();
     let seconds = r["trials"][0]["timeline"].as_array().unwrap();
-    let p99 = |from: f64, to: f64| -> (f64, usize) {
+    let p99 = |from: f64, to: f64| -> (f64, f64, usize) {
         let xs: Vec<f64> = seconds
             .iter()
             .filter(|s| {
+                // Every second that overlaps [from, to).
                 let t = s["t_s"].as_f64().unwrap();
-                t >= from && t + 1.0 <= to
+                t + 1.0 > from && t < to
             })
             .map(|s| s["p99_ms"].as_f64().unwrap())
             .collect();
@@ -173,14 +174,15 @@ fn anti_entropy_figures() {
         sorted.sort_by(f64::total_cmp);
         (
             sorted.get(sorted.len() / 2).copied().unwrap_or(0.0),
+            sorted.last().copied().unwrap_or(0.0),
             xs.len(),
         )
     };
-    let (before, nb) = p99(2.0, repair_at);
-    let (during, nd) = p99(repair_at, repair_end);
+    let (before, before_max, nb) = p99(2.0, repair_at - 1.0);
+    let (during, during_max, nd) = p99(repair_at, repair_end);
     let trial = &r["trials"][0];
     println!(
-        "   foreground {rate} req/s mixed: median of per-second p99 before {before:.2} ms ({nb} s), during {during:.2} ms ({nd} s); whole run p99 {:.2} ms, errors {}",
+        "   foreground {rate} req/s mixed: per-second p99 before the repair median {before:.2} ms, worst {before_max:.2} ms ({nb} s); during it median {during:.2} ms, worst {during_max:.2} ms ({nd} s); whole run p99 {:.2} ms, errors {}",
         trial["latency"]["p99_ms"].as_f64().unwrap(),
         trial["errors"]
     );
