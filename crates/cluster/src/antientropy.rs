@@ -252,14 +252,14 @@ impl Inner {
         let limit = limit.clamp(1, KEYS_PAGE) as usize;
         let it = match self.store.scan(after.unwrap_or(b""), None) {
             Ok(it) => it,
-            Err(e) => return crate::coordinator::error(e),
+            Err(e) => return e.into_response(),
         };
         let mut entries = Vec::new();
         let mut last: Option<Bytes> = None;
         for (n, r) in it.enumerate() {
             let (k, rec) = match r {
                 Ok(x) => x,
-                Err(e) => return crate::coordinator::error(e),
+                Err(e) => return e.into_response(),
             };
             if after == Some(&k[..]) {
                 continue;
@@ -281,6 +281,22 @@ impl Inner {
         }
     }
 
+    /// A `KEYS` request, on the blocking pool.
+    pub(crate) async fn keys_request(
+        self: &Arc<Self>,
+        set: u64,
+        all: bool,
+        leaves: Vec<u16>,
+        after: Option<Bytes>,
+        limit: u32,
+    ) -> Response {
+        let s = self.clone();
+        let wanted = Leaves::new(all, &leaves);
+        self.blocking(move || s.answer_keys(set, &wanted, after.as_deref(), limit))
+            .await
+            .unwrap_or_else(|| ClusterError::Closed.into_response())
+    }
+
     /// Records of `keys`, as many as fit `BATCH_BYTES` (at least one).
     pub(crate) fn answer_fetch(&self, keys: &[Bytes]) -> Response {
         let mut out = Vec::new();
@@ -294,7 +310,7 @@ impl Inner {
                     bytes += r.as_ref().map_or(0, |r| r.encoded_len()) + k.len();
                     out.push(r);
                 }
-                Err(e) => return crate::coordinator::error(e),
+                Err(e) => return e.into_response(),
             }
         }
         Response::Fetched(out)
@@ -310,7 +326,7 @@ impl Inner {
                     applied: applied as u32,
                 }
             }
-            Err(e) => crate::coordinator::error(e),
+            Err(e) => e.into_response(),
         }
     }
 

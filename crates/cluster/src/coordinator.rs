@@ -475,7 +475,7 @@ impl Inner {
         let mut more = false;
         let it = match self.store.scan(start, end) {
             Ok(it) => it,
-            Err(e) => return error(e),
+            Err(e) => return e.into_response(),
         };
         for e in it {
             match e {
@@ -486,17 +486,10 @@ impl Inner {
                     }
                     entries.push(kr);
                 }
-                Err(e) => return error(e),
+                Err(e) => return e.into_response(),
             }
         }
         Response::Scanned { entries, more }
-    }
-}
-
-pub(crate) fn error(e: ClusterError) -> Response {
-    Response::Error {
-        transient: matches!(e, ClusterError::Busy(_) | ClusterError::Closed),
-        message: e.to_string(),
     }
 }
 
@@ -510,15 +503,15 @@ impl Handler for Inner {
             match req {
                 Request::Write { key, record } => match self.apply_fresh(key, record).await {
                     Ok(o) => Response::Written(o),
-                    Err(e) => error(e),
+                    Err(e) => e.into_response(),
                 },
                 Request::Repair { key, record } => match self.store.apply(key, record).await {
                     Ok(o) => Response::Written(o),
-                    Err(e) => error(e),
+                    Err(e) => e.into_response(),
                 },
                 Request::Read { key } => match self.store.read(&key) {
                     Ok(r) => Response::Read(r),
-                    Err(e) => error(e),
+                    Err(e) => e.into_response(),
                 },
                 Request::Ping => Response::Pong,
                 Request::Scan { start, end, limit } => {
@@ -535,13 +528,7 @@ impl Handler for Inner {
                     leaves,
                     after,
                     limit,
-                } => {
-                    let s = self.clone();
-                    let wanted = crate::antientropy::Leaves::new(all, &leaves);
-                    self.blocking(move || s.answer_keys(set, &wanted, after.as_deref(), limit))
-                        .await
-                        .unwrap_or_else(|| error(ClusterError::Closed))
-                }
+                } => self.keys_request(set, all, leaves, after, limit).await,
                 Request::Fetch { keys } => self.answer_fetch(&keys),
                 Request::Push { entries } => self.answer_push(entries).await,
             }

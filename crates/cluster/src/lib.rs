@@ -79,6 +79,14 @@ pub enum ClusterError {
 }
 
 impl ClusterError {
+    /// The error as an answer to a peer (`transient`: busy or closing).
+    pub(crate) fn into_response(self) -> wire::Response {
+        wire::Response::Error {
+            transient: matches!(self, ClusterError::Busy(_) | ClusterError::Closed),
+            message: self.to_string(),
+        }
+    }
+
     /// The same error for another member of a failed group.
     pub fn share(&self) -> ClusterError {
         match self {

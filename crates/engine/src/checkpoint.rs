@@ -26,8 +26,9 @@ pub(crate) struct Captured {
     pub state: ManifestState,
     /// Each live table's number and path.
     pub tables: Vec<(u64, PathBuf)>,
-    /// Each WAL segment still needed: number, open file, bytes to copy.
-    pub wals: Vec<(u64, File, u64)>,
+    /// Each WAL segment still needed: number, file name, open file, bytes
+    /// to copy.
+    pub wals: Vec<(u64, String, File, u64)>,
 }
 
 /// What a checkpoint holds.
@@ -94,8 +95,8 @@ fn fill(dir: &Path, c: Captured) -> Result<CheckpointInfo> {
         info.table_bytes += std::fs::metadata(&to).ctx(&to)?.len();
         highest = highest.max(n + 1);
     }
-    for (n, file, len) in &c.wals {
-        let to = dir.join(crate::db::wal_name(*n));
+    for (n, name, file, len) in &c.wals {
+        let to = dir.join(name);
         copy_prefix(file, *len, &to)?;
         info.wal_segments += 1;
         info.wal_bytes += len;

@@ -204,7 +204,7 @@ pub struct Db {
     inner: Arc<Inner>,
 }
 
-pub(crate) fn wal_name(n: u64) -> String {
+fn wal_name(n: u64) -> String {
     format!("{n:06}.wal")
 }
 
@@ -603,7 +603,7 @@ impl Db {
                         } else {
                             f.metadata().ctx(&p)?.len()
                         };
-                        wals.push((n, f, len));
+                        wals.push((n, name, f, len));
                     }
                 }
             }
