@@ -149,9 +149,8 @@ pub fn home_sets(ids: &[u64], rf: usize, me: usize) -> Vec<HomeSet> {
             let mut members = pick.clone();
             members.push(me);
             members.sort_unstable();
-            let named: Vec<u64> = members.iter().map(|&m| ids[m]).collect();
             out.push(HomeSet {
-                name: set_name(&named),
+                name: set_name(members.iter().map(|&m| ids[m])),
                 members,
             });
             return;
@@ -176,16 +175,7 @@ pub fn home_sets(ids: &[u64], rf: usize, me: usize) -> Vec<HomeSet> {
 
 /// The home set of `key`: the name of its first `rf` members.
 pub fn home_name(p: &crate::placement::Placement, ids: &[u64], rf: usize, key: &[u8]) -> u64 {
-    let mut named = [0u64; 8];
-    let reps = p.replicas(key, rf);
-    if reps.len() <= named.len() {
-        for (n, &m) in named.iter_mut().zip(&reps) {
-            *n = ids[m];
-        }
-        set_name(&named[..reps.len()])
-    } else {
-        set_name(&reps.iter().map(|&m| ids[m]).collect::<Vec<_>>())
-    }
+    set_name(p.replicas(key, rf).into_iter().map(|m| ids[m]))
 }
 
 /// Encoded size of a request or answer, for the byte counts.

@@ -665,9 +665,9 @@ impl Cluster {
         let Some(m) = i.store.merkle() else {
             return Vec::new();
         };
+        let sets = i.my_home_sets();
         let (ready, counts): (bool, Vec<u64>) = {
             let st = m.state.lock();
-            let sets = i.my_home_sets();
             (
                 st.ready,
                 sets.iter().map(|s| st.trees.keys(s.name)).collect(),
@@ -675,8 +675,7 @@ impl Cluster {
         };
         let now_ms = i.hlc.wall_ms();
         let synced = i.anti_entropy.synced.lock();
-        i.my_home_sets()
-            .into_iter()
+        sets.into_iter()
             .zip(counts)
             .map(|(hs, keys)| RangeView {
                 set: hs.name,

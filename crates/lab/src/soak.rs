@@ -273,8 +273,10 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
 
 /// Per-window latency from the interval log at `path` (all operations
 /// together), windows of `window_s` starting at `from_s` (the end of the
-/// warm-up; earlier intervals are left out).
-pub fn windows(path: &Path, from_s: f64, window_s: f64) -> Result<Vec<Window>, String> {
+/// warm-up; earlier intervals are left out), and the merged p99 (ms) of the
+/// first and the last quarter of the windows that saw requests (at least
+/// one window each); one pass over the log.
+pub fn windows(path: &Path, from_s: f64, window_s: f64) -> Result<(Vec<Window>, f64, f64), String> {
     let mut hists: Vec<Histogram<u64>> = Vec::new();
     for_each_interval(path, |iv| {
         if iv.offset_s + 1e-6 < from_s {
@@ -286,45 +288,36 @@ pub fn windows(path: &Path, from_s: f64, window_s: f64) -> Result<Vec<Window>, S
         }
         hists[i].add(iv.hist).map_err(|e| format!("{e:?}"))
     })?;
-    Ok(hists
+    let seen: Vec<(usize, &Histogram<u64>)> = hists
         .iter()
         .enumerate()
         .filter(|(_, h)| !h.is_empty())
-        .map(|(i, h)| {
-            let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-            Window {
-                t_s: from_s + i as f64 * window_s,
-                requests: h.len(),
-                p50_ms: ms(0.5),
-                p99_ms: ms(0.99),
-                max_ms: h.max() as f64 / 1000.0,
-            }
+        .collect();
+    let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    let ws = seen
+        .iter()
+        .map(|&(i, h)| Window {
+            t_s: from_s + i as f64 * window_s,
+            requests: h.len(),
+            p50_ms: ms(h, 0.5),
+            p99_ms: ms(h, 0.99),
+            max_ms: h.max() as f64 / 1000.0,
         })
-        .collect())
-}
-
-/// Merged p99 (ms) of the first and the last quarter of the windows
-/// (at least one window each) of the log at `path`.
-fn quarters(path: &Path, from_s: f64, ws: &[Window], window_s: f64) -> Result<(f64, f64), String> {
-    let (Some(first), Some(last)) = (ws.first(), ws.last()) else {
-        return Ok((0.0, 0.0));
+        .collect();
+    if seen.is_empty() {
+        return Ok((ws, 0.0, 0.0));
+    }
+    let q = (seen.len() / 4).max(1);
+    let merged = |part: &[(usize, &Histogram<u64>)]| -> Result<f64, String> {
+        let mut m = empty_hist();
+        for (_, h) in part {
+            m.add(*h).map_err(|e| format!("{e:?}"))?;
+        }
+        Ok(ms(&m, 0.99))
     };
-    let q = (ws.len() / 4).max(1);
-    let first_end = ws[q - 1].t_s + window_s;
-    let last_start = ws[ws.len() - q].t_s;
-    let (mut a, mut b) = (empty_hist(), empty_hist());
-    for_each_interval(path, |iv| {
-        let t = iv.offset_s;
-        if t + 1e-6 >= from_s.max(first.t_s) && t < first_end {
-            a.add(iv.hist).map_err(|e| format!("{e:?}"))?;
-        }
-        if t + 1e-6 >= last_start && t < last.t_s + window_s {
-            b.add(iv.hist).map_err(|e| format!("{e:?}"))?;
-        }
-        Ok(())
-    })?;
-    let p99 = |h: &Histogram<u64>| h.value_at_quantile(0.99) as f64 / 1000.0;
-    Ok((p99(&a), p99(&b)))
+    let first = merged(&seen[..q])?;
+    let last = merged(&seen[seen.len() - q..])?;
+    Ok((ws, first, last))
 }
 
 /// The criteria of a soak, from its figures.
@@ -598,8 +591,7 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
     let from = t.started_s;
     let end = t.started_s + t.duration_s.max(1.0);
     let half = from + (end - from) / 2.0;
-    let ws = windows(&hlog, from, a.window)?;
-    let (p99_first, p99_last) = quarters(&hlog, from, &ws, a.window)?;
+    let (ws, p99_first, p99_last) = windows(&hlog, from, a.window)?;
     let p99_pts: Vec<(f64, f64)> = ws.iter().map(|w| (w.t_s, w.p99_ms)).collect();
     let p99_slope = fit(&p99_pts).map_or(0.0, |f| f.0 * 3600.0);
     let trends: Vec<NodeTrend> = t

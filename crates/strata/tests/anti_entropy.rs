@@ -154,26 +154,6 @@ fn a_wiped_node_is_rebuilt_by_repair_and_nothing_else_moves() {
     );
 }
 
-/// Write records straight into a stopped node's store, as a bug or an
-/// operator might: versions `hlc` from this node id.
-fn write_behind_the_back(dir: &std::path::Path, entries: &[(String, String, u64)]) {
-    use strata_cluster::record::{Record, Version};
-    let db = strata_engine::Db::open(dir, strata_engine::Options::default()).unwrap();
-    let mut batch = strata_engine::WriteBatch::new();
-    for (k, v, hlc) in entries {
-        let r = Record {
-            version: Version {
-                hlc: *hlc,
-                node: 0x5eed,
-            },
-            value: Some(v.clone().into_bytes().into()),
-        };
-        batch.put(k.as_bytes(), &r.encode());
-    }
-    db.write(batch).unwrap();
-    db.close().unwrap();
-}
-
 #[test]
 fn keys_changed_behind_the_clusters_back_are_found_and_only_they_move() {
     let n = 3000;
@@ -193,12 +173,16 @@ fn keys_changed_behind_the_clusters_back_are_found_and_only_they_move() {
         // Newer than the cluster's (written before the kill), and not in
         // the future: anti-entropy leaves records from a clock ahead alone
         // until their time has come (they may be in flight).
-        entries.push((key(i), value("new_", i), now_ms << 16));
+        entries.push((
+            key(i).into_bytes(),
+            value("new_", i).into_bytes(),
+            now_ms << 16,
+        ));
     }
     for &i in &older {
-        entries.push((key(i), value("old_", i), 1 << 16));
+        entries.push((key(i).into_bytes(), value("old_", i).into_bytes(), 1 << 16));
     }
-    write_behind_the_back(&c.dirs[1], &entries);
+    support::write_behind_the_back(&c.dirs[1], &entries);
     c.start_node(1);
     for i in 0..3 {
         assert!(c.wait_states(i, &["up"; 3], 10));

@@ -89,6 +89,8 @@ fn anti_entropy_figures() {
     );
     let urls = c.urls.join(",");
     println!("cluster {urls}; writing {keys} keys of 100 B through node 1");
+    // Every run's report goes under this, not into the working directory.
+    let out = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let st = strata()
         .args([
@@ -107,6 +109,8 @@ fn anti_entropy_figures() {
             "--duration",
             "1",
         ])
+        .arg("--out")
+        .arg(out.path().join("preload"))
         .stdout(Stdio::null())
         .status()
         .unwrap();
@@ -136,7 +140,6 @@ fn anti_entropy_figures() {
         assert!(c.wait_states(i, &["up"; 3], 30));
     }
     support::trees_ready(&c, 2, 600);
-    let out = tempfile::tempdir().unwrap();
     let report = out.path().join("load");
     let before_s = 15u64;
     let total_s = env_or("AE_LOAD_S", 120);
@@ -197,27 +200,25 @@ fn anti_entropy_figures() {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
-    {
-        use strata_cluster::record::{Record, Version};
+    let entries: Vec<(Vec<u8>, Vec<u8>, u64)> = {
+        // The first 1,000 keys of its store.
         let db = strata_engine::Db::open(&c.dirs[1], strata_engine::Options::default()).unwrap();
-        let mut b = strata_engine::WriteBatch::new();
-        for (n, r) in db.scan(..).unwrap().enumerate() {
-            let (k, _) = r.unwrap();
-            if n == 1000 {
-                break;
-            }
-            let rec = Record {
-                version: Version {
-                    hlc: (now_ms - 10_000) << 16,
-                    node: 0x5eed,
-                },
-                value: Some(format!("changed-{n:0>92}").into_bytes().into()),
-            };
-            b.put(&k, &rec.encode());
-        }
-        db.write(b).unwrap();
+        let keys: Vec<Vec<u8>> = db
+            .scan(..)
+            .unwrap()
+            .take(1000)
+            .map(|r| r.unwrap().0.to_vec())
+            .collect();
         db.close().unwrap();
-    }
+        keys.into_iter()
+            .enumerate()
+            .map(|(n, k)| {
+                let v = format!("changed-{n:0>92}").into_bytes();
+                (k, v, (now_ms - 10_000) << 16)
+            })
+            .collect()
+    };
+    support::write_behind_the_back(&c.dirs[1], &entries);
     c.start_node(1);
     for i in 0..3 {
         assert!(c.wait_states(i, &["up"; 3], 30));

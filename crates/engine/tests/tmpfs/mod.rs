@@ -13,6 +13,18 @@ pub struct Tmpfs {
 }
 
 impl Tmpfs {
+    /// [`Tmpfs::mount`], or `None` after saying on stderr that `test` was
+    /// not checked and why (no root, no tmpfs).
+    pub fn mount_or_say(size: &str, test: &str) -> Option<Tmpfs> {
+        match Tmpfs::mount(size) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("{test}: not checked: cannot mount a tmpfs here ({e})");
+                None
+            }
+        }
+    }
+
     pub fn mount(size: &str) -> Result<Tmpfs, String> {
         let parent = tempfile::tempdir().unwrap();
         let dir = parent.path().join("disk");

@@ -66,24 +66,8 @@ pub fn json<T: serde::de::DeserializeOwned>(
 /// `METHOD path` (GET, POST with an empty body, DELETE), as [`get`].
 pub fn request(method: &str, url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
     let deadline = Instant::now() + timeout;
-    let target = Target::parse(url)?;
     let fail = |e: String| format!("{url}{path}: {e}");
-    let mut s =
-        TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| fail(e.to_string()))?;
-    let _ = s.set_nodelay(true);
-    let body = if method == "POST" {
-        "Content-Length: 0\r\n"
-    } else {
-        ""
-    };
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{body}Connection: close\r\n\r\n",
-        target.host
-    );
-    s.set_write_timeout(Some(left(deadline)?))
-        .map_err(|e| fail(e.to_string()))?;
-    s.write_all(head.as_bytes())
-        .map_err(|e| fail(e.to_string()))?;
+    let mut s = send(method, url, path, timeout).map_err(&fail)?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -120,6 +104,27 @@ pub fn request(method: &str, url: &str, path: &str, timeout: Duration) -> Result
         .ok_or_else(|| fail("connection closed before a whole answer".into()))
 }
 
+/// Connect to the node at `url` and write `METHOD path` (an empty body
+/// for POST, `Connection: close`), within `timeout`.
+fn send(method: &str, url: &str, path: &str, timeout: Duration) -> Result<TcpStream, String> {
+    let target = Target::parse(url)?;
+    let mut s = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| e.to_string())?;
+    let _ = s.set_nodelay(true);
+    let body = if method == "POST" {
+        "Content-Length: 0\r\n"
+    } else {
+        ""
+    };
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{body}Connection: close\r\n\r\n",
+        target.host
+    );
+    s.set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
 fn left(deadline: Instant) -> Result<Duration, String> {
     let t = deadline.saturating_duration_since(Instant::now());
     if t.is_zero() {
@@ -132,27 +137,15 @@ fn left(deadline: Instant) -> Result<Duration, String> {
 /// The answer in `buf` if it is complete; `eof` says the server closed the
 /// connection (which ends a body without a length).
 fn parse(buf: &[u8], eof: bool) -> Result<Option<Reply>, String> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    let n = match resp.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("not an HTTP answer: {e}")),
+    let Some(Head {
+        status,
+        len,
+        chunked,
+        size: n,
+    }) = head(buf)?
+    else {
+        return Ok(None);
     };
-    let status = resp.code.unwrap_or(0);
-    let mut len = None;
-    let mut chunked = false;
-    for h in resp.headers.iter() {
-        if h.name.eq_ignore_ascii_case("content-length") {
-            len = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok());
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
-            && h.value.eq_ignore_ascii_case(b"chunked")
-        {
-            chunked = true;
-        }
-    }
     let rest = &buf[n..];
     if (100..200).contains(&status) || status == 204 || status == 304 {
         return Ok(Some(Reply {
@@ -185,6 +178,46 @@ fn parse(buf: &[u8], eof: bool) -> Result<Option<Reply>, String> {
         })),
         None => Ok(None),
     }
+}
+
+/// An answer's status line and headers.
+struct Head {
+    status: u16,
+    /// Content-Length.
+    len: Option<usize>,
+    chunked: bool,
+    /// Bytes of the head.
+    size: usize,
+}
+
+/// The head at the start of `buf`, if it has all arrived.
+fn head(buf: &[u8]) -> Result<Option<Head>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let size = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(format!("not an HTTP answer: {e}")),
+    };
+    let mut len = None;
+    let mut chunked = false;
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            len = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok());
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+            && h.value.eq_ignore_ascii_case(b"chunked")
+        {
+            chunked = true;
+        }
+    }
+    Ok(Some(Head {
+        status: resp.code.unwrap_or(0),
+        len,
+        chunked,
+        size,
+    }))
 }
 
 /// A whole chunked body and where each chunk ends in it, or `None` if it
@@ -225,59 +258,37 @@ pub fn download(
     idle: Duration,
 ) -> Result<u64, String> {
     use std::io::BufRead;
-    let target = Target::parse(url)?;
     let fail = |e: String| format!("{url}{path}: {e}");
-    let s = TcpStream::connect_timeout(&target.addr, idle).map_err(|e| fail(e.to_string()))?;
+    let s = send("GET", url, path, idle).map_err(&fail)?;
     s.set_read_timeout(Some(idle))
         .map_err(|e| fail(e.to_string()))?;
-    s.set_write_timeout(Some(idle))
-        .map_err(|e| fail(e.to_string()))?;
-    let mut w = &s;
-    w.write_all(
-        format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            target.host
-        )
-        .as_bytes(),
-    )
-    .map_err(|e| fail(e.to_string()))?;
     let mut r = std::io::BufReader::with_capacity(1 << 16, &s);
-    let mut line = String::new();
-    let read_line = |r: &mut std::io::BufReader<&TcpStream>, line: &mut String| {
-        line.clear();
-        r.read_line(line).map_err(|e| fail(e.to_string()))?;
-        if line.len() > 8192 {
-            return Err(fail("header line too long".into()));
+    // The head: whatever arrives until it parses.
+    let mut buf = Vec::new();
+    let h = loop {
+        let got = r.fill_buf().map_err(|e| fail(e.to_string()))?;
+        if got.is_empty() {
+            return Err(fail("connection closed before a whole answer".into()));
         }
-        Ok::<_, String>(line.trim_end().to_string())
+        let n = got.len();
+        buf.extend_from_slice(got);
+        r.consume(n);
+        if let Some(h) = head(&buf).map_err(&fail)? {
+            break h;
+        }
+        if buf.len() > 64 << 10 {
+            return Err(fail("answer head larger than 64 KiB".into()));
+        }
     };
-    let status_line = read_line(&mut r, &mut line)?;
-    let status: u16 = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| fail(format!("not an HTTP answer: {status_line:?}")))?;
-    let (mut chunked, mut len) = (false, None);
-    loop {
-        let h = read_line(&mut r, &mut line)?;
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            let v = v.trim();
-            if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
-                chunked = true;
-            } else if k.eq_ignore_ascii_case("content-length") {
-                len = v.parse::<u64>().ok();
-            }
-        }
-    }
-    if status != 200 {
-        let mut body = Vec::new();
-        let _ = r.take(4096).read_to_end(&mut body);
+    // What came after the head, then the rest of the stream.
+    let mut body = std::io::Cursor::new(buf.split_off(h.size)).chain(r);
+    if h.status != 200 {
+        let mut text = Vec::new();
+        let _ = body.take(4096).read_to_end(&mut text);
         return Err(fail(format!(
-            "answered {status}: {}",
-            String::from_utf8_lossy(&body).trim()
+            "answered {}: {}",
+            h.status,
+            String::from_utf8_lossy(&text).trim()
         )));
     }
     let mut out = std::fs::OpenOptions::new()
@@ -286,29 +297,38 @@ pub fn download(
         .open(to)
         .map_err(|e| format!("{}: {e}", to.display()))?;
     let mut written = 0u64;
-    let mut copy = |r: &mut std::io::BufReader<&TcpStream>, n: u64| -> Result<(), String> {
-        let got =
-            std::io::copy(&mut (&mut *r).take(n), &mut out).map_err(|e| fail(e.to_string()))?;
+    let mut copy = |body: &mut dyn Read, n: u64| -> Result<(), String> {
+        let got = std::io::copy(&mut body.take(n), &mut out).map_err(|e| fail(e.to_string()))?;
         if got != n {
             return Err(fail("connection closed inside the body".into()));
         }
         written += n;
         Ok(())
     };
-    if chunked {
+    if h.chunked {
+        let mut body = std::io::BufReader::new(body);
+        let mut line = String::new();
         loop {
-            let size = read_line(&mut r, &mut line)?;
-            let size = u64::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
-                .map_err(|_| fail(format!("bad chunk size {size:?}")))?;
+            line.clear();
+            (&mut body)
+                .take(1024)
+                .read_line(&mut line)
+                .map_err(|e| fail(e.to_string()))?;
+            let size = u64::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| fail(format!("bad chunk size {:?}", line.trim())))?;
             if size == 0 {
                 break;
             }
-            copy(&mut r, size)?;
-            read_line(&mut r, &mut line)?;
+            copy(&mut body, size)?;
+            let mut crlf = [0u8; 2];
+            body.read_exact(&mut crlf)
+                .map_err(|e| fail(e.to_string()))?;
         }
     } else {
-        let n = len.ok_or_else(|| fail("an answer without a length".into()))?;
-        copy(&mut r, n)?;
+        let n = h
+            .len
+            .ok_or_else(|| fail("an answer without a length".into()))?;
+        copy(&mut body, n as u64)?;
     }
     out.sync_all()
         .map_err(|e| format!("{}: {e}", to.display()))?;

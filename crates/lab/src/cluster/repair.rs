@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::http;
-use super::status::{bytes as size, fetch, same, short};
+use super::status::{aligned, bytes as size, fetch, same, short};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct RepairArgs {
@@ -123,20 +123,7 @@ pub fn format_table(done: &[Repaired]) -> String {
             ]);
         }
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|k| rows.iter().map(|r| r[k].len()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in &rows {
-        let line: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    aligned(&rows).0
 }
 
 #[cfg(test)]

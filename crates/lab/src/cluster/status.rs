@@ -263,18 +263,8 @@ pub fn format_table(rows: &[Observed]) -> String {
         None => out.push_str(&format!("no observer answered of {}\n", rows.len())),
     }
     out.push('\n');
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|k| table.iter().map(|r| r[k].len()).max().unwrap_or(0))
-        .collect();
-    for row in &table {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
+    let (text, widths) = aligned(&table);
+    out.push_str(&text);
     for (n, e) in &unreachable {
         out.push_str(&format!("{n:<w$}  unreachable: {e}\n", w = widths[0]));
     }
@@ -293,6 +283,25 @@ pub fn format_table(rows: &[Observed]) -> String {
         }
     }
     out
+}
+
+/// Rows as left-aligned columns two spaces apart, one line each, and the
+/// columns' widths.
+pub(super) fn aligned(rows: &[Vec<String>]) -> (String, Vec<usize>) {
+    let widths: Vec<usize> = (0..rows.first().map_or(0, |r| r.len()))
+        .map(|k| rows.iter().map(|r| r[k].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    (out, widths)
 }
 
 /// A URL without its scheme, for narrow columns.

@@ -285,3 +285,24 @@ pub fn trees_ready(c: &ClusterProcs, i: usize, secs: u64) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Write records straight into a stopped node's store, as a bug or an
+/// operator might: (key, value, HLC version) each, from a node id no
+/// member has.
+pub fn write_behind_the_back(dir: &Path, entries: &[(Vec<u8>, Vec<u8>, u64)]) {
+    use strata_cluster::record::{Record, Version};
+    let db = strata_engine::Db::open(dir, strata_engine::Options::default()).unwrap();
+    let mut batch = strata_engine::WriteBatch::new();
+    for (k, v, hlc) in entries {
+        let r = Record {
+            version: Version {
+                hlc: *hlc,
+                node: 0x5eed,
+            },
+            value: Some(v.clone().into()),
+        };
+        batch.put(k, &r.encode());
+    }
+    db.write(batch).unwrap();
+    db.close().unwrap();
+}
