@@ -197,7 +197,7 @@ type Entry = (Bytes, Version, bool);
 impl Inner {
     /// The home set `key` belongs to (0 without trees).
     pub(crate) fn home_of(&self, key: &[u8]) -> u64 {
-        self.store.merkle().map_or(0, |m| (m.home)(key))
+        self.store.merkle().map_or(0, |m| m.home_of(key))
     }
 
     /// This node's records older than `settle` may be exchanged.
@@ -356,7 +356,7 @@ impl Inner {
     // ----- this node's side -----
 
     async fn ae_call(&self, m: usize, req: Request, x: &mut Exchange) -> crate::Result<Response> {
-        let peer = self.peers[m].as_ref().expect("a peer, not this node");
+        let peer = self.topo().peers[m].clone().expect("a peer, not this node");
         x.bytes_sent += req_len(&req);
         let r = peer
             .call(req, CALL_TIMEOUT)
@@ -397,7 +397,7 @@ impl Inner {
     }
 
     fn unexpected_answer(&self, m: usize, what: &str) -> ClusterError {
-        let url = self.peers[m].as_ref().map_or("", |p| p.url.as_str());
+        let url = self.topo().members[m].url.clone();
         ClusterError::Failed(format!("{url}: unexpected answer to {what}"))
     }
 
@@ -406,7 +406,7 @@ impl Inner {
         let started = Instant::now();
         let mut x = Exchange {
             set,
-            peer: self.members[m].url.clone(),
+            peer: self.topo().members[m].url.clone(),
             ..Exchange::default()
         };
         let r = self.exchange_inner(set, m, &mut x).await;
@@ -716,8 +716,22 @@ impl Inner {
 
     /// The home sets this node belongs to.
     pub(crate) fn my_home_sets(&self) -> Vec<HomeSet> {
-        let ids: Vec<u64> = self.members.iter().map(|m| m.id).collect();
-        home_sets(&ids, self.rf, self.me)
+        // None while the layout changes: the trees are rebuilt after.
+        let t = self.topo();
+        if t.previous.is_some() {
+            return Vec::new();
+        }
+        let Some(me) = t.current.members.iter().position(|&m| m == self.me) else {
+            return Vec::new();
+        };
+        let ids: Vec<u64> = t.current.members.iter().map(|&m| t.members[m].id).collect();
+        let mut sets = home_sets(&ids, t.replication(), me);
+        for s in &mut sets {
+            for m in &mut s.members {
+                *m = t.current.members[*m];
+            }
+        }
+        sets
     }
 
     /// Exchange every home set this node belongs to with each of its other
@@ -727,15 +741,16 @@ impl Inner {
         let _one = self.ae_lock.lock().await;
         let mut out = Vec::new();
         let now = Instant::now();
+        let t = self.topo();
         for hs in self.my_home_sets() {
             for &m in &hs.members {
-                if m == self.me || (!all && self.members[m].id < self.my_id) {
+                if m == self.me || (!all && t.members[m].id < self.my_id) {
                     continue;
                 }
                 if self.is_down(m, now) {
                     out.push(Exchange {
                         set: hs.name,
-                        peer: self.members[m].url.clone(),
+                        peer: self.topo().members[m].url.clone(),
                         error: Some("the failure detector holds it down".into()),
                         ..Exchange::default()
                     });
@@ -825,14 +840,14 @@ impl Leaves {
 }
 
 /// Paces records moved to `rate` bytes a second.
-struct Budget {
+pub(crate) struct Budget {
     rate: u64,
     started: Instant,
     spent: u64,
 }
 
 impl Budget {
-    fn new(rate: u64) -> Budget {
+    pub(crate) fn new(rate: u64) -> Budget {
         Budget {
             rate: rate.max(1),
             started: Instant::now(),
@@ -840,7 +855,7 @@ impl Budget {
         }
     }
 
-    async fn spend(&mut self, bytes: u64) {
+    pub(crate) async fn spend(&mut self, bytes: u64) {
         self.spent += bytes;
         let due = Duration::from_secs_f64(self.spent as f64 / self.rate as f64);
         let at = self.started + due;

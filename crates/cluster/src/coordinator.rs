@@ -29,7 +29,7 @@ use crate::wire::{Request, Response};
 use crate::{ClusterError, Inner, OpKind, Replication, Result};
 
 /// Attempts of a write that replicas keep answering with newer versions.
-const MAX_ATTEMPTS: usize = 4;
+pub(crate) const MAX_ATTEMPTS: usize = 4;
 /// Hints read and delivered per round.
 const HINT_BATCH: usize = 256;
 /// Largest scan page a peer serves.
@@ -69,7 +69,7 @@ impl Inner {
     }
 
     pub(crate) fn is_down(&self, m: usize, now: Instant) -> bool {
-        self.detectors[m].state(now) == State::Down
+        self.topo().detectors[m].state(now) == State::Down
     }
 
     pub(crate) async fn write(
@@ -79,7 +79,11 @@ impl Inner {
         value: Option<Bytes>,
         r: Replication,
     ) -> Result<()> {
-        let replicas = self.placement.replicas(&key, r.from);
+        let t = self.topo().pin();
+        if t.current.is_empty() {
+            return Err(ClusterError::NotMember);
+        }
+        let sets = t.write_sets(&key, r.from);
         for _ in 0..MAX_ATTEMPTS {
             let record = Record {
                 version: self.stamp(),
@@ -87,7 +91,7 @@ impl Inner {
             };
             match self
                 .clone()
-                .replicate(id, key.clone(), record, &replicas, r.ack)
+                .replicate(id, key.clone(), record, &sets, r.ack)
                 .await
             {
                 Replicated::Done => return Ok(()),
@@ -99,7 +103,7 @@ impl Inner {
                 }
                 Replicated::Short(got, err) => {
                     if let Some(e) = err {
-                        if replicas.len() == 1 || !matches!(e, ClusterError::Failed(_)) {
+                        if sets == [vec![self.me]] || !matches!(e, ClusterError::Failed(_)) {
                             return Err(e);
                         }
                     }
@@ -118,16 +122,18 @@ impl Inner {
         ClusterError::NotEnoughReplicas { got, need }
     }
 
+    /// Send a write to every replica of `sets` (one set per live layout)
+    /// and wait until `ack` of each set hold it.
     async fn replicate(
         self: Arc<Self>,
         id: u64,
         key: Bytes,
         record: Record,
-        replicas: &[usize],
+        sets: &[Vec<usize>],
         ack: usize,
     ) -> Replicated {
         // The common single-replica case on this node: no task, no channel.
-        if replicas == [self.me] {
+        if sets.len() == 1 && sets[0] == [self.me] {
             return match self.apply_fresh(key, record).await {
                 Ok(Outcome::Applied) => Replicated::Done,
                 Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => Replicated::Done,
@@ -135,17 +141,29 @@ impl Inner {
                 Err(e) => Replicated::Short(0, Some(e)),
             };
         }
-        // The failure detector already knows `ack` is out of reach: answer
-        // at once and write nothing (no partial write, no hints), with
-        // the number of replicas that could have answered.
-        let reach = self.reachable(replicas);
-        let live = reach.iter().filter(|&&x| x).count();
+        let mut replicas: Vec<usize> = Vec::with_capacity(sets[0].len() + 1);
+        for &m in sets.iter().flatten() {
+            if !replicas.contains(&m) {
+                replicas.push(m);
+            }
+        }
+        // The failure detector already knows `ack` is out of reach in
+        // some set: answer at once and write nothing (no partial write,
+        // no hints), with the number of replicas that could have answered.
+        let reach = self.reachable(&replicas);
+        let pos = |m: usize| replicas.iter().position(|&x| x == m).expect("in the union");
+        let live = sets
+            .iter()
+            .map(|s| s.iter().filter(|&&m| reach[pos(m)]).count())
+            .min()
+            .unwrap_or(0);
         if live < ack {
             return Replicated::Short(live, None);
         }
         let (tx, mut rx) = mpsc::channel::<(usize, Result<Outcome>)>(replicas.len());
-        let mut outstanding = 0usize;
-        for (&m, &reach) in replicas.iter().zip(&reach) {
+        // Per replica: 0 not asked, 1 waiting, 2 applied, 3 failed.
+        let mut status = vec![0u8; replicas.len()];
+        for (n, (&m, &reach)) in replicas.iter().zip(&reach).enumerate() {
             if m == self.me {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
@@ -168,27 +186,37 @@ impl Inner {
                     }
                 });
             }
-            outstanding += 1;
+            status[n] = 1;
         }
         drop(tx);
+        let count = |status: &[u8], set: &[usize], want: &[u8]| {
+            set.iter()
+                .filter(|&&m| want.contains(&status[pos(m)]))
+                .count()
+        };
         let deadline = tokio::time::Instant::now() + self.cfg.timeout;
-        let mut applied = 0usize;
         let mut local_err = None;
         loop {
+            let applied = sets
+                .iter()
+                .map(|s| count(&status, s, &[2]))
+                .min()
+                .unwrap_or(0);
             if applied >= ack {
                 return Replicated::Done;
             }
-            if applied + outstanding < ack {
+            if sets.iter().any(|s| count(&status, s, &[1, 2]) < ack) {
                 return Replicated::Short(applied, local_err);
             }
             let got = match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(g)) => g,
                 _ => return Replicated::Short(applied, local_err),
             };
-            outstanding -= 1;
+            let at = pos(got.0);
+            status[at] = 3;
             match got.1 {
-                Ok(Outcome::Applied) => applied += 1,
-                Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => applied += 1,
+                Ok(Outcome::Applied) => status[at] = 2,
+                Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => status[at] = 2,
                 Ok(Outcome::Superseded(v)) => return Replicated::Superseded(v),
                 Err(e) if got.0 == self.me => local_err = Some(e),
                 Err(_) => {}
@@ -199,7 +227,7 @@ impl Inner {
     /// One request to peer `m`, observed; no answer in time, or an error
     /// answer, is an error.
     async fn call_peer(&self, id: u64, m: usize, op: OpKind, req: Request) -> Result<Response> {
-        let peer = self.peers[m].as_ref().expect("a peer, not this node");
+        let peer = self.topo().peers[m].clone().expect("a peer, not this node");
         if let Some(o) = &self.observer {
             o.replica_send(id, &peer.url, op);
         }
@@ -212,7 +240,7 @@ impl Inner {
     }
 
     fn unexpected(&self, m: usize, what: &str) -> ClusterError {
-        let url = self.peers[m].as_ref().map_or("", |p| p.url.as_str());
+        let url = self.topo().members[m].url.clone();
         ClusterError::Failed(format!("{url}: unexpected answer to a {what}"))
     }
 
@@ -263,7 +291,11 @@ impl Inner {
         key: Bytes,
         r: Replication,
     ) -> Result<Option<Bytes>> {
-        let replicas = self.placement.replicas(&key, r.from);
+        let t = self.topo().pin();
+        if t.current.is_empty() {
+            return Err(ClusterError::NotMember);
+        }
+        let replicas = t.read_set(&key, r.from);
         if replicas == [self.me] {
             return Ok(self.store.read(&key)?.and_then(|r| r.value));
         }
@@ -387,12 +419,15 @@ impl Inner {
     /// Keep a write that member `m` missed, in the background.
     pub(crate) fn keep_hint(&self, m: usize, key: Bytes, record: Record) {
         if let Some(w) = &self.hint_writer {
-            w.keep(self.members[m].id, key, record);
+            w.keep(self.topo().members[m].id, key, record);
         }
     }
 
     pub(crate) async fn heartbeat_loop(self: Arc<Self>, i: usize) {
-        let peer = self.peers[i].as_ref().expect("a peer");
+        let t = self.topo();
+        let peer = t.peers[i].clone().expect("a peer");
+        let detector = t.detectors[i].clone();
+        drop(t);
         let mut tick = tokio::time::interval(HEARTBEAT);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -401,8 +436,8 @@ impl Inner {
                 return;
             }
             match peer.call(Request::Ping, Duration::from_secs(1)).await {
-                Ok(Response::Pong) => self.detectors[i].heartbeat(Instant::now()),
-                Err(CallError::Refused) => self.detectors[i].refused(),
+                Ok(Response::Pong) => detector.heartbeat(Instant::now()),
+                Err(CallError::Refused) => detector.refused(),
                 _ => {}
             }
         }
@@ -414,14 +449,17 @@ impl Inner {
         let Some(hints) = &self.hints else {
             return;
         };
-        let pid = self.members[i].id;
+        let (pid, detector) = {
+            let t = self.topo();
+            (t.members[i].id, t.detectors[i].clone())
+        };
         let rate = self.cfg.hints.rate.max(1) as f64;
         loop {
             tokio::time::sleep(HEARTBEAT).await;
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            if hints.pending(pid) == 0 || self.detectors[i].state(Instant::now()) != State::Up {
+            if hints.pending(pid) == 0 || detector.state(Instant::now()) != State::Up {
                 continue;
             }
             let (h, now) = (hints.clone(), self.cfg.wall_clock.now_ms());
@@ -433,6 +471,22 @@ impl Inner {
                 }
                 None => continue,
             };
+            // A hint for a key this member no longer holds (the layout
+            // changed since) is dropped: delivered after the member's
+            // cleanup it would leave a stray record behind.
+            let (batch, strays): (Vec<_>, Vec<_>) = {
+                let t = self.topo();
+                let rf = t.replication();
+                batch.into_iter().partition(|h| {
+                    t.previous.is_some() || t.current.replicas(&h.key, rf).contains(&i)
+                })
+            };
+            if !strays.is_empty() {
+                let h = hints.clone();
+                if let Some(Err(e)) = self.blocking(move || h.delivered(pid, &strays)).await {
+                    tracing::warn!(error = %e, "removing stray hints failed");
+                }
+            }
             let started = Instant::now();
             let sent = batch.len();
             let mut set = tokio::task::JoinSet::new();
@@ -531,13 +585,18 @@ impl Handler for Inner {
                 } => self.keys_request(set, all, leaves, after, limit).await,
                 Request::Fetch { keys } => self.answer_fetch(&keys),
                 Request::Push { entries } => self.answer_push(entries).await,
+                Request::Layout { state, cleanup } => {
+                    self.answer_layout(Some((state, cleanup))).await
+                }
+                Request::LayoutGet => self.answer_layout(None).await,
             }
         })
     }
 
     fn heard(&self, from: u64) {
-        if let Some(i) = self.members.iter().position(|m| m.id == from) {
-            self.detectors[i].heard(Instant::now());
+        let t = self.topo();
+        if let Some(i) = t.members.iter().position(|m| m.id == from) {
+            t.detectors[i].heard(Instant::now());
         }
     }
 }

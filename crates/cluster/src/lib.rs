@@ -14,10 +14,12 @@ pub mod auth;
 mod coordinator;
 pub mod hints;
 pub mod hlc;
+pub mod layout;
 pub mod membership;
 pub mod merkle;
 pub mod placement;
 mod reaper;
+pub mod rebalance;
 pub mod record;
 pub mod scan;
 pub mod store;
@@ -37,6 +39,7 @@ pub use antientropy::{AntiEntropyConfig, Exchange};
 pub use auth::Secret;
 pub use hints::{HintsConfig, PeerHints};
 pub use hlc::WallClock;
+pub use layout::{LayoutState, Stage};
 pub use membership::State;
 pub use reaper::{ReaperConfig, ReaperStats};
 pub use store::Outcome;
@@ -44,6 +47,7 @@ pub use transport::{BoxStream, DialFuture, Dialer, TransportConfig};
 
 use hints::Hints;
 use hlc::Hlc;
+use layout::Topology;
 use membership::{Detector, Member};
 use placement::Placement;
 use store::Store;
@@ -76,13 +80,20 @@ pub enum ClusterError {
     /// A failure shared by every write of a failed group (already logged).
     #[error("storage error: {0}")]
     Failed(String),
+    /// This node is in no layout yet (started to join); the node answers
+    /// 503.
+    #[error("this node is not a member of a cluster layout yet (strata cluster join)")]
+    NotMember,
 }
 
 impl ClusterError {
     /// The error as an answer to a peer (`transient`: busy or closing).
     pub(crate) fn into_response(self) -> wire::Response {
         wire::Response::Error {
-            transient: matches!(self, ClusterError::Busy(_) | ClusterError::Closed),
+            transient: matches!(
+                self,
+                ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember
+            ),
             message: self.to_string(),
         }
     }
@@ -99,6 +110,7 @@ impl ClusterError {
             ClusterError::Closed => ClusterError::Closed,
             ClusterError::Storage(e) => ClusterError::Failed(e.to_string()),
             ClusterError::Failed(m) => ClusterError::Failed(m.clone()),
+            ClusterError::NotMember => ClusterError::NotMember,
         }
     }
 }
@@ -175,6 +187,12 @@ pub struct ClusterConfig {
     pub clock_offset_ms: i64,
     /// How far ahead of our own clock a peer's timestamp is followed.
     pub max_clock_ahead_ms: u64,
+    /// Where this node keeps `layout.json` (its data directory); `None`:
+    /// nowhere (tests, the simulation).
+    pub layout_dir: Option<PathBuf>,
+    /// Start outside any layout and join through this member (`strata
+    /// cluster join`); ignored once a layout is saved.
+    pub seed: Option<String>,
     /// Test only, deliberately wrong: stamp writes with the bare wall clock
     /// and ignore newer versions held by replicas (last write wins on wall
     /// clocks, as the stores Jepsen broke). Exists to prove the
@@ -212,6 +230,8 @@ impl Default for ClusterConfig {
             hints: HintsConfig::default(),
             transport: TransportConfig::default(),
             apply_capacity: 1024,
+            layout_dir: None,
+            seed: None,
             clock_offset_ms: 0,
             max_clock_ahead_ms: 60_000,
             unsafe_wall_clock: false,
@@ -254,6 +274,13 @@ pub struct ClusterView {
     /// keys whose replicas are exactly these members); empty for a
     /// cluster of one.
     pub ranges: Vec<RangeView>,
+    /// The layout this node holds, and its stage.
+    pub layout: LayoutState,
+    /// This node's part in the last change: what it streamed.
+    pub stream: rebalance::StreamStats,
+    /// The change this node drives (`strata cluster join`/`leave` sent
+    /// to it), if any.
+    pub change: Option<rebalance::ChangeProgress>,
 }
 
 /// One home set as this node sees it.
@@ -279,15 +306,16 @@ pub struct Cluster {
 
 pub(crate) struct Inner {
     cfg: ClusterConfig,
+    /// This node's index in every topology's roster.
     me: usize,
     my_id: u64,
-    members: Vec<Member>,
-    detectors: Vec<Arc<Detector>>,
-    placement: Placement,
+    /// The roster and the live layouts, swapped whole on a change.
+    topo: parking_lot::RwLock<Arc<Topology>>,
+    /// What every connection to a peer shares (`None`: no secret, a
+    /// cluster of one for good).
+    ctx: Option<Arc<Ctx>>,
     hlc: Arc<Hlc>,
     store: Store,
-    /// `None` at this node's own index.
-    peers: Vec<Option<Peer>>,
     hints: Option<Arc<Hints>>,
     hint_writer: Option<hints::HintWriter>,
     stats: Stats,
@@ -295,8 +323,11 @@ pub(crate) struct Inner {
     anti_entropy: antientropy::AntiEntropyStats,
     /// One anti-entropy round at a time.
     ae_lock: tokio::sync::Mutex<()>,
+    /// Layout changes: this node's stream and the change it drives.
+    rebalance: rebalance::RebalanceState,
+    /// One layout adopted at a time.
+    layout_lock: tokio::sync::Mutex<()>,
     observer: Option<Arc<dyn Observer>>,
-    rf: usize,
     closed: AtomicBool,
 }
 
@@ -315,38 +346,45 @@ impl Cluster {
         observer: Option<Arc<dyn Observer>>,
     ) -> std::result::Result<Cluster, String> {
         cfg.advertise = normalize_url(&cfg.advertise).to_string();
-        if cfg.members.is_empty() {
-            cfg.members = vec![cfg.advertise.clone()];
-        }
         let urls: Vec<String> = cfg
             .members
             .iter()
             .map(|u| normalize_url(u).to_string())
             .collect();
-        let me = urls
-            .iter()
-            .position(|u| *u == cfg.advertise)
-            .ok_or_else(|| {
-                format!(
+        let saved = match &cfg.layout_dir {
+            Some(d) => LayoutState::load(d)?,
+            None => None,
+        };
+        let from_file = saved.is_some();
+        let state = match (saved, &cfg.seed) {
+            // The layout this node last adopted wins over --cluster.
+            (Some(s), _) => {
+                if !urls.is_empty() && s.version > 1 && s.members != urls {
+                    tracing::info!(
+                        version = s.version,
+                        "layout.json names other members than --cluster; using layout.json"
+                    );
+                }
+                s
+            }
+            (None, Some(_)) => LayoutState::none(),
+            (None, None) => {
+                let urls = if urls.is_empty() {
+                    vec![cfg.advertise.clone()]
+                } else {
+                    urls
+                };
+                let rf = cfg.replication.unwrap_or(urls.len().min(3));
+                LayoutState::first(urls, rf)
+            }
+        };
+        check_layout(&state)?;
+        // (A node that left keeps its layout.json and may restart.)
+        if state.version > 0 && !from_file && !state.all_members().contains(&cfg.advertise) {
+            return Err(format!(
                 "this node's URL {} is not in the cluster list ({}); set --advertise to its entry",
                 cfg.advertise,
-                urls.join(",")
-            )
-            })?;
-        let mut ids: Vec<u64> = urls.iter().map(|u| member_id(u)).collect();
-        {
-            let mut sorted = ids.clone();
-            sorted.sort_unstable();
-            sorted.dedup();
-            if sorted.len() != ids.len() {
-                return Err("the cluster list names a member twice".into());
-            }
-        }
-        let size = urls.len();
-        let rf = cfg.replication.unwrap_or(size.min(3));
-        if rf < 1 || rf > size {
-            return Err(format!(
-                "replication factor {rf} must be between 1 and the cluster's {size} member(s)"
+                state.members.join(",")
             ));
         }
         if cfg.reaper.grace.as_millis() <= u128::from(cfg.hints.max_age_ms) {
@@ -363,71 +401,64 @@ impl Cluster {
                 cfg.timeout.as_millis()
             ));
         }
+        // The roster: this node, the live layouts' members, the seed.
+        let mut roster = vec![cfg.advertise.clone()];
+        let seed = cfg.seed.iter().map(|s| normalize_url(s).to_string());
+        for u in state.all_members().into_iter().chain(seed) {
+            if !roster.contains(&u) {
+                roster.push(u);
+            }
+        }
         let hlc = Arc::new(Hlc::with_clock(
             cfg.clock_offset_ms,
             cfg.max_clock_ahead_ms,
             cfg.wall_clock.clone(),
         ));
-        let detectors: Vec<Arc<Detector>> =
-            (0..size).map(|_| Arc::new(Detector::default())).collect();
-        let mut peers = Vec::with_capacity(size);
-        let mut hints = None;
-        if size > 1 {
-            let secret = cfg.secret.clone().ok_or(
-                "a cluster of more than one node needs --cluster-secret or --cluster-secret-file",
-            )?;
-            let dialer = dialer.ok_or("a cluster of more than one node needs a dialer")?;
-            let ctx = Arc::new(Ctx {
+        // A node with a secret can have peers, now or after a join.
+        let ctx = match (&cfg.secret, dialer) {
+            (Some(secret), Some(dialer)) => Some(Arc::new(Ctx {
                 dialer,
-                secret,
-                my_id: ids[me],
+                secret: secret.clone(),
+                my_id: member_id(&cfg.advertise),
                 hlc: hlc.clone(),
                 cfg: cfg.transport,
-            });
-            for (i, u) in urls.iter().enumerate() {
-                if i == me {
-                    peers.push(None);
-                    continue;
-                }
-                let d = detectors[i].clone();
-                peers.push(Some(Peer::new(
-                    u.clone(),
-                    ids[i],
-                    ctx.clone(),
-                    Arc::new(move || d.heard(Instant::now())),
-                )));
+            })),
+            (None, _) if roster.len() > 1 => {
+                return Err(
+                    "a cluster of more than one node needs --cluster-secret or --cluster-secret-file"
+                        .into(),
+                )
             }
-            hints = Some(Arc::new(
+            (Some(_), None) if roster.len() > 1 => {
+                return Err("a cluster of more than one node needs a dialer".into())
+            }
+            _ => None,
+        };
+        let hints = match &ctx {
+            Some(_) => Some(Arc::new(
                 Hints::open(&cfg.hints_dir, cfg.hints_engine.clone(), cfg.hints)
                     .map_err(|e| format!("opening hints in {}: {e}", cfg.hints_dir.display()))?,
-            ));
-        } else {
-            peers.push(None);
+            )),
+            None => None,
+        };
+        let mut members = Vec::new();
+        let mut detectors = Vec::new();
+        let mut peers = Vec::new();
+        for u in &roster {
+            let (m, d, p) = new_member(u, &cfg.advertise, ctx.as_ref());
+            members.push(m);
+            detectors.push(d);
+            peers.push(p);
         }
-        let members = urls
-            .iter()
-            .enumerate()
-            .map(|(i, u)| Member {
-                url: u.clone(),
-                id: ids[i],
-                is_self: i == me,
-            })
-            .collect();
-        // Anti-entropy's trees, kept by the applier (a cluster of one has
-        // no replica to compare with).
-        let merkle = (size > 1).then(|| {
-            let p = Placement::new(ids.clone());
-            let named = ids.clone();
-            store::Merkle {
-                home: Arc::new(move |k: &[u8]| antientropy::home_name(&p, &named, rf, k))
-                    as store::HomeOf,
-                state: Default::default(),
-            }
-        });
+        let topo = Topology::new(members, detectors, peers, state);
+        // Anti-entropy's trees, kept by the applier (only where there can
+        // be replicas to compare with).
+        let clusterable = ctx.is_some();
+        let merkle = clusterable.then(|| store::Merkle::new(home_fn(&topo)));
         let store = if cfg.inline_io {
-            Store::open_inline(db, size > 1, merkle)
+            Store::open_inline(db, clusterable, merkle)
         } else {
-            Store::open(db, cfg.apply_capacity, size > 1, merkle)
+            Store::open(db, cfg.apply_capacity, clusterable, merkle)
         };
         let hint_writer = hints.clone().map(|h| {
             if cfg.inline_io {
@@ -436,27 +467,25 @@ impl Cluster {
                 hints::HintWriter::start(h, cfg.wall_clock.clone())
             }
         });
-        let my_id = ids[me];
-        let placement = Placement::new(std::mem::take(&mut ids));
+        let my_id = member_id(&cfg.advertise);
         Ok(Cluster {
             inner: Arc::new(Inner {
                 cfg,
-                me,
+                me: 0,
                 my_id,
-                members,
-                detectors,
-                placement,
+                topo: parking_lot::RwLock::new(Arc::new(topo)),
+                ctx,
                 hlc,
                 store,
-                peers,
                 hints,
                 hint_writer,
                 stats: Stats::default(),
                 reaper_stats: ReaperStats::default(),
                 anti_entropy: Default::default(),
                 ae_lock: tokio::sync::Mutex::new(()),
+                rebalance: Default::default(),
+                layout_lock: tokio::sync::Mutex::new(()),
                 observer,
-                rf,
                 closed: AtomicBool::new(false),
             }),
         })
@@ -486,22 +515,28 @@ impl Cluster {
             let inner = self.inner.clone();
             tokio::spawn(async move { inner.anti_entropy_loop().await });
         }
-        for (i, p) in self.inner.peers.iter().enumerate() {
+        let t = self.inner.topo();
+        for (i, p) in t.peers.iter().enumerate() {
             if p.is_some() {
-                let inner = self.inner.clone();
-                tokio::spawn(async move { inner.heartbeat_loop(i).await });
-                let inner = self.inner.clone();
-                tokio::spawn(async move { inner.hint_loop(i).await });
+                self.inner.clone().watch_peer(i);
             }
         }
+        // A change this node was part of when it stopped goes on.
+        self.inner.clone().resume_layout();
     }
 
+    /// Members of the current layout.
     pub fn size(&self) -> usize {
-        self.inner.members.len()
+        self.inner.topo().current.len()
     }
 
     pub fn replication_factor(&self) -> usize {
-        self.inner.rf
+        self.inner.topo().replication()
+    }
+
+    /// The layout this node holds now.
+    pub fn layout(&self) -> LayoutState {
+        self.inner.topo().state.clone()
     }
 
     /// The local engine (for stats and shutdown).
@@ -543,8 +578,12 @@ impl Cluster {
     /// Resolve `ack`/`from` against the cluster: defaults are `from` = the
     /// replication factor and `ack` = `from / 2 + 1`.
     pub fn replication(&self, ack: Option<usize>, from: Option<usize>) -> Result<Replication> {
-        let size = self.size();
-        let from = from.unwrap_or(self.inner.rf);
+        let t = self.inner.topo();
+        if t.current.is_empty() {
+            return Err(ClusterError::NotMember);
+        }
+        let size = t.max_from();
+        let from = from.unwrap_or(t.replication());
         let ack = ack.unwrap_or(from / 2 + 1);
         if from < 1 || ack < 1 {
             return Err(ClusterError::BadReplication(
@@ -598,9 +637,13 @@ impl Cluster {
     /// Check the token on an internal upgrade request.
     pub fn check_upgrade(&self, from: &str, token: &str) -> bool {
         let from = normalize_url(from);
-        self.inner.cfg.secret.as_ref().is_some_and(|s| {
-            self.inner.members.iter().any(|m| m.url == from) && s.check_upgrade_token(from, token)
-        })
+        // Any holder of the secret: a node about to join is not in the
+        // layout yet, and the secret is what admits it.
+        self.inner
+            .cfg
+            .secret
+            .as_ref()
+            .is_some_and(|s| s.check_upgrade_token(from, token))
     }
 
     /// This node's URL and a fresh token for its upgrade requests.
@@ -629,13 +672,16 @@ impl Cluster {
     pub fn view(&self) -> ClusterView {
         let now = Instant::now();
         let i = &self.inner;
+        let t = i.topo();
+        let live = t.state.all_members();
         ClusterView {
             node: i.cfg.advertise.clone(),
-            replication: i.rf,
-            members: i
+            replication: t.replication(),
+            members: t
                 .members
                 .iter()
                 .enumerate()
+                .filter(|(_, m)| m.is_self || live.contains(&m.url))
                 .map(|(n, m)| MemberView {
                     url: m.url.clone(),
                     id: m.id,
@@ -643,20 +689,23 @@ impl Cluster {
                     state: if m.is_self {
                         State::Up
                     } else {
-                        i.detectors[n].state(now)
+                        t.detectors[n].state(now)
                     },
                     last_heard: if m.is_self {
                         None
                     } else {
-                        i.detectors[n]
+                        t.detectors[n]
                             .last_heard()
-                            .map(|t| now.saturating_duration_since(t))
+                            .map(|x| now.saturating_duration_since(x))
                     },
                     hints: i.hints.as_ref().map(|h| h.stats(m.id)).unwrap_or_default(),
-                    connections: i.peers[n].as_ref().map_or(0, |p| p.open_connections()),
+                    connections: t.peers[n].as_ref().map_or(0, |p| p.open_connections()),
                 })
                 .collect(),
             ranges: self.ranges(),
+            layout: t.state.clone(),
+            stream: i.rebalance.stream.lock().clone(),
+            change: i.rebalance.change.lock().clone(),
         }
     }
 
@@ -665,6 +714,7 @@ impl Cluster {
         let Some(m) = i.store.merkle() else {
             return Vec::new();
         };
+        let t = i.topo();
         let sets = i.my_home_sets();
         let (ready, counts): (bool, Vec<u64>) = {
             let st = m.state.lock();
@@ -682,7 +732,7 @@ impl Cluster {
                 members: hs
                     .members
                     .iter()
-                    .map(|&n| i.members[n].url.clone())
+                    .map(|&n| t.members[n].url.clone())
                     .collect(),
                 keys,
                 ready,
@@ -693,7 +743,7 @@ impl Cluster {
                     .map(|&n| {
                         let r = synced.get(&(hs.name, n));
                         (
-                            i.members[n].url.clone(),
+                            t.members[n].url.clone(),
                             r.map(|r| Duration::from_millis(now_ms.saturating_sub(r.at_ms))),
                             r.map(|r| r.last.clone()),
                         )
@@ -707,7 +757,7 @@ impl Cluster {
     /// the engine).
     pub async fn close(&self) -> Result<()> {
         self.inner.closed.store(true, Ordering::Release);
-        for p in self.inner.peers.iter().flatten() {
+        for p in self.inner.topo().peers.iter().flatten() {
             p.close().await;
         }
         if let Some(h) = &self.inner.hints {
@@ -715,6 +765,76 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// A layout's own rules: distinct members, a replication factor they can
+/// hold.
+fn check_layout(s: &LayoutState) -> std::result::Result<(), String> {
+    if s.version == 0 {
+        return Ok(());
+    }
+    for list in std::iter::once(&s.members).chain(s.previous.iter()) {
+        let mut ids: Vec<u64> = list.iter().map(|u| member_id(u)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() != list.len() {
+            return Err("the cluster list names a member twice".into());
+        }
+        if s.replication < 1 || s.replication > list.len() {
+            return Err(format!(
+                "replication factor {} must be between 1 and the cluster's {} member(s)",
+                s.replication,
+                list.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A roster entry: the member, its failure detector, its connections.
+fn new_member(
+    url: &str,
+    me: &str,
+    ctx: Option<&Arc<Ctx>>,
+) -> (Member, Arc<Detector>, Option<Arc<Peer>>) {
+    let id = member_id(url);
+    let is_self = url == me;
+    let d = Arc::new(Detector::default());
+    let peer = match (is_self, ctx) {
+        (false, Some(ctx)) => {
+            let heard = d.clone();
+            Some(Arc::new(Peer::new(
+                url.to_string(),
+                id,
+                ctx.clone(),
+                Arc::new(move || heard.heard(Instant::now())),
+            )))
+        }
+        _ => None,
+    };
+    (
+        Member {
+            url: url.to_string(),
+            id,
+            is_self,
+        },
+        d,
+        peer,
+    )
+}
+
+/// The home set of each key under a topology's current layout.
+fn home_fn(t: &Topology) -> store::HomeOf {
+    let ids: Vec<u64> = t.current.members.iter().map(|&m| t.members[m].id).collect();
+    let p = Placement::new(ids.clone());
+    let rf = t.replication();
+    Arc::new(move |k: &[u8]| {
+        if ids.is_empty() {
+            0
+        } else {
+            antientropy::home_name(&p, &ids, rf, k)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -190,10 +190,14 @@ impl Inner {
     async fn reap_one(self: Arc<Self>, key: Bytes, v: Version) {
         let now = Instant::now();
         let mut agreed = true;
-        for m in 0..self.members.len() {
-            if m == self.me {
-                continue;
-            }
+        let t = self.topo();
+        if t.previous.is_some() {
+            // Keys are moving: a replica may not hold the key yet.
+            return;
+        }
+        let others: Vec<usize> = t.current.members.iter().copied().filter(|&m| m != self.me).collect();
+        drop(t);
+        for m in others {
             if self.is_down(m, now) {
                 agreed = false;
                 break;

@@ -99,7 +99,7 @@ impl Cursor {
         let Some(start) = self.next.take() else {
             return Ok(());
         };
-        let peer = inner.peers[self.member].as_ref().expect("a peer");
+        let peer = inner.topo().peers[self.member].clone().expect("a peer");
         let req = Request::Scan {
             start,
             end: end.clone(),
@@ -135,7 +135,16 @@ async fn merge(
         .scan(&start, end.as_deref())
         .map_err(|e| e.to_string())?
         .peekable();
-    let mut cursors: Vec<Cursor> = (0..inner.members.len())
+    let t = inner.topo();
+    let live: Vec<usize> = t.current.members.iter().chain(t.previous.iter().flat_map(|p| p.members.iter())).copied().collect();
+    let mut seen = Vec::new();
+    let mut cursors: Vec<Cursor> = live
+        .into_iter()
+        .filter(|m| {
+            let first = !seen.contains(m);
+            seen.push(*m);
+            first
+        })
         .filter(|&m| m != inner.me && !inner.is_down(m, now))
         .map(|member| Cursor {
             member,

@@ -38,8 +38,30 @@ pub struct TreeState {
 /// Anti-entropy's view of the store: the trees and how keys map to them.
 #[derive(Clone)]
 pub struct Merkle {
-    pub home: HomeOf,
+    /// Replaced when the layout changes (then the trees are rebuilt).
+    pub home: Arc<parking_lot::RwLock<HomeOf>>,
     pub state: Arc<parking_lot::Mutex<TreeState>>,
+}
+
+impl Merkle {
+    pub fn new(home: HomeOf) -> Merkle {
+        Merkle {
+            home: Arc::new(parking_lot::RwLock::new(home)),
+            state: Default::default(),
+        }
+    }
+
+    pub fn home_of(&self, key: &[u8]) -> u64 {
+        (self.home.read())(key)
+    }
+
+    /// Forget the trees and map keys to home sets anew (a new layout);
+    /// `Store::build_trees` builds them again.
+    pub fn reset(&self, home: HomeOf) {
+        let mut st = self.state.lock();
+        *self.home.write() = home;
+        *st = TreeState::default();
+    }
 }
 
 /// Writes taken into one group at most.
@@ -190,7 +212,7 @@ impl Store {
         let mut n = 0u64;
         for r in RecordIter(it) {
             let (k, rec) = r?;
-            built.add((m.home)(&k), &k, rec.version, rec.is_tombstone());
+            built.add(m.home_of(&k), &k, rec.version, rec.is_tombstone());
             n += 1;
         }
         let mut st = m.state.lock();
@@ -239,6 +261,23 @@ impl Store {
             None => Ok(None),
             Some(b) => Ok(Some(decode(key, &b)?)),
         }
+    }
+
+    /// Up to `n` records from `start` on, tombstones included, and the
+    /// key the next page starts at (`None`: the end).
+    pub fn page(&self, start: &[u8], n: usize) -> Result<(Vec<(Bytes, Record)>, Option<Bytes>)> {
+        let mut it = self.scan(start, None)?;
+        let mut out = Vec::with_capacity(n.min(4096));
+        for r in it.by_ref() {
+            out.push(r?);
+            if out.len() == n {
+                break;
+            }
+        }
+        if out.len() < n {
+            return Ok((out, None));
+        }
+        Ok((out, it.next().transpose()?.map(|(k, _)| k)))
     }
 
     /// Records with `start <= key < end`, tombstones included, streaming.
@@ -361,7 +400,7 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
         let mut st = m.state.lock();
         if st.maintained {
             for (key, was, now) in &changes {
-                let set = (m.home)(key);
+                let set = m.home_of(key);
                 if let Some((v, t)) = was {
                     st.trees.remove(set, key, *v, *t);
                 }

@@ -17,6 +17,8 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::layout::{LayoutState, Stage};
+use crate::rebalance::StreamStats;
 use crate::record::{Record, Version};
 use crate::store::Outcome;
 
@@ -34,6 +36,9 @@ const HASHES: u8 = 6;
 const KEYS: u8 = 7;
 const FETCH: u8 = 8;
 const PUSH: u8 = 9;
+const LAYOUT: u8 = 10;
+const LAYOUT_GET: u8 = 11;
+const LAYOUT_ANSWER: u8 = 0x8A;
 const HASHES_ANSWER: u8 = 0x86;
 const KEYS_ANSWER: u8 = 0x87;
 const FETCHED: u8 = 0x88;
@@ -93,6 +98,14 @@ pub enum Request {
     Push {
         entries: Vec<(Bytes, Record)>,
     },
+    /// Adopt this stage of a layout change (`cleanup`: and drop the keys
+    /// no longer held).
+    Layout {
+        state: LayoutState,
+        cleanup: bool,
+    },
+    /// The layout held and what this node streamed.
+    LayoutGet,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +139,10 @@ pub enum Response {
     /// Records applied (the others were superseded).
     Pushed {
         applied: u32,
+    },
+    Layout {
+        state: LayoutState,
+        stream: StreamStats,
     },
     /// `transient`: busy or closing, worth trying again later.
     Error {
@@ -268,7 +285,101 @@ pub fn encode_request(out: &mut BytesMut, id: u64, hlc: u64, req: &Request) {
             }
             finish(out, at);
         }
+        Request::Layout { state, cleanup } => {
+            let at = begin(out, id, LAYOUT, hlc);
+            out.put_u8(*cleanup as u8);
+            put_layout(out, state);
+            finish(out, at);
+        }
+        Request::LayoutGet => {
+            let at = begin(out, id, LAYOUT_GET, hlc);
+            finish(out, at);
+        }
     }
+}
+
+fn put_urls(out: &mut BytesMut, urls: &[String]) {
+    out.put_u32_le(urls.len() as u32);
+    for u in urls {
+        put_bytes(out, u.as_bytes());
+    }
+}
+
+fn get_urls(b: &mut Bytes) -> Result<Vec<String>, BadFrame> {
+    let n = get_count(b, 4)?;
+    (0..n)
+        .map(|_| {
+            let u = get_bytes(b)?;
+            String::from_utf8(u.to_vec()).map_err(|_| bad("a member URL is not UTF-8"))
+        })
+        .collect()
+}
+
+fn put_layout(out: &mut BytesMut, s: &LayoutState) {
+    out.put_u64_le(s.version);
+    out.put_u32_le(s.replication as u32);
+    out.put_u8(s.stage.code());
+    put_urls(out, &s.members);
+    match &s.previous {
+        Some(p) => {
+            out.put_u8(1);
+            put_urls(out, p);
+        }
+        None => out.put_u8(0),
+    }
+}
+
+fn get_layout(b: &mut Bytes) -> Result<LayoutState, BadFrame> {
+    let version = get_u64(b)?;
+    if b.remaining() < 5 {
+        return Err(bad("short layout"));
+    }
+    let replication = b.get_u32_le() as usize;
+    let stage = Stage::from_code(b.get_u8()).ok_or_else(|| bad("unknown layout stage"))?;
+    let members = get_urls(b)?;
+    let previous = match get_u8(b)? {
+        0 => None,
+        _ => Some(get_urls(b)?),
+    };
+    Ok(LayoutState {
+        version,
+        replication,
+        members,
+        previous,
+        stage,
+    })
+}
+
+fn put_stream(out: &mut BytesMut, s: &StreamStats) {
+    for v in [
+        s.version, s.scanned, s.keys, s.copies, s.records, s.applied, s.bytes, s.removed,
+    ] {
+        out.put_u64_le(v);
+    }
+    out.put_u8(s.done as u8);
+    put_opt_bytes(out, s.error.as_ref().map(|e| e.as_bytes()));
+}
+
+fn get_stream(b: &mut Bytes) -> Result<StreamStats, BadFrame> {
+    let mut v = [0u64; 8];
+    for x in v.iter_mut() {
+        *x = get_u64(b)?;
+    }
+    let done = get_u8(b)? != 0;
+    let error = get_opt_bytes(b)?.map(|e| String::from_utf8_lossy(&e).into_owned());
+    let [version, scanned, keys, copies, records, applied, bytes, removed] = v;
+    Ok(StreamStats {
+        version,
+        done,
+        scanned,
+        keys,
+        copies,
+        records,
+        applied,
+        bytes,
+        removed,
+        error,
+    })
 }
 
 fn put_u16s(out: &mut BytesMut, v: &[u16]) {
@@ -416,6 +527,12 @@ pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
             out.put_u32_le(*applied);
             finish(out, at);
         }
+        Response::Layout { state, stream } => {
+            let at = begin(out, id, LAYOUT_ANSWER, hlc);
+            put_layout(out, state);
+            put_stream(out, stream);
+            finish(out, at);
+        }
         Response::Error { transient, message } => {
             let at = begin(out, id, ERROR, hlc);
             out.put_u8(*transient as u8);
@@ -518,6 +635,14 @@ pub fn decode_request(kind: u8, mut b: Bytes) -> Result<Request, BadFrame> {
             }
             Request::Push { entries }
         }
+        LAYOUT => {
+            let cleanup = get_u8(&mut b)? != 0;
+            Request::Layout {
+                cleanup,
+                state: get_layout(&mut b)?,
+            }
+        }
+        LAYOUT_GET => Request::LayoutGet,
         k => return Err(BadFrame(format!("unknown request kind {k}"))),
     };
     if b.has_remaining() {
@@ -627,6 +752,10 @@ pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
                 message: String::from_utf8_lossy(&m).into_owned(),
             }
         }
+        LAYOUT_ANSWER => Response::Layout {
+            state: get_layout(&mut b)?,
+            stream: get_stream(&mut b)?,
+        },
         k => return Err(BadFrame(format!("unknown answer kind {k}"))),
     };
     if b.has_remaining() {
@@ -700,6 +829,17 @@ mod tests {
             Request::Push {
                 entries: vec![(Bytes::from_static(b"p"), rec(Some(b"v")))],
             },
+            Request::Layout {
+                state: crate::LayoutState {
+                    version: 3,
+                    replication: 2,
+                    members: vec!["http://a".into(), "http://b".into()],
+                    previous: Some(vec!["http://a".into()]),
+                    stage: crate::Stage::Syncing,
+                },
+                cleanup: true,
+            },
+            Request::LayoutGet,
         ];
         let resps = vec![
             Response::Written(Outcome::Applied),
@@ -723,6 +863,16 @@ mod tests {
             },
             Response::Fetched(vec![Some(rec(None)), None]),
             Response::Pushed { applied: 7 },
+            Response::Layout {
+                state: crate::LayoutState::none(),
+                stream: StreamStats {
+                    version: 4,
+                    done: true,
+                    keys: 9,
+                    error: Some("x".into()),
+                    ..Default::default()
+                },
+            },
             Response::Error {
                 transient: true,
                 message: "busy".into(),

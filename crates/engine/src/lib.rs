@@ -32,6 +32,7 @@ mod version;
 
 pub use batch::WriteBatch;
 pub use checkpoint::CheckpointInfo;
+pub use manifest::write_atomically;
 pub use db::Db;
 pub use error::{Error, Result};
 pub use events::{Event, EventListener, EventLog, StallReason};

@@ -114,7 +114,9 @@ fn cluster_error(e: ClusterError) -> Response<Body> {
         e @ ClusterError::NotEnoughReplicas { .. } => {
             text(StatusCode::GATEWAY_TIMEOUT, &e.to_string())
         }
-        e @ (ClusterError::Busy(_) | ClusterError::Closed) => unavailable(&e.to_string()),
+        e @ (ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember) => {
+            unavailable(&e.to_string())
+        }
         e @ (ClusterError::Storage(_) | ClusterError::Failed(_)) => {
             tracing::error!(error = %e, "storage error");
             text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
@@ -160,12 +162,14 @@ pub async fn refuse_stale(node: &Node, age: Duration, req: Request<Incoming>) ->
 /// (what they show matters most in an overload). `head` is a connection's
 /// first bytes, peeked before it is read.
 pub fn priority_request(head: &[u8]) -> bool {
-    const PRIORITY: [&[u8]; 6] = [
+    const PRIORITY: [&[u8]; 8] = [
         b"GET /v0/internal ",
         b"GET /metrics ",
         b"GET /v0/status ",
         b"GET /v0/cluster ",
         b"POST /v0/cluster/repair ",
+        b"POST /v0/cluster/join ",
+        b"POST /v0/cluster/leave ",
         b"GET /debug/",
     ];
     PRIORITY.iter().any(|p| head.starts_with(p))
@@ -191,6 +195,7 @@ pub async fn handle(
         "/v0/status" => status(&node, &req),
         "/v0/cluster" => cluster_view(&node, &req),
         "/v0/cluster/repair" => repair(&node, &req).await,
+        "/v0/cluster/join" | "/v0/cluster/leave" => change(&node, &req).await,
         p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(&node, &req).await,
         "/metrics" => metrics(&node, &req),
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
@@ -563,8 +568,69 @@ fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
         "replication": v.replication,
         "members": members,
         "ranges": ranges,
+        "layout": layout_json(&v.layout),
+        "stream": stream_json(&v.stream),
+        "change": v.change.as_ref().map(|c| serde_json::json!({
+            "target": layout_json(&c.target),
+            "step": c.step,
+            "elapsed_ms": c.elapsed.as_millis() as u64,
+            "done": c.done,
+            "error": c.error,
+            "streams": c.streams.iter().map(|(u, s)| {
+                let mut j = stream_json(s);
+                j["node"] = serde_json::json!(u);
+                j
+            }).collect::<Vec<_>>(),
+        })),
     });
     json(StatusCode::OK, &body)
+}
+
+fn layout_json(l: &strata_cluster::LayoutState) -> serde_json::Value {
+    serde_json::json!({
+        "version": l.version,
+        "stage": l.stage.as_str(),
+        "replication": l.replication,
+        "members": l.members,
+        "previous": l.previous,
+    })
+}
+
+fn stream_json(s: &strata_cluster::rebalance::StreamStats) -> serde_json::Value {
+    serde_json::json!({
+        "version": s.version,
+        "done": s.done,
+        "scanned": s.scanned,
+        "keys": s.keys,
+        "copies": s.copies,
+        "records": s.records,
+        "applied": s.applied,
+        "bytes": s.bytes,
+        "removed": s.removed,
+        "error": s.error,
+    })
+}
+
+/// `POST /v0/cluster/join` (sent to a node started with `--seed`) and
+/// `POST /v0/cluster/leave` (sent to the member that leaves): start the
+/// layout change; `202` with its target layout, which `GET /v0/cluster`
+/// follows under `change`.
+async fn change(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::POST {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+    }
+    let r = if req.uri().path().ends_with("/join") {
+        node.cluster.join().await
+    } else {
+        node.cluster.leave().await
+    };
+    match r {
+        Ok(target) => json(
+            StatusCode::ACCEPTED,
+            &serde_json::json!({ "node": node.cluster.advertise(), "target": layout_json(&target) }),
+        ),
+        Err(e) => text(StatusCode::CONFLICT, &e),
+    }
 }
 
 fn json(status: StatusCode, body: &serde_json::Value) -> Response<Body> {

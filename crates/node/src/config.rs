@@ -93,6 +93,12 @@ pub struct ServeArgs {
     /// [default: none, a cluster of one].
     #[arg(long, env = "STRATA_CLUSTER")]
     pub cluster: Option<String>,
+    /// Start outside any cluster, to be added by `strata cluster join`
+    /// through this member's URL. Used until the node has adopted a
+    /// layout (then DATA/layout.json names the members); the data
+    /// directory must be empty.
+    #[arg(long, env = "STRATA_SEED", conflicts_with = "cluster")]
+    pub seed: Option<String>,
     /// This node's entry in --cluster [default: http:// + the listen address].
     #[arg(long, env = "STRATA_ADVERTISE")]
     pub advertise: Option<String>,
@@ -255,7 +261,16 @@ impl Config {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
             .collect();
-        for m in members.iter().chain(std::iter::once(&advertise)) {
+        let seed = args.seed.clone().or(file.seed.clone());
+        if seed.is_some() && !members.is_empty() {
+            return Err("--seed and --cluster exclude each other: a node joins through a seed, or starts with the cluster's list".into());
+        }
+        if seed.is_some() && advertise.ends_with(":0") {
+            return Err(format!(
+                "a joining node's peers dial its URL, and {advertise} has no port: give --listen a port, or --advertise"
+            ));
+        }
+        for m in members.iter().chain(std::iter::once(&advertise)).chain(seed.iter()) {
             if !m.starts_with("http://") {
                 return Err(format!("cluster member {m:?} must be an http:// URL"));
             }
@@ -277,6 +292,8 @@ impl Config {
         let reaper = strata_cluster::ReaperConfig::default();
         c.cluster = strata_cluster::ClusterConfig {
             members,
+            seed,
+            layout_dir: Some(c.data_dir.clone()),
             advertise,
             replication: args.replication.or(file.replication),
             secret,

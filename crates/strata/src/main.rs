@@ -117,6 +117,13 @@ enum ClusterCmd {
     /// compares each of its ranges with every other replica by Merkle
     /// tree and exchanges only what differs; prints each exchange.
     Repair(strata_lab::cluster::repair::RepairArgs),
+    /// Add the node at URL (started with --seed MEMBER and an empty data
+    /// directory) to its seed's cluster: the keys whose replicas change
+    /// move to it while the cluster serves; follows the move to its end.
+    Join(strata_lab::cluster::change::ChangeArgs),
+    /// Take the member at URL out of the cluster: its keys move to the
+    /// members that gain them while the cluster serves; then stop it.
+    Leave(strata_lab::cluster::change::ChangeArgs),
     /// A checked run against running nodes: clients record every
     /// operation; the checker reports lost acknowledged writes and stale
     /// reads. Exits non-zero when it finds any.
@@ -232,6 +239,14 @@ fn cluster(what: ClusterCmd) -> ExitCode {
         ClusterCmd::Repair(a) => exit(
             "strata cluster repair",
             strata_lab::cluster::repair::repair(&a),
+        ),
+        ClusterCmd::Join(a) => exit(
+            "strata cluster join",
+            strata_lab::cluster::change::run(&a, true),
+        ),
+        ClusterCmd::Leave(a) => exit(
+            "strata cluster leave",
+            strata_lab::cluster::change::run(&a, false),
         ),
         ClusterCmd::Check(a) => match strata_lab::check::run::command(&a) {
             Ok(true) => ExitCode::SUCCESS,

@@ -230,6 +230,55 @@ impl LocalCluster {
         Ok(c)
     }
 
+    /// Start one more node outside the cluster, with `--seed` naming
+    /// node 1, to be added by `strata cluster join` (its flags are node
+    /// 1's otherwise). Returns its index once it answers `/v0/status`.
+    pub fn add_node(&mut self) -> Result<usize, String> {
+        if self.proxy.is_some() {
+            return Err("adding a node to a proxied cluster is not supported".into());
+        }
+        let i = self.nodes.len();
+        let (ports, held) = node_ports(0, 1)?;
+        drop(held);
+        let url = format!("http://127.0.0.1:{}", ports[0]);
+        let data = self.dir.join(format!("node-{}", i + 1));
+        let seed = self.nodes[0].advertised.clone();
+        let mut args = Vec::new();
+        let mut it = self.nodes[0].args.iter();
+        while let Some(a) = it.next() {
+            let value = match a.to_str() {
+                Some("--listen") => format!("127.0.0.1:{}", ports[0]).into(),
+                Some("--data-dir") => data.clone().into(),
+                Some("--advertise") => url.clone().into(),
+                Some("--cluster") => {
+                    it.next();
+                    args.push(OsString::from("--seed"));
+                    args.push(seed.clone().into());
+                    continue;
+                }
+                _ => {
+                    args.push(a.clone());
+                    continue;
+                }
+            };
+            it.next();
+            args.push(a.clone());
+            args.push(value);
+        }
+        self.nodes.push(Node {
+            args,
+            url: url.clone(),
+            advertised: url,
+            data,
+            log: self.dir.join(format!("node-{}.log", i + 1)),
+            child: None,
+        });
+        self.spawn(i)?;
+        let deadline = Instant::now() + self.ready_timeout;
+        self.wait_ready(i, deadline)?;
+        Ok(i)
+    }
+
     /// Number of nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()

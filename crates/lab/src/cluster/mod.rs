@@ -18,11 +18,13 @@
 //! | `up.rs` | `strata cluster up` |
 //! | `status.rs` | `strata cluster status` and its table |
 //! | `backup.rs` | `strata backup` (a node's checkpoint downloaded file by file) and `strata restore` |
+//! | `change.rs` | `strata cluster join` / `leave`: a layout change started and followed, keys moved against the ideal |
 //! | `repair.rs` | `strata cluster repair`: anti-entropy on demand, the exchanges as a table |
 //! | `fake_node.rs` | tests only: a stand-in node for the tests of the above |
 
 pub mod backup;
 pub mod campaign;
+pub mod change;
 pub mod control;
 #[cfg(test)]
 mod fake_node;

@@ -1,0 +1,715 @@
+//! Nodes joining and leaving: a change of layout (`layout`) driven through
+//! its stages by the node that was asked (`strata cluster join` is sent to
+//! the joining node, `strata cluster leave` to the leaving one), the
+//! stream of exactly the keys whose replicas change, and the cleanup of
+//! keys a member no longer holds.
+//!
+//! The driver sends each stage to every member of both layouts and waits
+//! until all have adopted it (a node adopts a stage once the requests it
+//! coordinated under the stage before have finished), so no two nodes are
+//! ever more than one stage apart:
+//!
+//! 1. `moving`: writes go to both layouts. Once all nodes are there, no
+//!    write can be acknowledged by the old layout alone any more.
+//! 2. `syncing`: every member of the old layout scans its store and pushes
+//!    each key whose replica set gains members to those members (each old
+//!    replica sends its copy, so a gainer ends with the newest of any
+//!    write quorum; the receiver keeps the newer version). The driver
+//!    waits until every old member has finished.
+//! 3. `reading-new`: reads go to the new layout; writes still to both, for
+//!    nodes still reading the old one.
+//! 4. `stable`: the new layout alone. Then each member drops the keys it
+//!    no longer replicates and rebuilds its Merkle trees.
+//!
+//! One change at a time: a node refuses a layout that conflicts with the
+//! one it holds. A driver that stops (its node crashed) leaves the change
+//! where it was; the same command sent again resumes it. Owns the change's
+//! protocol and the stream; must not decide placement (`layout`) or how a
+//! record is applied (`store`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use crate::layout::{LayoutState, Stage, Topology};
+use crate::record::Record;
+use crate::wire::{Request, Response};
+use crate::{new_member, Cluster, Inner};
+
+/// Records read from the store per step of a scan.
+const PAGE: usize = 1024;
+/// A push to one gainer carries at most this many records or bytes.
+const PUSH_RECORDS: usize = 512;
+const PUSH_BYTES: usize = 256 << 10;
+/// How long a layout message may take (the receiver waits for requests
+/// under the stage before to finish; the last one waits for its cleanup,
+/// a scan of its store).
+const LAYOUT_CALL: Duration = Duration::from_secs(600);
+/// How long the driver keeps trying a node that does not answer.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// What this node streamed (and dropped) in the last change.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamStats {
+    /// The layout version the stream was for (0: none yet).
+    pub version: u64,
+    pub done: bool,
+    /// Records examined.
+    pub scanned: u64,
+    /// Keys whose replica set gains members, counted by the first old
+    /// replica of each (so the cluster's sum counts each key once).
+    pub keys: u64,
+    /// Replica copies those keys gain (the ideal cost of the change).
+    pub copies: u64,
+    /// Records this node sent (every old replica sends its copy).
+    pub records: u64,
+    /// Of those, the ones the gainer stored (newer than what it held).
+    pub applied: u64,
+    pub bytes: u64,
+    /// Records dropped after the change: keys this node no longer holds.
+    pub removed: u64,
+    pub error: Option<String>,
+}
+
+/// A change this node drives.
+#[derive(Clone, Debug)]
+pub struct ChangeProgress {
+    /// The layout the change ends in.
+    pub target: LayoutState,
+    /// The step under way: a stage, `waiting for the stream`, `cleanup`,
+    /// `done`, or `failed`.
+    pub step: String,
+    pub elapsed: Duration,
+    pub done: bool,
+    pub error: Option<String>,
+    /// What each old member has streamed so far.
+    pub streams: Vec<(String, StreamStats)>,
+}
+
+#[derive(Default)]
+pub struct RebalanceState {
+    pub(crate) stream: parking_lot::Mutex<StreamStats>,
+    streaming: AtomicBool,
+    pub(crate) change: parking_lot::Mutex<Option<ChangeProgress>>,
+    started: parking_lot::Mutex<Option<Instant>>,
+}
+
+impl Cluster {
+    /// Add this node (started with a seed, its store empty) to the
+    /// seed's cluster. Returns the target layout once the change is under
+    /// way; `view().change` follows it.
+    pub async fn join(&self) -> Result<LayoutState, String> {
+        let i = &self.inner;
+        if i.ctx.is_none() {
+            return Err("joining needs a cluster secret".into());
+        }
+        let me = i.cfg.advertise.clone();
+        let mine = i.topo().state.clone();
+        if mine.version > 0 {
+            if mine.stage != Stage::Stable && mine.members.contains(&me) {
+                return self.inner.clone().start_change(stable(&mine));
+            }
+            if mine.members.contains(&me) {
+                return Err(format!("already a member (layout version {})", mine.version));
+            }
+        }
+        let seed = i
+            .cfg
+            .seed
+            .as_deref()
+            .map(crate::normalize_url)
+            .ok_or("this node was started without --seed: it does not know whom to join")?;
+        let store = i.store.db().clone();
+        let empty = i
+            .blocking(move || store.scan(..).map(|mut it| it.next().is_none()))
+            .await
+            .ok_or("scanning the store failed")?
+            .map_err(|e| e.to_string())?;
+        if !empty {
+            return Err(
+                "this node's store is not empty: a node joins with an empty data directory".into(),
+            );
+        }
+        let (theirs, _) = i.layout_of(seed).await?;
+        if theirs.version == 0 {
+            return Err(format!("{seed} is not a member of a layout either"));
+        }
+        if theirs.stage != Stage::Stable {
+            if theirs.members.contains(&me) {
+                return self.inner.clone().start_change(stable(&theirs));
+            }
+            return Err(format!(
+                "the cluster is changing to layout version {}; try again when it is stable",
+                theirs.version
+            ));
+        }
+        let mut members = theirs.members.clone();
+        members.push(me);
+        self.inner.clone().start_change(LayoutState {
+            version: theirs.version + 1,
+            replication: theirs.replication,
+            members,
+            previous: Some(theirs.members),
+            stage: Stage::Stable,
+        })
+    }
+
+    /// Take this node out of the cluster: its keys move to the members
+    /// that gain them. It goes on serving until stopped.
+    pub async fn leave(&self) -> Result<LayoutState, String> {
+        let i = &self.inner;
+        let me = i.cfg.advertise.clone();
+        let mine = i.topo().state.clone();
+        if mine.stage != Stage::Stable {
+            if mine.previous.as_ref().is_some_and(|p| p.contains(&me)) && !mine.members.contains(&me)
+            {
+                return self.inner.clone().start_change(stable(&mine));
+            }
+            return Err(format!(
+                "the cluster is changing to layout version {}; try again when it is stable",
+                mine.version
+            ));
+        }
+        if !mine.members.contains(&me) {
+            return Err("this node is not a member of the current layout".into());
+        }
+        let members: Vec<String> = mine.members.iter().filter(|u| **u != me).cloned().collect();
+        if members.len() < mine.replication {
+            return Err(format!(
+                "{} member(s) would be left for a replication factor of {}",
+                members.len(),
+                mine.replication
+            ));
+        }
+        self.inner.clone().start_change(LayoutState {
+            version: mine.version + 1,
+            replication: mine.replication,
+            members,
+            previous: Some(mine.members),
+            stage: Stage::Stable,
+        })
+    }
+}
+
+/// The same change at its last stage.
+fn stable(s: &LayoutState) -> LayoutState {
+    LayoutState {
+        stage: Stage::Stable,
+        ..s.clone()
+    }
+}
+
+fn at(s: &LayoutState, stage: Stage) -> LayoutState {
+    LayoutState { stage, ..s.clone() }
+}
+
+impl Inner {
+    pub(crate) fn topo(&self) -> Arc<Topology> {
+        self.topo.read().clone()
+    }
+
+    /// Heartbeats and hint delivery for roster entry `i`.
+    pub(crate) fn watch_peer(self: Arc<Self>, i: usize) {
+        let s = self.clone();
+        tokio::spawn(async move { s.heartbeat_loop(i).await });
+        tokio::spawn(async move { self.hint_loop(i).await });
+    }
+
+    /// After a restart: go on with this node's part of a change.
+    pub(crate) fn resume_layout(self: Arc<Self>) {
+        let t = self.topo();
+        if t.state.stage == Stage::Syncing && t.previous.as_ref().is_some_and(|p| p.contains(self.me))
+        {
+            self.start_stream(t.state.version);
+        }
+    }
+
+    /// Index of `url` in the roster, if known.
+    fn index_of(&self, url: &str) -> Option<usize> {
+        self.topo().members.iter().position(|m| m.url == url)
+    }
+
+    /// A member's layout and stream (this node's own without a call).
+    async fn layout_of(&self, url: &str) -> Result<(LayoutState, StreamStats), String> {
+        if url == self.cfg.advertise {
+            return Ok((self.topo().state.clone(), self.rebalance.stream.lock().clone()));
+        }
+        self.layout_call(url, Request::LayoutGet).await
+    }
+
+    async fn layout_call(&self, url: &str, req: Request) -> Result<(LayoutState, StreamStats), String> {
+        let m = self
+            .index_of(url)
+            .ok_or_else(|| format!("{url} is not in this node's roster"))?;
+        let peer = self.topo().peers[m]
+            .clone()
+            .ok_or_else(|| format!("no connection to {url}"))?;
+        match peer.call(req, LAYOUT_CALL).await {
+            Ok(Response::Layout { state, stream }) => Ok((state, stream)),
+            Ok(Response::Error { message, .. }) => Err(format!("{url}: {message}")),
+            Ok(_) => Err(format!("{url}: unexpected answer to a layout message")),
+            Err(e) => Err(format!("{url}: {e}")),
+        }
+    }
+
+    /// Start driving a change to `target` (its stable form), unless one
+    /// is already driven here.
+    fn start_change(self: Arc<Self>, target: LayoutState) -> Result<LayoutState, String> {
+        crate::check_layout(&target)?;
+        {
+            let mut c = self.rebalance.change.lock();
+            if let Some(c) = c.as_ref() {
+                if !c.done && c.error.is_none() {
+                    if c.target.same_change(&target) {
+                        return Ok(target);
+                    }
+                    return Err(format!(
+                        "this node is driving a change to layout version {}",
+                        c.target.version
+                    ));
+                }
+            }
+            *c = Some(ChangeProgress {
+                target: target.clone(),
+                step: "starting".into(),
+                elapsed: Duration::ZERO,
+                done: false,
+                error: None,
+                streams: Vec::new(),
+            });
+            *self.rebalance.started.lock() = Some(Instant::now());
+        }
+        let s = self.clone();
+        let t = target.clone();
+        tokio::spawn(async move {
+            let r = s.drive(&t).await;
+            s.progress(|c| match r {
+                Ok(()) => {
+                    c.done = true;
+                    c.step = "done".into();
+                }
+                Err(e) => {
+                    tracing::warn!(version = t.version, error = %e, "layout change stopped");
+                    c.error = Some(e);
+                    c.step = "failed".into();
+                }
+            });
+        });
+        Ok(target)
+    }
+
+    fn progress(&self, f: impl FnOnce(&mut ChangeProgress)) {
+        let started = *self.rebalance.started.lock();
+        if let Some(c) = self.rebalance.change.lock().as_mut() {
+            f(c);
+            if let Some(s) = started {
+                c.elapsed = s.elapsed();
+            }
+        }
+    }
+
+    async fn drive(self: &Arc<Self>, target: &LayoutState) -> Result<(), String> {
+        let all = target.all_members();
+        let old = target.previous.clone().unwrap_or_default();
+        tracing::info!(version = target.version, members = ?target.members, "layout change starts");
+        for stage in [Stage::Moving, Stage::Syncing] {
+            self.progress(|c| c.step = stage.as_str().into());
+            self.push_all(&all, &at(target, stage), false).await?;
+        }
+        self.progress(|c| c.step = "waiting for the stream".into());
+        self.wait_streams(&old, target).await?;
+        for stage in [Stage::ReadingNew, Stage::Stable] {
+            self.progress(|c| c.step = stage.as_str().into());
+            self.push_all(&all, &at(target, stage), false).await?;
+        }
+        self.progress(|c| c.step = "cleanup".into());
+        self.push_all(&target.members, target, true).await?;
+        tracing::info!(version = target.version, "layout change done");
+        Ok(())
+    }
+
+    /// Send a stage to every node (this one first) until each has it.
+    async fn push_all(
+        self: &Arc<Self>,
+        urls: &[String],
+        state: &LayoutState,
+        cleanup: bool,
+    ) -> Result<(), String> {
+        // This node first: adopting extends its roster to every member.
+        if urls.contains(&self.cfg.advertise) {
+            self.clone().adopt(state.clone(), cleanup).await?;
+        }
+        let mut set = tokio::task::JoinSet::new();
+        for u in urls.iter().filter(|u| **u != self.cfg.advertise) {
+            let (s, u, st) = (self.clone(), u.clone(), state.clone());
+            set.spawn(async move {
+                let end = Instant::now() + PATIENCE;
+                loop {
+                    let req = Request::Layout {
+                        state: st.clone(),
+                        cleanup,
+                    };
+                    match s.layout_call(&u, req).await {
+                        Ok((got, _)) if got.rank() >= st.rank() => return Ok(()),
+                        Ok((got, _)) => {
+                            return Err(format!(
+                                "{u} holds layout {} ({}), not {} ({})",
+                                got.version,
+                                got.stage.as_str(),
+                                st.version,
+                                st.stage.as_str()
+                            ))
+                        }
+                        Err(e) if Instant::now() >= end => return Err(e),
+                        Err(e) if e.contains("conflict") => return Err(e),
+                        Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+                    }
+                }
+            });
+        }
+        let mut first = None;
+        while let Some(r) = set.join_next().await {
+            if let Ok(Err(e)) = r {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Wait until every old member has streamed its keys for `target`.
+    async fn wait_streams(self: &Arc<Self>, old: &[String], target: &LayoutState) -> Result<(), String> {
+        let mut retries: HashMap<String, usize> = HashMap::new();
+        let mut silent_since: HashMap<String, Instant> = HashMap::new();
+        loop {
+            let mut all_done = true;
+            let mut streams = Vec::new();
+            for u in old {
+                match self.layout_of(u).await {
+                    Ok((_, st)) => {
+                        silent_since.remove(u);
+                        let done = st.version == target.version && st.done;
+                        if st.version == target.version && st.error.is_some() {
+                            // Start it again (the node restarts a failed
+                            // stream on a repeated stage).
+                            let n = retries.entry(u.clone()).or_default();
+                            *n += 1;
+                            if *n > 5 {
+                                return Err(format!(
+                                    "{u}: streaming failed: {}",
+                                    st.error.clone().unwrap_or_default()
+                                ));
+                            }
+                            self.push_all(std::slice::from_ref(u), &at(target, Stage::Syncing), false)
+                                .await?;
+                        }
+                        all_done &= done;
+                        streams.push((u.clone(), st));
+                    }
+                    Err(e) => {
+                        all_done = false;
+                        let since = *silent_since.entry(u.clone()).or_insert_with(Instant::now);
+                        if since.elapsed() > PATIENCE {
+                            return Err(e);
+                        }
+                        streams.push((u.clone(), StreamStats::default()));
+                    }
+                }
+            }
+            self.progress(|c| c.streams = streams);
+            if all_done {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Take `new` (a stage of a change, or the same again): swap the
+    /// topology, wait for requests under the one before, save it, start
+    /// this node's part. Answers the layout held afterwards.
+    pub(crate) async fn adopt(
+        self: Arc<Self>,
+        new: LayoutState,
+        cleanup: bool,
+    ) -> Result<LayoutState, String> {
+        let _one = self.layout_lock.lock().await;
+        let old = self.topo();
+        let cur = old.state.clone();
+        if new.version == cur.version && cur.version > 0 && !new.same_change(&cur) {
+            return Err(format!(
+                "a conflicting layout: version {} here names other members",
+                cur.version
+            ));
+        }
+        if new.rank() < cur.rank() {
+            return Ok(cur);
+        }
+        if new.version > cur.version && cur.stage != Stage::Stable && cur.version > 0 {
+            return Err(format!(
+                "a conflicting layout: the change to version {} is not finished here",
+                cur.version
+            ));
+        }
+        crate::check_layout(&new)?;
+        let me = self.me;
+        if new.rank() > cur.rank() {
+            // The roster grows by the members it did not know.
+            let mut members = Vec::new();
+            let mut detectors = old.detectors.clone();
+            let mut peers = old.peers.clone();
+            for m in &old.members {
+                members.push(crate::membership::Member {
+                    url: m.url.clone(),
+                    id: m.id,
+                    is_self: m.is_self,
+                });
+            }
+            let mut added = Vec::new();
+            for u in new.all_members() {
+                if !members.iter().any(|m| m.url == u) {
+                    let (m, d, p) = new_member(&u, &self.cfg.advertise, self.ctx.as_ref());
+                    if p.is_none() && !m.is_self {
+                        return Err("this node has no cluster secret".into());
+                    }
+                    added.push(members.len());
+                    members.push(m);
+                    detectors.push(d);
+                    peers.push(p);
+                }
+            }
+            let t = Arc::new(Topology::new(members, detectors, peers, new.clone()));
+            *self.topo.write() = t.clone();
+            for i in added {
+                self.clone().watch_peer(i);
+            }
+            // Nothing may still run under the stage before once this
+            // node says it has this one.
+            let limit = self.cfg.timeout * (crate::coordinator::MAX_ATTEMPTS as u32 + 2);
+            if !old.drained(limit).await {
+                tracing::warn!("requests under the previous layout stage still run");
+            }
+            if let Some(dir) = self.cfg.layout_dir.clone() {
+                let s = new.clone();
+                self.blocking(move || s.save(&dir))
+                    .await
+                    .ok_or("saving layout.json failed")??;
+            }
+            tracing::info!(version = new.version, stage = new.stage.as_str(), "layout adopted");
+            if new.stage == Stage::Stable && cur.stage != Stage::Stable {
+                self.rebuild_trees(&t);
+            }
+        }
+        let t = self.topo();
+        let old_member = t.previous.as_ref().is_some_and(|p| p.contains(me));
+        if new.stage == Stage::Syncing && old_member {
+            self.clone().start_stream(new.version);
+        }
+        if cleanup && new.stage == Stage::Stable && t.current.contains(me) {
+            // Before answering: the driver's last step waits for it.
+            self.cleanup(new.version).await;
+        }
+        Ok(t.state.clone())
+    }
+
+    /// New home sets: forget the trees and the exchanges' records, build
+    /// the trees again.
+    fn rebuild_trees(self: &Arc<Self>, t: &Topology) {
+        let Some(m) = self.store.merkle() else {
+            return;
+        };
+        m.reset(crate::home_fn(t));
+        self.anti_entropy.synced.lock().clear();
+        let s = self.clone();
+        let build = move || match s.store.build_trees() {
+            Ok(n) => tracing::info!(records = n, "anti-entropy trees rebuilt for the new layout"),
+            Err(e) => tracing::warn!(error = %e, "rebuilding the anti-entropy trees failed"),
+        };
+        if self.cfg.inline_io {
+            build();
+        } else {
+            std::thread::Builder::new()
+                .name("strata-trees".into())
+                .spawn(build)
+                .expect("spawn the tree builder");
+        }
+    }
+
+    /// Stream this node's keys for change `version`, unless it is already
+    /// streaming or has finished.
+    fn start_stream(self: Arc<Self>, version: u64) {
+        {
+            let st = self.rebalance.stream.lock();
+            if st.version == version && st.done {
+                return;
+            }
+        }
+        if self.rebalance.streaming.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        *self.rebalance.stream.lock() = StreamStats {
+            version,
+            ..Default::default()
+        };
+        tokio::spawn(async move {
+            let r = self.stream(version).await;
+            {
+                let mut st = self.rebalance.stream.lock();
+                match r {
+                    Ok(()) => st.done = true,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "streaming keys for the new layout failed");
+                        st.error = Some(e);
+                    }
+                }
+            }
+            self.rebalance.streaming.store(false, Ordering::Release);
+        });
+    }
+
+    async fn stream(self: &Arc<Self>, version: u64) -> Result<(), String> {
+        let t = self.topo();
+        if t.state.version != version {
+            return Err("the layout moved on".into());
+        }
+        let mut budget = crate::antientropy::Budget::new(self.cfg.anti_entropy.rate);
+        let mut batches: HashMap<usize, (Vec<(Bytes, Record)>, usize)> = HashMap::new();
+        let mut from = Some(Bytes::new());
+        while let Some(at) = from.take() {
+            let s = self.clone();
+            let (page, next) = self
+                .blocking(move || s.store.page(&at, PAGE))
+                .await
+                .ok_or("scanning the store failed")?
+                .map_err(|e| e.to_string())?;
+            from = next;
+            let mut scanned = 0;
+            let (mut keys, mut copies) = (0, 0);
+            for (k, rec) in page {
+                scanned += 1;
+                let (old, gain) = t.gainers(&k);
+                if gain.is_empty() || !old.contains(&self.me) {
+                    continue;
+                }
+                if old[0] == self.me {
+                    keys += 1;
+                    copies += gain.len() as u64;
+                }
+                for g in gain {
+                    let b = batches.entry(g).or_default();
+                    b.1 += k.len() + rec.encoded_len();
+                    b.0.push((k.clone(), rec.clone()));
+                    if b.0.len() >= PUSH_RECORDS || b.1 >= PUSH_BYTES {
+                        let (entries, bytes) = std::mem::take(b);
+                        self.stream_push(&t, g, entries, bytes, &mut budget).await?;
+                    }
+                }
+            }
+            let mut st = self.rebalance.stream.lock();
+            st.scanned += scanned;
+            st.keys += keys;
+            st.copies += copies;
+        }
+        for (g, (entries, bytes)) in batches {
+            if !entries.is_empty() {
+                self.stream_push(&t, g, entries, bytes, &mut budget).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One push to a gainer, tried again while it does not answer.
+    async fn stream_push(
+        &self,
+        t: &Topology,
+        g: usize,
+        entries: Vec<(Bytes, Record)>,
+        bytes: usize,
+        budget: &mut crate::antientropy::Budget,
+    ) -> Result<(), String> {
+        budget.spend(bytes as u64).await;
+        let peer = t.peers[g].clone().ok_or("a gainer without a connection")?;
+        let n = entries.len() as u64;
+        let req = Request::Push { entries };
+        let end = Instant::now() + PATIENCE;
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return Err("closing".into());
+            }
+            let last = match peer.call(req.clone(), LAYOUT_CALL).await {
+                Ok(Response::Pushed { applied }) => {
+                    let mut st = self.rebalance.stream.lock();
+                    st.records += n;
+                    st.applied += u64::from(applied);
+                    st.bytes += bytes as u64;
+                    return Ok(());
+                }
+                Ok(_) => return Err(format!("{}: unexpected answer to a push", peer.url)),
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() >= end {
+                return Err(format!("{}: {last}", peer.url));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Drop the records of keys this node does not replicate under
+    /// layout `version` (once every node has adopted it).
+    async fn cleanup(self: &Arc<Self>, version: u64) {
+        let t = self.topo();
+        if t.state.version != version || t.state.stage != Stage::Stable {
+            return;
+        }
+        let rf = t.replication();
+        let mut from = Some(Bytes::new());
+        let mut removed = 0u64;
+        while let Some(at) = from.take() {
+            let s = self.clone();
+            let page = match self.blocking(move || s.store.page(&at, PAGE)).await {
+                Some(Ok(p)) => p,
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "cleanup after the layout change stopped");
+                    return;
+                }
+                None => return,
+            };
+            from = page.1;
+            let mut set = tokio::task::JoinSet::new();
+            for (k, rec) in page.0 {
+                if t.current.replicas(&k, rf).contains(&self.me) {
+                    continue;
+                }
+                let s = self.clone();
+                set.spawn(async move { s.store.purge(k, rec.version).await });
+            }
+            while let Some(r) = set.join_next().await {
+                if let Ok(Ok(crate::Outcome::Applied)) = r {
+                    removed += 1;
+                }
+            }
+        }
+        self.rebalance.stream.lock().removed += removed;
+        tracing::info!(removed, version, "keys this node no longer holds dropped");
+    }
+
+    /// Answer a peer's layout message.
+    pub(crate) async fn answer_layout(self: Arc<Self>, req: Option<(LayoutState, bool)>) -> Response {
+        let r = match req {
+            Some((state, cleanup)) => self.clone().adopt(state, cleanup).await,
+            None => Ok(self.topo().state.clone()),
+        };
+        match r {
+            Ok(state) => Response::Layout {
+                state,
+                stream: self.rebalance.stream.lock().clone(),
+            },
+            Err(message) => Response::Error {
+                transient: false,
+                message,
+            },
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Nodes joining and leaving on real processes, under load, with the
+//! lab's consistency checker on: three nodes and a checked load through
+//! all of them; a fourth node, started with `--seed`, joins with `strata
+//! cluster join`; then the first leaves with `strata cluster leave`
+//! while the load goes on (it keeps sending to the node that left, which
+//! still coordinates). The checker must find 0 lost writes and 0 stale
+//! reads; afterwards every node holds exactly the keys rendezvous hashing
+//! gives it under the last layout, the join placed about rf/N of the
+//! replicas (3/4 of the keys gain a copy on the new node), and a
+//! restarted node keeps its layout from `layout.json` over `--cluster`.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use strata_cluster::member_id;
+use strata_cluster::placement::Placement;
+use support::{ClusterProcs, NodeProc, TEST_SECRET};
+
+const PRELOAD: usize = 1500;
+
+fn strata() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+}
+
+fn key(i: usize) -> String {
+    format!("mv{i:06}")
+}
+
+/// A loopback address with a free port: a joining node's URL must be
+/// known before it starts (its peers dial it).
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+fn url(n: &NodeProc) -> String {
+    format!("http://{}", n.addr)
+}
+
+/// Node `n`'s own `mv…` keys, in key order.
+fn own(n: &NodeProc) -> Vec<String> {
+    let r = n.request("GET", "/v0/entities?start=mv&end=mw", b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    // One chunk per entry: the key (8 bytes), `\n`, the value (8).
+    r.body
+        .chunks(8 + 1 + 8)
+        .map(|e| String::from_utf8_lossy(&e[..8]).into_owned())
+        .collect()
+}
+
+fn view(n: &NodeProc) -> serde_json::Value {
+    let r = n.request("GET", "/v0/cluster", b"");
+    assert_eq!(r.status, 200);
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+fn cli(args: &[&str]) -> String {
+    let o = strata().args(args).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "strata {args:?} failed: {out}\n{err}");
+    eprintln!("strata {args:?}:\n{out}");
+    out
+}
+
+/// The replicas of `k` under a layout of `members` (URLs), as URLs.
+fn replicas(members: &[String], k: &str, rf: usize) -> Vec<String> {
+    let p = Placement::new(members.iter().map(|u| member_id(u)).collect());
+    p.replicas(k.as_bytes(), rf)
+        .into_iter()
+        .map(|i| members[i].clone())
+        .collect()
+}
+
+#[test]
+fn a_join_and_a_leave_under_load_lose_nothing_and_move_what_they_should() {
+    let mut c = ClusterProcs::start(3, &[]);
+    for i in 0..PRELOAD {
+        let r = c.node(i % 3).request(
+            "PUT",
+            &format!("/v0/entity?id={}&ack=3", key(i)),
+            format!("{i:08}").as_bytes(),
+        );
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    // The new node: outside any layout until it joins.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("node-new");
+    let first = c.urls[0].clone();
+    let listen = free_addr();
+    let new = NodeProc::start(
+        &d,
+        &[
+            "--seed",
+            &first,
+            "--cluster-secret",
+            TEST_SECRET,
+            "--listen",
+            &listen,
+        ],
+    );
+    let r = new.request("GET", "/v0/entity?id=mv000001", b"");
+    assert_eq!(r.status, 503, "a node outside the layout refuses clients");
+    assert_eq!(view(&new)["layout"]["version"], 0);
+
+    // A checked load through the three first nodes, all along.
+    let out = tmp.path().join("load");
+    let load = strata()
+        .args(["load", &c.urls.join(",")])
+        .args(["--rate", "300", "--duration", "30s", "--keys", "2000"])
+        .args(["--check", "--json", "--quiet", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+
+    // Join: the CLI follows the move to its end.
+    let said = cli(&["cluster", "join", &url(&new)]);
+    assert!(said.contains("keys changed replicas"), "{said}");
+    let v = view(&new);
+    let change = &v["change"];
+    assert_eq!(change["done"], true, "{v:#}");
+    assert_eq!(v["layout"]["version"], 2);
+    assert_eq!(v["layout"]["stage"], "stable");
+    let streams = change["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 3, "every old member streamed");
+    let f = |s: &serde_json::Value, k: &str| s[k].as_u64().unwrap();
+    let keys: u64 = streams.iter().map(|s| f(s, "keys")).sum();
+    let copies: u64 = streams.iter().map(|s| f(s, "copies")).sum();
+    let scanned: u64 = streams.iter().map(|s| f(s, "scanned")).sum();
+    // A join: only the new node gains, one copy per key that moves...
+    assert_eq!(keys, copies);
+    // ...and about rf/N of the keys move (3/4 with 4 nodes and rf 3).
+    let share = keys as f64 / (scanned as f64 / 3.0);
+    assert!((0.65..0.85).contains(&share), "moved {share} of the keys");
+
+    // Leave: the first node goes; the load still sends to it.
+    let said = cli(&["cluster", "leave", &c.urls[0]]);
+    assert!(said.contains("done in"), "{said}");
+
+    let o = load.wait_with_output().unwrap();
+    assert!(o.status.success(), "the load failed");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let check = &report["check"];
+    eprintln!("{}", check["text"].as_str().unwrap_or_default());
+    assert!(check["writes_acknowledged"].as_u64().unwrap() > 500, "{check}");
+    assert_eq!(check["lost"], 0, "{}", check["text"]);
+    assert_eq!(check["stale"], 0, "{}", check["text"]);
+    assert_eq!(check["impossible"], 0, "{}", check["text"]);
+    assert_eq!(check["passed"], true, "{}", check["text"]);
+
+    // The last layout: nodes 2, 3 and the new one.
+    let members: Vec<String> = vec![c.urls[1].clone(), c.urls[2].clone(), url(&new)];
+    let v = view(c.node(1));
+    let got: Vec<String> = v["layout"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(got, members);
+    assert_eq!(v["layout"]["version"], 3);
+    // Every remaining node holds exactly its preloaded keys: all it
+    // replicates (written with ack=3, then moved), none it gave away.
+    let nodes = [c.node(1), c.node(2), &new];
+    for (n, u) in nodes.iter().zip(&members) {
+        let want: Vec<String> = (0..PRELOAD)
+            .map(key)
+            .filter(|k| replicas(&members, k, 3).contains(u))
+            .collect();
+        assert_eq!(own(n), want, "{u}'s own keys");
+    }
+    // The node that left still answers, through the others.
+    let r = c.node(0).request("GET", "/v0/entity?id=mv000007", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"00000007");
+
+    // A restarted member keeps layout 3 from layout.json, whatever its
+    // --cluster says.
+    c.kill(2);
+    c.start_node(2);
+    let v = view(c.node(2));
+    assert_eq!(v["layout"]["version"], 3, "{v:#}");
+    let r = c.node(2).request("GET", "/v0/entity?id=mv000009", b"");
+    assert_eq!(r.status, 200);
+    new.stop();
+}
+
+#[test]
+fn changes_that_cannot_be_made_are_refused_with_the_reason() {
+    let c = ClusterProcs::start(3, &[]);
+    // Three members and three replicas a key: none can leave.
+    let r = c.node(0).request("POST", "/v0/cluster/leave", b"");
+    assert_eq!(r.status, 409);
+    let body = String::from_utf8_lossy(&r.body);
+    assert!(body.contains("replication factor of 3"), "{body}");
+    // A member cannot join again.
+    let r = c.node(1).request("POST", "/v0/cluster/join", b"");
+    assert_eq!(r.status, 409, "{}", String::from_utf8_lossy(&r.body));
+    // A node with data of its own cannot join.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("full");
+    let lone = NodeProc::start(&d, &[]);
+    assert_eq!(lone.request("PUT", "/v0/entity?id=x", b"1").status, 201);
+    lone.stop();
+    let first = c.urls[0].clone();
+    let listen = free_addr();
+    let n = NodeProc::start(
+        &d,
+        &[
+            "--seed",
+            &first,
+            "--cluster-secret",
+            TEST_SECRET,
+            "--listen",
+            &listen,
+        ],
+    );
+    let r = n.request("POST", "/v0/cluster/join", b"");
+    assert_eq!(r.status, 409);
+    let body = String::from_utf8_lossy(&r.body);
+    assert!(body.contains("not empty"), "{body}");
+    // --seed and --cluster exclude each other; a joining node needs a
+    // port its peers can dial.
+    for args in [
+        &["--seed", &first, "--cluster", &first][..],
+        &["--seed", &first, "--listen", "127.0.0.1:0"][..],
+    ] {
+        let o = strata().arg("serve").args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+    }
+    n.stop();
+}
