@@ -350,7 +350,8 @@ mod tests {
     }
 
     fn urls(r: std::ops::Range<usize>) -> Vec<String> {
-        r.map(|i| format!("http://127.0.0.1:{}", 7001 + i)).collect()
+        r.map(|i| format!("http://127.0.0.1:{}", 7001 + i))
+            .collect()
     }
 
     #[test]
@@ -405,6 +406,8 @@ mod tests {
         s.save(d.path()).unwrap();
         assert_eq!(LayoutState::load(d.path()).unwrap(), Some(s));
         std::fs::write(d.path().join(FILE), b"{").unwrap();
-        assert!(LayoutState::load(d.path()).unwrap_err().contains("layout.json"));
+        assert!(LayoutState::load(d.path())
+            .unwrap_err()
+            .contains("layout.json"));
     }
 }

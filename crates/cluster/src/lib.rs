@@ -423,12 +423,10 @@ impl Cluster {
                 hlc: hlc.clone(),
                 cfg: cfg.transport,
             })),
-            (None, _) if roster.len() > 1 => {
-                return Err(
-                    "a cluster of more than one node needs --cluster-secret or --cluster-secret-file"
-                        .into(),
-                )
-            }
+            (None, _) if roster.len() > 1 => return Err(
+                "a cluster of more than one node needs --cluster-secret or --cluster-secret-file"
+                    .into(),
+            ),
             (Some(_), None) if roster.len() > 1 => {
                 return Err("a cluster of more than one node needs a dialer".into())
             }

@@ -195,7 +195,13 @@ impl Inner {
             // Keys are moving: a replica may not hold the key yet.
             return;
         }
-        let others: Vec<usize> = t.current.members.iter().copied().filter(|&m| m != self.me).collect();
+        let others: Vec<usize> = t
+            .current
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| m != self.me)
+            .collect();
         drop(t);
         for m in others {
             if self.is_down(m, now) {

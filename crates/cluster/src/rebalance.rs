@@ -114,7 +114,10 @@ impl Cluster {
                 return self.inner.clone().start_change(stable(&mine));
             }
             if mine.members.contains(&me) {
-                return Err(format!("already a member (layout version {})", mine.version));
+                return Err(format!(
+                    "already a member (layout version {})",
+                    mine.version
+                ));
             }
         }
         let seed = i
@@ -165,7 +168,8 @@ impl Cluster {
         let me = i.cfg.advertise.clone();
         let mine = i.topo().state.clone();
         if mine.stage != Stage::Stable {
-            if mine.previous.as_ref().is_some_and(|p| p.contains(&me)) && !mine.members.contains(&me)
+            if mine.previous.as_ref().is_some_and(|p| p.contains(&me))
+                && !mine.members.contains(&me)
             {
                 return self.inner.clone().start_change(stable(&mine));
             }
@@ -222,7 +226,8 @@ impl Inner {
     /// After a restart: go on with this node's part of a change.
     pub(crate) fn resume_layout(self: Arc<Self>) {
         let t = self.topo();
-        if t.state.stage == Stage::Syncing && t.previous.as_ref().is_some_and(|p| p.contains(self.me))
+        if t.state.stage == Stage::Syncing
+            && t.previous.as_ref().is_some_and(|p| p.contains(self.me))
         {
             self.start_stream(t.state.version);
         }
@@ -236,12 +241,19 @@ impl Inner {
     /// A member's layout and stream (this node's own without a call).
     async fn layout_of(&self, url: &str) -> Result<(LayoutState, StreamStats), String> {
         if url == self.cfg.advertise {
-            return Ok((self.topo().state.clone(), self.rebalance.stream.lock().clone()));
+            return Ok((
+                self.topo().state.clone(),
+                self.rebalance.stream.lock().clone(),
+            ));
         }
         self.layout_call(url, Request::LayoutGet).await
     }
 
-    async fn layout_call(&self, url: &str, req: Request) -> Result<(LayoutState, StreamStats), String> {
+    async fn layout_call(
+        &self,
+        url: &str,
+        req: Request,
+    ) -> Result<(LayoutState, StreamStats), String> {
         let m = self
             .index_of(url)
             .ok_or_else(|| format!("{url} is not in this node's roster"))?;
@@ -381,7 +393,11 @@ impl Inner {
     }
 
     /// Wait until every old member has streamed its keys for `target`.
-    async fn wait_streams(self: &Arc<Self>, old: &[String], target: &LayoutState) -> Result<(), String> {
+    async fn wait_streams(
+        self: &Arc<Self>,
+        old: &[String],
+        target: &LayoutState,
+    ) -> Result<(), String> {
         let mut retries: HashMap<String, usize> = HashMap::new();
         let mut silent_since: HashMap<String, Instant> = HashMap::new();
         loop {
@@ -403,8 +419,12 @@ impl Inner {
                                     st.error.clone().unwrap_or_default()
                                 ));
                             }
-                            self.push_all(std::slice::from_ref(u), &at(target, Stage::Syncing), false)
-                                .await?;
+                            self.push_all(
+                                std::slice::from_ref(u),
+                                &at(target, Stage::Syncing),
+                                false,
+                            )
+                            .await?;
                         }
                         all_done &= done;
                         streams.push((u.clone(), st));
@@ -497,7 +517,11 @@ impl Inner {
                     .await
                     .ok_or("saving layout.json failed")??;
             }
-            tracing::info!(version = new.version, stage = new.stage.as_str(), "layout adopted");
+            tracing::info!(
+                version = new.version,
+                stage = new.stage.as_str(),
+                "layout adopted"
+            );
             if new.stage == Stage::Stable && cur.stage != Stage::Stable {
                 self.rebuild_trees(&t);
             }
@@ -696,7 +720,10 @@ impl Inner {
     }
 
     /// Answer a peer's layout message.
-    pub(crate) async fn answer_layout(self: Arc<Self>, req: Option<(LayoutState, bool)>) -> Response {
+    pub(crate) async fn answer_layout(
+        self: Arc<Self>,
+        req: Option<(LayoutState, bool)>,
+    ) -> Response {
         let r = match req {
             Some((state, cleanup)) => self.clone().adopt(state, cleanup).await,
             None => Ok(self.topo().state.clone()),

@@ -136,7 +136,13 @@ async fn merge(
         .map_err(|e| e.to_string())?
         .peekable();
     let t = inner.topo();
-    let live: Vec<usize> = t.current.members.iter().chain(t.previous.iter().flat_map(|p| p.members.iter())).copied().collect();
+    let live: Vec<usize> = t
+        .current
+        .members
+        .iter()
+        .chain(t.previous.iter().flat_map(|p| p.members.iter()))
+        .copied()
+        .collect();
     let mut seen = Vec::new();
     let mut cursors: Vec<Cursor> = live
         .into_iter()

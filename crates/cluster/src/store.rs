@@ -265,7 +265,7 @@ impl Store {
 
     /// Up to `n` records from `start` on, tombstones included, and the
     /// key the next page starts at (`None`: the end).
-    pub fn page(&self, start: &[u8], n: usize) -> Result<(Vec<(Bytes, Record)>, Option<Bytes>)> {
+    pub fn page(&self, start: &[u8], n: usize) -> Result<Page> {
         let mut it = self.scan(start, None)?;
         let mut out = Vec::with_capacity(n.min(4096));
         for r in it.by_ref() {
@@ -297,6 +297,9 @@ fn damaged(key: &[u8], e: crate::record::BadRecord) -> ClusterError {
         String::from_utf8_lossy(key)
     ))
 }
+
+/// Records in key order, and the key the next page starts at.
+pub type Page = (Vec<(Bytes, Record)>, Option<Bytes>);
 
 /// A scan of stored records in key order.
 pub struct RecordIter(DbIterator);

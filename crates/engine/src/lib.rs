@@ -32,11 +32,11 @@ mod version;
 
 pub use batch::WriteBatch;
 pub use checkpoint::CheckpointInfo;
-pub use manifest::write_atomically;
 pub use db::Db;
 pub use error::{Error, Result};
 pub use events::{Event, EventListener, EventLog, StallReason};
 pub use iterator::DbIterator;
+pub use manifest::write_atomically;
 pub use options::{Durability, Options};
 pub use stats::{LevelStats, StatsSnapshot};
 

@@ -270,7 +270,11 @@ impl Config {
                 "a joining node's peers dial its URL, and {advertise} has no port: give --listen a port, or --advertise"
             ));
         }
-        for m in members.iter().chain(std::iter::once(&advertise)).chain(seed.iter()) {
+        for m in members
+            .iter()
+            .chain(std::iter::once(&advertise))
+            .chain(seed.iter())
+        {
             if !m.starts_with("http://") {
                 return Err(format!("cluster member {m:?} must be an http:// URL"));
             }

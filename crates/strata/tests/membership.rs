@@ -143,15 +143,18 @@ fn a_join_and_a_leave_under_load_lose_nothing_and_move_what_they_should() {
     assert!(said.contains("done in"), "{said}");
 
     let o = load.wait_with_output().unwrap();
-    assert!(o.status.success(), "the load failed");
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let check = &report["check"];
     eprintln!("{}", check["text"].as_str().unwrap_or_default());
-    assert!(check["writes_acknowledged"].as_u64().unwrap() > 500, "{check}");
+    assert!(
+        check["writes_acknowledged"].as_u64().unwrap() > 500,
+        "{check}"
+    );
     assert_eq!(check["lost"], 0, "{}", check["text"]);
     assert_eq!(check["stale"], 0, "{}", check["text"]);
     assert_eq!(check["impossible"], 0, "{}", check["text"]);
     assert_eq!(check["passed"], true, "{}", check["text"]);
+    assert!(o.status.success(), "the load failed");
 
     // The last layout: nodes 2, 3 and the new one.
     let members: Vec<String> = vec![c.urls[1].clone(), c.urls[2].clone(), url(&new)];

@@ -115,7 +115,11 @@ pub fn start(url: &str, join: bool) -> Result<Layout, String> {
 
 /// Follow the change `url` drives until it is done (an error if it
 /// fails or `timeout` passes); `each` sees every poll.
-pub fn follow(url: &str, timeout: Duration, mut each: impl FnMut(&Change)) -> Result<Change, String> {
+pub fn follow(
+    url: &str,
+    timeout: Duration,
+    mut each: impl FnMut(&Change),
+) -> Result<Change, String> {
     let end = Instant::now() + timeout;
     loop {
         let v = view(url)?;
