@@ -119,6 +119,10 @@ pub struct AntiEntropyStats {
     pub bytes_received: AtomicU64,
     /// Records pushed to this node by peers' exchanges.
     pub received: AtomicU64,
+    /// Tables this node set aside (checksum failures) and repaired after.
+    pub tables_set_aside: AtomicU64,
+    /// A tree build runs (one at a time).
+    pub(crate) building: std::sync::atomic::AtomicBool,
     /// Last completed exchange per (home set, peer index).
     pub(crate) synced: parking_lot::Mutex<HashMap<(u64, usize), SyncRecord>>,
 }
@@ -763,6 +767,81 @@ impl Inner {
             }
         }
         out
+    }
+
+    /// Build the trees on a thread of their own (a scan of the store);
+    /// `repair`: then exchange with every replica at once (the keys of a
+    /// table set aside come back). One build at a time: false if one
+    /// runs.
+    pub(crate) fn spawn_tree_build(self: &Arc<Self>, repair: bool) -> bool {
+        if self.store.merkle().is_none() || self.anti_entropy.building.swap(true, Ordering::AcqRel)
+        {
+            return false;
+        }
+        let s = self.clone();
+        let rt = tokio::runtime::Handle::try_current().ok();
+        let build = move || {
+            let built = s.store.build_trees();
+            s.anti_entropy.building.store(false, Ordering::Release);
+            match built {
+                Ok(n) => tracing::info!(records = n, "anti-entropy trees built"),
+                // A damaged table is set aside on the way; the watcher
+                // builds again.
+                Err(e) => {
+                    tracing::warn!(error = %e, "building the anti-entropy trees failed");
+                    return;
+                }
+            }
+            if let (true, Some(rt)) = (repair, rt) {
+                rt.spawn(async move {
+                    let xs = s.anti_entropy_round(true).await;
+                    let pulled: u64 = xs.iter().map(|x| x.pulled).sum();
+                    let failed = xs.iter().filter(|x| x.error.is_some()).count();
+                    tracing::warn!(
+                        pulled,
+                        failed,
+                        "repaired from the replicas after a table was set aside"
+                    );
+                });
+            }
+        };
+        if self.cfg.inline_io {
+            build();
+        } else {
+            std::thread::Builder::new()
+                .name("strata-trees".into())
+                .spawn(build)
+                .expect("spawn the tree builder");
+        }
+        true
+    }
+
+    /// Watch for tables the engine set aside (a checksum failed on a read,
+    /// a scan or a compaction): their records left the store without the
+    /// applier, so the trees are rebuilt, then every replica is asked for
+    /// what this node lacks now.
+    pub(crate) async fn quarantine_loop(self: Arc<Self>) {
+        let count = |s: &Self| s.store.db().stats().tables_quarantined;
+        let mut seen = 0;
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let now = count(&self);
+            if now == seen || self.anti_entropy.building.load(Ordering::Acquire) {
+                continue;
+            }
+            if let Some(m) = self.store.merkle() {
+                m.clear();
+            }
+            if self.spawn_tree_build(true) {
+                self.anti_entropy
+                    .tables_set_aside
+                    .store(now, Ordering::Relaxed);
+                seen = now;
+            }
+        }
     }
 
     pub(crate) async fn anti_entropy_loop(self: Arc<Self>) {

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::layout::Pinned;
 use crate::membership::{State, HEARTBEAT};
 use crate::record::{Record, Version};
 use crate::store::Outcome;
@@ -91,7 +92,7 @@ impl Inner {
             };
             match self
                 .clone()
-                .replicate(id, key.clone(), record, &sets, r.ack)
+                .replicate(id, key.clone(), record, &sets, r.ack, &t)
                 .await
             {
                 Replicated::Done => return Ok(()),
@@ -131,6 +132,7 @@ impl Inner {
         record: Record,
         sets: &[Vec<usize>],
         ack: usize,
+        pin: &Pinned,
     ) -> Replicated {
         // The common single-replica case on this node: no task, no channel.
         if sets.len() == 1 && sets[0] == [self.me] {
@@ -164,11 +166,15 @@ impl Inner {
         // Per replica: 0 not asked, 1 waiting, 2 applied, 3 failed.
         let mut status = vec![0u8; replicas.len()];
         for (n, (&m, &reach)) in replicas.iter().zip(&reach).enumerate() {
+            // Each send holds the topology pinned until it is answered,
+            // after the write has returned.
+            let pin = pin.clone();
             if m == self.me {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
                     let r = s.apply_fresh(k, rec).await;
                     let _ = tx.send((m, r)).await;
+                    drop(pin);
                 });
             } else if !reach {
                 self.keep_hint(m, key.clone(), record.clone());
@@ -184,6 +190,7 @@ impl Inner {
                     if failed {
                         s.keep_hint(m, k, rec);
                     }
+                    drop(pin);
                 });
             }
             status[n] = 1;
@@ -366,6 +373,7 @@ impl Inner {
             if outstanding > 0 {
                 // Late answers are repaired in the background.
                 let (s, k, newest) = (self.clone(), key.clone(), newest.clone());
+                let pin = t.clone();
                 tokio::spawn(async move {
                     while let Some((m, res)) = rx.recv().await {
                         if let Ok(rec) = res {
@@ -374,6 +382,7 @@ impl Inner {
                             }
                         }
                     }
+                    drop(pin);
                 });
             }
         }

@@ -219,6 +219,14 @@ impl std::ops::Deref for Pinned {
     }
 }
 
+impl Clone for Pinned {
+    /// Background work a request leaves behind (its replicas' answers
+    /// still on the way) stays pinned too.
+    fn clone(&self) -> Pinned {
+        self.0.pin()
+    }
+}
+
 impl Drop for Pinned {
     fn drop(&mut self) {
         self.0.inflight.fetch_sub(1, Ordering::AcqRel);

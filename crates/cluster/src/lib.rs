@@ -497,19 +497,9 @@ impl Cluster {
         if self.inner.store.merkle().is_some() {
             // Build the Merkle trees once (a scan of the store), then keep
             // them current; exchanges wait until they are ready.
+            self.inner.spawn_tree_build(false);
             let inner = self.inner.clone();
-            let build = move || match inner.store.build_trees() {
-                Ok(n) => tracing::info!(records = n, "anti-entropy trees built"),
-                Err(e) => tracing::warn!(error = %e, "building the anti-entropy trees failed"),
-            };
-            if self.inner.cfg.inline_io {
-                build();
-            } else {
-                std::thread::Builder::new()
-                    .name("strata-trees".into())
-                    .spawn(build)
-                    .expect("spawn the tree builder");
-            }
+            tokio::spawn(async move { inner.quarantine_loop().await });
             let inner = self.inner.clone();
             tokio::spawn(async move { inner.anti_entropy_loop().await });
         }

@@ -546,19 +546,7 @@ impl Inner {
         };
         m.reset(crate::home_fn(t));
         self.anti_entropy.synced.lock().clear();
-        let s = self.clone();
-        let build = move || match s.store.build_trees() {
-            Ok(n) => tracing::info!(records = n, "anti-entropy trees rebuilt for the new layout"),
-            Err(e) => tracing::warn!(error = %e, "rebuilding the anti-entropy trees failed"),
-        };
-        if self.cfg.inline_io {
-            build();
-        } else {
-            std::thread::Builder::new()
-                .name("strata-trees".into())
-                .spawn(build)
-                .expect("spawn the tree builder");
-        }
+        self.spawn_tree_build(false);
     }
 
     /// Stream this node's keys for change `version`, unless it is already

@@ -62,6 +62,12 @@ impl Merkle {
         *self.home.write() = home;
         *st = TreeState::default();
     }
+
+    /// Forget the trees (records vanished without the applier: a table
+    /// set aside); `Store::build_trees` builds them again.
+    pub fn clear(&self) {
+        *self.state.lock() = TreeState::default();
+    }
 }
 
 /// Writes taken into one group at most.
@@ -210,7 +216,7 @@ impl Store {
         };
         let mut built = Trees::default();
         let mut n = 0u64;
-        for r in RecordIter(it) {
+        for r in RecordIter(it, self.db.clone()) {
             let (k, rec) = r?;
             built.add(m.home_of(&k), &k, rec.version, rec.is_tombstone());
             n += 1;
@@ -283,7 +289,10 @@ impl Store {
     /// Records with `start <= key < end`, tombstones included, streaming.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<RecordIter> {
         let end = end.map_or(Bound::Unbounded, Bound::Excluded);
-        Ok(RecordIter(self.db.scan((Bound::Included(start), end))?))
+        Ok(RecordIter(
+            self.db.scan((Bound::Included(start), end))?,
+            self.db.clone(),
+        ))
     }
 }
 
@@ -301,15 +310,22 @@ fn damaged(key: &[u8], e: crate::record::BadRecord) -> ClusterError {
 /// Records in key order, and the key the next page starts at.
 pub type Page = (Vec<(Bytes, Record)>, Option<Bytes>);
 
-/// A scan of stored records in key order.
-pub struct RecordIter(DbIterator);
+/// A scan of stored records in key order. A table that fails its
+/// checksum is set aside (`Db::set_aside`) before the error is yielded:
+/// the next scan reads without it.
+pub struct RecordIter(DbIterator, Arc<Db>);
 
 impl Iterator for RecordIter {
     type Item = Result<(Bytes, Record)>;
     fn next(&mut self) -> Option<Self::Item> {
         Some(match self.0.next()? {
             Ok((k, v)) => decode(&k, &v).map(|r| (k, r)),
-            Err(e) => Err(e.into()),
+            Err(e) => {
+                if let Some(to) = self.1.set_aside(&e) {
+                    tracing::error!(error = %e, moved_to = %to.display(), "a damaged table was set aside; its keys come back from the replicas");
+                }
+                Err(e.into())
+            }
         })
     }
 }

@@ -204,6 +204,9 @@ pub struct Db {
     inner: Arc<Inner>,
 }
 
+/// Where tables that failed a checksum are kept, under the data directory.
+pub const QUARANTINE_DIR: &str = "quarantine";
+
 fn wal_name(n: u64) -> String {
     format!("{n:06}.wal")
 }
@@ -488,6 +491,27 @@ impl Db {
     }
 
     pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        loop {
+            match self.get_once(key) {
+                // The damaged table is set aside: look again without it.
+                Err(e) if self.inner.set_aside(&e).is_some() => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// If `e` is a failed checksum in a table of the store, set that table
+    /// aside: hard-link it under `quarantine/` (for a post-mortem), remove
+    /// it from the store (a version edit, as a compaction would), count
+    /// it and emit [`Event::TableQuarantined`]. Its records are gone from
+    /// this store (older versions below it show again): a replicated
+    /// store recovers them from its peers. Returns where the table went;
+    /// `None` if `e` is no such error (or the table is gone already).
+    pub fn set_aside(&self, e: &Error) -> Option<PathBuf> {
+        self.inner.set_aside(e)
+    }
+
+    fn get_once(&self, key: &[u8]) -> Result<Option<Bytes>> {
         self.inner.check_open()?;
         self.inner.stats.inc(&self.inner.stats.gets);
         let snapshot = self.inner.visible_seq.load(Ordering::Acquire);
@@ -1115,6 +1139,55 @@ impl Inner {
         }
     }
 
+    fn set_aside(&self, e: &Error) -> Option<PathBuf> {
+        let Error::Corruption {
+            file,
+            offset,
+            reason,
+        } = e
+        else {
+            return None;
+        };
+        let id = parse_number(file.file_name()?.to_str()?, ".sst")?;
+        // No compaction swaps the table out meanwhile.
+        let _c = self.compaction_lock.lock();
+        let level = {
+            let sv = self.sv.load();
+            (0..sv.version.levels.len()).find(|&l| sv.version.table(l, id).is_some())?
+        };
+        let qdir = self.dir.join(QUARANTINE_DIR);
+        let name = table_name(id);
+        let mut dest = qdir.join(&name);
+        let linked = std::fs::create_dir_all(&qdir).and_then(|()| {
+            let mut n = 1;
+            while dest.exists() {
+                dest = qdir.join(format!("{name}.{n}"));
+                n += 1;
+            }
+            std::fs::hard_link(file, &dest)
+        });
+        if let Err(le) = linked {
+            // Set aside all the same: a damaged table must not stay.
+            dest = PathBuf::new();
+            let _ = le;
+        }
+        let edit = VersionEdit {
+            deleted: vec![(level, id)],
+            ..Default::default()
+        };
+        if self.log_and_apply(edit, &[], None).is_err() {
+            return None;
+        }
+        self.stats.inc(&self.stats.tables_quarantined);
+        self.emit(Event::TableQuarantined {
+            file: file.clone(),
+            offset: *offset,
+            reason: reason.clone(),
+            moved_to: dest.clone(),
+        });
+        Some(dest)
+    }
+
     /// Record `edit` in the manifest and install the new version; `flushed`
     /// is the immutable memtable the edit makes redundant.
     fn log_and_apply(
@@ -1125,11 +1198,14 @@ impl Inner {
     ) -> Result<()> {
         let mut vs = self.versions.lock();
         edit.next_file = Some(self.next_file.load(Ordering::SeqCst));
+        // An edit that does not fit the state (a table set aside while a
+        // compaction read it) must never reach the manifest: recovery
+        // would refuse it.
+        let mut next = vs.state.clone();
+        next.apply(&edit)
+            .map_err(|m| Error::InvalidArgument(format!("version edit refused: {m}")))?;
         vs.manifest.append(&edit)?;
-        let mpath = self.dir.join(manifest::manifest_name(vs.manifest.number()));
-        vs.state
-            .apply(&edit)
-            .map_err(|m| Error::corruption(&mpath, 0, m))?;
+        vs.state = next;
         if vs.manifest.size() >= self.opts.manifest_checkpoint_size {
             let n = self.next_file.fetch_add(1, Ordering::SeqCst);
             vs.state.next_file = self.next_file.load(Ordering::SeqCst);
@@ -1303,6 +1379,8 @@ impl Inner {
                         }
                     }
                     Ok(false) => break,
+                    // A damaged input: set aside, then compact the rest.
+                    Err(e) if self.set_aside(&e).is_some() => {}
                     Err(e) => {
                         self.set_bg_error(&e);
                         return;

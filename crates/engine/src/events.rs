@@ -48,6 +48,14 @@ pub enum Event {
         bytes: u64,
         sync: Option<Duration>,
     },
+    /// A table failed a checksum and was set aside: moved under
+    /// `quarantine/` and out of the store (`Db::set_aside`).
+    TableQuarantined {
+        file: PathBuf,
+        offset: u64,
+        reason: String,
+        moved_to: PathBuf,
+    },
     /// Recovery discarded an incomplete final WAL record.
     TornWalRecord {
         file: PathBuf,

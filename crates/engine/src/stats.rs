@@ -14,6 +14,8 @@ pub struct Stats {
     pub commit_groups: AtomicU64,
     /// Commit groups, flushes and compactions that found the disk full.
     pub no_space_errors: AtomicU64,
+    /// Tables set aside after a failed checksum (`Db::set_aside`).
+    pub tables_quarantined: AtomicU64,
     pub commit_group_writes: AtomicU64,
     pub gets: AtomicU64,
     pub bloom_negatives: AtomicU64,
@@ -68,6 +70,7 @@ pub struct StatsSnapshot {
     /// Commit groups (refused), flushes and compactions (each retried)
     /// that found the disk full.
     pub no_space_errors: u64,
+    pub tables_quarantined: u64,
     /// True while writes are refused because the disk was full at the last
     /// flush or compaction (until a retry succeeds).
     pub no_space: bool,
@@ -111,6 +114,7 @@ impl StatsSnapshot {
             wal_sync_seconds: load(&s.wal_sync_nanos) as f64 / 1e9,
             commit_groups: load(&s.commit_groups),
             no_space_errors: load(&s.no_space_errors),
+            tables_quarantined: load(&s.tables_quarantined),
             no_space: false,
             commit_group_writes: load(&s.commit_group_writes),
             gets: load(&s.gets),

@@ -70,6 +70,21 @@ impl Default for EngineEvents {
 impl EventListener for EngineEvents {
     fn on_event(&self, e: &Event) {
         crate::probes::engine_event(e);
+        if let Event::TableQuarantined {
+            file,
+            offset,
+            reason,
+            moved_to,
+        } = e
+        {
+            tracing::error!(
+                file = %file.display(),
+                offset,
+                reason = %reason,
+                moved_to = %moved_to.display(),
+                "a table failed its checksum and was set aside; its keys are repaired from the replicas"
+            );
+        }
         if let Event::WalCommit { writes, sync, .. } = e {
             self.commit_group.observe(*writes as f64);
             if let Some(d) = sync {
@@ -419,6 +434,12 @@ impl Collector for StateCollector {
             "strata_engine_no_space_errors_total",
             "Commit groups (their writes refused with 507), flushes and compactions (each retried after 1 s) that found the disk full",
             s.no_space_errors as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_tables_quarantined_total",
+            "Tables that failed a checksum and were set aside under DATA/quarantine (their keys are repaired from the replicas)",
+            s.tables_quarantined as f64,
         )?;
         per_level(
             &mut e,
