@@ -207,6 +207,27 @@ pub struct Db {
 /// Where tables that failed a checksum are kept, under the data directory.
 pub const QUARANTINE_DIR: &str = "quarantine";
 
+/// Hard-link a damaged table under `dir/quarantine/` (a new name if one
+/// is there already); the empty path if that failed (the table is set
+/// aside all the same: it must not stay in the store).
+fn keep_in_quarantine(dir: &Path, file: &Path, id: u64) -> PathBuf {
+    let qdir = dir.join(QUARANTINE_DIR);
+    let name = table_name(id);
+    let mut dest = qdir.join(&name);
+    let linked = std::fs::create_dir_all(&qdir).and_then(|()| {
+        let mut n = 1;
+        while dest.exists() {
+            dest = qdir.join(format!("{name}.{n}"));
+            n += 1;
+        }
+        std::fs::hard_link(file, &dest)
+    });
+    match linked {
+        Ok(()) => dest,
+        Err(_) => PathBuf::new(),
+    }
+}
+
 fn wal_name(n: u64) -> String {
     format!("{n:06}.wal")
 }
@@ -274,6 +295,7 @@ impl Db {
         }
         // Open every live table.
         let mut levels: Vec<Vec<Arc<Table>>> = vec![Vec::new(); opts.num_levels];
+        let mut damaged = Vec::new();
         let mut live: HashSet<u64> = HashSet::new();
         for (l, metas) in state.levels.iter().enumerate() {
             for m in metas {
@@ -285,13 +307,34 @@ impl Db {
                         "table listed in the manifest is missing",
                     ));
                 }
-                levels[l].push(Arc::new(Table::open(
-                    &p,
-                    m.id,
-                    cache.clone(),
-                    stats.clone(),
-                )?));
-                live.insert(m.id);
+                match Table::open(&p, m.id, cache.clone(), stats.clone()) {
+                    Ok(t) => {
+                        levels[l].push(Arc::new(t));
+                        live.insert(m.id);
+                    }
+                    // Damaged metadata (footer, index, filter): set aside
+                    // like a damaged block met later; the edit below
+                    // takes it out of the store.
+                    Err(Error::Corruption {
+                        file,
+                        offset,
+                        reason,
+                    }) => {
+                        let moved_to = keep_in_quarantine(&dir, &file, m.id);
+                        damaged.push((l, m.id));
+                        stats.inc(&stats.tables_quarantined);
+                        emit(
+                            &opts,
+                            Event::TableQuarantined {
+                                file,
+                                offset,
+                                reason,
+                                moved_to,
+                            },
+                        );
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         }
         // Look at the directory: WALs to replay, stray files to remove.
@@ -334,7 +377,10 @@ impl Db {
         }
         // Replay WALs into memtables, flushing each full one to level 0.
         let new_wal = next_file.fetch_add(1, Ordering::SeqCst);
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            deleted: damaged,
+            ..Default::default()
+        };
         let mut mem = Arc::new(Memtable::new(new_wal, opts.memtable_size));
         let sink = Files {
             dir: &dir,
@@ -1155,22 +1201,7 @@ impl Inner {
             let sv = self.sv.load();
             (0..sv.version.levels.len()).find(|&l| sv.version.table(l, id).is_some())?
         };
-        let qdir = self.dir.join(QUARANTINE_DIR);
-        let name = table_name(id);
-        let mut dest = qdir.join(&name);
-        let linked = std::fs::create_dir_all(&qdir).and_then(|()| {
-            let mut n = 1;
-            while dest.exists() {
-                dest = qdir.join(format!("{name}.{n}"));
-                n += 1;
-            }
-            std::fs::hard_link(file, &dest)
-        });
-        if let Err(le) = linked {
-            // Set aside all the same: a damaged table must not stay.
-            dest = PathBuf::new();
-            let _ = le;
-        }
+        let dest = keep_in_quarantine(&self.dir, file, id);
         let edit = VersionEdit {
             deleted: vec![(level, id)],
             ..Default::default()

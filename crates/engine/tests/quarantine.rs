@@ -139,3 +139,46 @@ fn a_scan_reports_the_damage_with_file_and_offset_and_the_next_one_reads_past_it
     }
     assert_eq!(db.stats().tables_quarantined, 1);
 }
+
+#[test]
+fn a_table_whose_footer_is_damaged_is_set_aside_when_the_store_opens() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(d.path(), opts()).unwrap();
+        for i in 0..3000 {
+            db.put(&key(i), format!("old{i}").as_bytes()).unwrap();
+        }
+        db.compact().unwrap();
+        for i in 0..100 {
+            db.put(&key(i), format!("new{i}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let newest = tables(d.path()).last().unwrap().clone();
+    let len = std::fs::metadata(&newest).unwrap().len();
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&newest)
+            .unwrap();
+        f.seek(SeekFrom::Start(len - 8)).unwrap();
+        f.write_all(&[0xff; 8]).unwrap();
+    }
+    // Opens all the same, without that table; the store reopens again.
+    for _ in 0..2 {
+        let db = Db::open(d.path(), opts()).unwrap();
+        assert!(!tables(d.path()).contains(&newest));
+        assert_eq!(db.get(&key(2999)).unwrap().unwrap(), "old2999".as_bytes());
+        for r in db.scan(..).unwrap() {
+            r.unwrap();
+        }
+        db.close().unwrap();
+    }
+    let kept = d
+        .path()
+        .join("quarantine")
+        .join(newest.file_name().unwrap());
+    assert!(kept.exists());
+    assert_eq!(std::fs::metadata(&kept).unwrap().len(), len);
+}
