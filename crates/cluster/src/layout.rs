@@ -125,9 +125,12 @@ impl LayoutState {
         all
     }
 
-    /// The same change (version and members), whatever its stage.
+    /// The same change (version and members), whatever its stage (at
+    /// `stable` the previous members are forgotten).
     pub fn same_change(&self, o: &LayoutState) -> bool {
-        self.version == o.version && self.members == o.members && self.previous == o.previous
+        self.version == o.version
+            && self.members == o.members
+            && (self.previous.is_none() || o.previous.is_none() || self.previous == o.previous)
     }
 
     /// Read `dir/layout.json`, if there is one.

@@ -207,8 +207,17 @@ fn stable(s: &LayoutState) -> LayoutState {
     }
 }
 
+/// The change at `stage`; at `stable` the old layout is gone.
 fn at(s: &LayoutState, stage: Stage) -> LayoutState {
-    LayoutState { stage, ..s.clone() }
+    LayoutState {
+        stage,
+        previous: if stage == Stage::Stable {
+            None
+        } else {
+            s.previous.clone()
+        },
+        ..s.clone()
+    }
 }
 
 impl Inner {
@@ -339,7 +348,8 @@ impl Inner {
             self.push_all(&all, &at(target, stage), false).await?;
         }
         self.progress(|c| c.step = "cleanup".into());
-        self.push_all(&target.members, target, true).await?;
+        self.push_all(&target.members, &at(target, Stage::Stable), true)
+            .await?;
         tracing::info!(version = target.version, "layout change done");
         Ok(())
     }

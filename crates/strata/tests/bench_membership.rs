@@ -96,6 +96,14 @@ fn membership_figures() {
     std::thread::sleep(Duration::from_secs(20));
     let (joined, j0, j1) = change("join", &new_url, t0);
     println!("join ({j0:.1}..{j1:.1} s into the load):\n{joined}");
+    for i in 0..3 {
+        let r = c.node(i).request("GET", "/v0/cluster", b"");
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        println!(
+            "   {} dropped {} records it gave away",
+            c.urls[i], v["stream"]["removed"]
+        );
+    }
     std::thread::sleep(Duration::from_secs(20));
     let (left, l0, l1) = change("leave", &first, t0);
     println!("leave ({l0:.1}..{l1:.1} s into the load):\n{left}");
@@ -140,6 +148,34 @@ fn membership_figures() {
         r["check"]["text"].as_str().unwrap_or("(no checker text)")
     );
     assert!(o.status.success(), "the checked load failed");
+    // What each remaining member holds that it does not replicate.
+    let members = vec![c.urls[1].clone(), c.urls[2].clone(), new_url.clone()];
+    let dirs = [c.dirs[1].clone(), c.dirs[2].clone(), new.dir.clone()];
     c.kill(0);
+    c.kill(1);
+    c.kill(2);
     new.stop();
+    let p = strata_cluster::placement::Placement::new(
+        members
+            .iter()
+            .map(|u| strata_cluster::member_id(u))
+            .collect(),
+    );
+    for (i, d) in dirs.iter().enumerate() {
+        let db = strata_engine::Db::open(d, strata_engine::Options::default()).unwrap();
+        let (mut held, mut strays) = (0u64, 0u64);
+        let mut example = None;
+        for r in db.scan(..).unwrap() {
+            let (k, _) = r.unwrap();
+            held += 1;
+            if !p.replicas(&k, 3).contains(&i) {
+                strays += 1;
+                example.get_or_insert_with(|| String::from_utf8_lossy(&k).into_owned());
+            }
+        }
+        println!(
+            "{}: {held} records, {strays} it does not replicate (e.g. {example:?})",
+            members[i]
+        );
+    }
 }

@@ -176,9 +176,39 @@ pub fn run(a: &ChangeArgs, join: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// What rendezvous hashing moves at best, and how it is counted: a
+/// member that leaves hands over each record it held (one copy each); a
+/// member that joins gains rf/N of the keys (one copy each), the keys
+/// counted from the old members' records (each holds rf of every key).
+pub fn ideal(c: &Change) -> Option<(f64, String)> {
+    let old = c.target.previous.as_ref()?;
+    let gone: Vec<&String> = old
+        .iter()
+        .filter(|u| !c.target.members.contains(u))
+        .collect();
+    let added = c.target.members.iter().filter(|u| !old.contains(u)).count();
+    let rf = c.target.replication as f64;
+    if !gone.is_empty() && added == 0 {
+        let held: u64 = c
+            .streams
+            .iter()
+            .filter(|s| gone.contains(&&s.node))
+            .map(|s| s.scanned)
+            .sum();
+        return (held > 0).then(|| (held as f64, "every record the leaving member held".into()));
+    }
+    let keys = c.scanned() as f64 / rf;
+    let n = c.target.members.len() as f64;
+    (keys > 0.0 && added > 0).then(|| {
+        (
+            keys * rf * added as f64 / n,
+            format!("rf/N of the {keys:.0} keys gain a copy"),
+        )
+    })
+}
+
 /// The change's figures: keys moved against the ideal, per node.
 pub fn summary(c: &Change) -> String {
-    let n_new = c.target.members.len() as f64;
     let mut rows = vec![vec![
         "old member".to_string(),
         "scanned".into(),
@@ -208,27 +238,89 @@ pub fn summary(c: &Change) -> String {
         c.records(),
         c.applied(),
     ));
-    // Rendezvous hashing's ideal: a join or leave moves rf/N of every
-    // key's replicas, N the larger member count.
-    let old_n = c.target.previous.as_ref().map_or(0, |p| p.len()) as f64;
-    let n = n_new.max(old_n);
-    if n > 0.0 {
-        let stored = c
-            .streams
-            .iter()
-            .filter(|s| s.scanned > 0)
-            .map(|s| s.scanned)
-            .sum::<u64>() as f64;
-        let rf = c.target.replication as f64;
-        // Records on old members ≈ keys × rf.
-        let keys_total = stored / rf;
-        let ideal = keys_total * rf / n;
-        if ideal > 0.0 {
-            out.push_str(&format!(
-                "ideal (rf/N of the {keys_total:.0} keys' replicas): {ideal:.0} copies; placed {:.3}× the ideal\n",
-                c.copies() as f64 / ideal
-            ));
-        }
+    if let Some((ideal, how)) = ideal(c) {
+        out.push_str(&format!(
+            "ideal: {ideal:.0} copies ({how}); placed {:.3}× the ideal\n",
+            c.copies() as f64 / ideal
+        ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(node: &str, scanned: u64, keys: u64) -> Stream {
+        Stream {
+            node: node.into(),
+            version: 2,
+            done: true,
+            scanned,
+            keys,
+            copies: keys,
+            records: keys * 3,
+            applied: keys,
+            bytes: keys * 120,
+            ..Default::default()
+        }
+    }
+
+    fn change(members: &[&str], previous: &[&str], streams: Vec<Stream>) -> Change {
+        Change {
+            target: Layout {
+                version: 2,
+                stage: "stable".into(),
+                replication: 3,
+                members: members.iter().map(|s| s.to_string()).collect(),
+                previous: Some(previous.iter().map(|s| s.to_string()).collect()),
+            },
+            step: "done".into(),
+            elapsed_ms: 1500,
+            done: true,
+            error: None,
+            streams,
+        }
+    }
+
+    #[test]
+    fn a_join_is_judged_against_rf_over_n_of_the_keys() {
+        // 1,000 keys on three members (each holds all): 750 gain a copy.
+        let c = change(
+            &["a", "b", "c", "d"],
+            &["a", "b", "c"],
+            vec![
+                stream("a", 1000, 250),
+                stream("b", 1000, 250),
+                stream("c", 1000, 240),
+            ],
+        );
+        let (ideal, how) = ideal(&c).unwrap();
+        assert_eq!(ideal, 750.0);
+        assert!(how.contains("1000 keys"), "{how}");
+        let text = summary(&c);
+        assert!(
+            text.contains("done in 1.5 s: 740 keys changed replicas"),
+            "{text}"
+        );
+        assert!(text.contains("placed 0.987× the ideal"), "{text}");
+    }
+
+    #[test]
+    fn a_leave_is_judged_against_what_the_leaving_member_held() {
+        let c = change(
+            &["b", "c", "d"],
+            &["a", "b", "c", "d"],
+            vec![
+                stream("a", 750, 300),
+                stream("b", 750, 150),
+                stream("c", 750, 150),
+                stream("d", 750, 150),
+            ],
+        );
+        let (ideal, how) = ideal(&c).unwrap();
+        assert_eq!(ideal, 750.0);
+        assert!(how.contains("leaving member"), "{how}");
+        assert!(summary(&c).contains("placed 1.000× the ideal"));
+    }
 }

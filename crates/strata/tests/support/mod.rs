@@ -110,6 +110,8 @@ pub struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// A chunked body's chunks, one by one (empty otherwise).
+    pub chunks: Vec<Vec<u8>>,
 }
 
 impl Response {
@@ -146,6 +148,7 @@ pub fn read_response(s: &mut TcpStream) -> Response {
         status,
         headers,
         body: vec![],
+        chunks: vec![],
     };
     if resp.header("transfer-encoding") == Some("chunked") {
         loop {
@@ -158,6 +161,7 @@ pub fn read_response(s: &mut TcpStream) -> Response {
                 break;
             }
             resp.body.extend_from_slice(&chunk[..n]);
+            resp.chunks.push(chunk[..n].to_vec());
         }
     } else if let Some(n) = resp.header("content-length") {
         let mut b = vec![0u8; n.parse().unwrap()];
