@@ -21,10 +21,10 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::layout::Pinned;
 use crate::membership::{State, HEARTBEAT};
 use crate::record::{Record, Version};
 use crate::store::Outcome;
+use crate::topology::Pinned;
 use crate::transport::{CallError, Handler};
 use crate::wire::{Request, Response};
 use crate::{ClusterError, Inner, OpKind, Replication, Result};

@@ -23,6 +23,7 @@ pub mod rebalance;
 pub mod record;
 pub mod scan;
 pub mod store;
+pub mod topology;
 pub mod transport;
 pub mod wire;
 
@@ -47,10 +48,10 @@ pub use transport::{BoxStream, DialFuture, Dialer, TransportConfig};
 
 use hints::Hints;
 use hlc::Hlc;
-use layout::Topology;
 use membership::{Detector, Member};
 use placement::Placement;
 use store::Store;
+use topology::Topology;
 use transport::{Ctx, Peer};
 
 /// How many replicas a request goes to (`from`) and how many must answer

@@ -35,8 +35,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::layout::{LayoutState, Stage, Topology};
+use crate::layout::{LayoutState, Stage};
 use crate::record::Record;
+use crate::topology::Topology;
 use crate::wire::{Request, Response};
 use crate::{new_member, Cluster, Inner};
 
@@ -52,28 +53,7 @@ const LAYOUT_CALL: Duration = Duration::from_secs(600);
 /// How long the driver keeps trying a node that does not answer.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// What this node streamed (and dropped) in the last change.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamStats {
-    /// The layout version the stream was for (0: none yet).
-    pub version: u64,
-    pub done: bool,
-    /// Records examined.
-    pub scanned: u64,
-    /// Keys whose replica set gains members, counted by the first old
-    /// replica of each (so the cluster's sum counts each key once).
-    pub keys: u64,
-    /// Replica copies those keys gain (the ideal cost of the change).
-    pub copies: u64,
-    /// Records this node sent (every old replica sends its copy).
-    pub records: u64,
-    /// Of those, the ones the gainer stored (newer than what it held).
-    pub applied: u64,
-    pub bytes: u64,
-    /// Records dropped after the change: keys this node no longer holds.
-    pub removed: u64,
-    pub error: Option<String>,
-}
+pub use crate::layout::StreamStats;
 
 /// A change this node drives.
 #[derive(Clone, Debug)]

@@ -17,8 +17,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use crate::layout::{LayoutState, Stage};
-use crate::rebalance::StreamStats;
+use crate::layout::{LayoutState, Stage, StreamStats};
 use crate::record::{Record, Version};
 use crate::store::Outcome;
 

@@ -111,7 +111,10 @@ fn membership_figures() {
     let p = strata_cluster::placement::Placement::new(
         four.iter().map(|u| strata_cluster::member_id(u)).collect(),
     );
-    for (i, n) in [c.node(0), c.node(1), c.node(2), &new].into_iter().enumerate() {
+    for (i, n) in [c.node(0), c.node(1), c.node(2), &new]
+        .into_iter()
+        .enumerate()
+    {
         let r = n.request("GET", "/v0/entities?start=%01", b"");
         let strays = r
             .chunks
