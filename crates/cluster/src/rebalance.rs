@@ -68,6 +68,9 @@ pub struct ChangeProgress {
     pub error: Option<String>,
     /// What each old member has streamed so far.
     pub streams: Vec<(String, StreamStats)>,
+    /// Members removed while down: not sent the change, not waited for
+    /// (the other replicas stream their keys).
+    pub skipped: Vec<String>,
 }
 
 #[derive(Default)]
@@ -91,7 +94,7 @@ impl Cluster {
         let mine = i.topo().state.clone();
         if mine.version > 0 {
             if mine.stage != Stage::Stable && mine.members.contains(&me) {
-                return self.inner.clone().start_change(stable(&mine));
+                return self.inner.clone().start_change(stable(&mine), Vec::new());
             }
             if mine.members.contains(&me) {
                 return Err(format!(
@@ -123,7 +126,7 @@ impl Cluster {
         }
         if theirs.stage != Stage::Stable {
             if theirs.members.contains(&me) {
-                return self.inner.clone().start_change(stable(&theirs));
+                return self.inner.clone().start_change(stable(&theirs), Vec::new());
             }
             return Err(format!(
                 "the cluster is changing to layout version {}; try again when it is stable",
@@ -132,36 +135,67 @@ impl Cluster {
         }
         let mut members = theirs.members.clone();
         members.push(me);
-        self.inner.clone().start_change(LayoutState {
-            version: theirs.version + 1,
-            replication: theirs.replication,
-            members,
-            previous: Some(theirs.members),
-            stage: Stage::Stable,
-        })
+        self.inner.clone().start_change(
+            LayoutState {
+                version: theirs.version + 1,
+                replication: theirs.replication,
+                members,
+                previous: Some(theirs.members),
+                stage: Stage::Stable,
+            },
+            Vec::new(),
+        )
     }
 
     /// Take this node out of the cluster: its keys move to the members
     /// that gain them. It goes on serving until stopped.
     pub async fn leave(&self) -> Result<LayoutState, String> {
+        let me = self.inner.cfg.advertise.clone();
+        self.remove_member(&me).await
+    }
+
+    /// Take `url` out of the cluster. This node itself, or a member the
+    /// failure detector holds down (its disk gone, its machine dead):
+    /// then the change skips it, and the other replicas of its keys
+    /// stream them. A member that is up must leave itself (it holds
+    /// writes the others may lack, and would go on serving under the old
+    /// layout).
+    pub async fn remove_member(&self, url: &str) -> Result<LayoutState, String> {
         let i = &self.inner;
-        let me = i.cfg.advertise.clone();
+        let url = crate::normalize_url(url).to_string();
+        let me = url == i.cfg.advertise;
+        let skip = if me { Vec::new() } else { vec![url.clone()] };
         let mine = i.topo().state.clone();
         if mine.stage != Stage::Stable {
-            if mine.previous.as_ref().is_some_and(|p| p.contains(&me))
-                && !mine.members.contains(&me)
+            if mine.previous.as_ref().is_some_and(|p| p.contains(&url))
+                && !mine.members.contains(&url)
             {
-                return self.inner.clone().start_change(stable(&mine));
+                return self.inner.clone().start_change(stable(&mine), skip);
             }
             return Err(format!(
                 "the cluster is changing to layout version {}; try again when it is stable",
                 mine.version
             ));
         }
-        if !mine.members.contains(&me) {
-            return Err("this node is not a member of the current layout".into());
+        if !mine.members.contains(&url) {
+            return Err(format!("{url} is not a member of the current layout"));
         }
-        let members: Vec<String> = mine.members.iter().filter(|u| **u != me).cloned().collect();
+        if !me {
+            let m = i
+                .index_of(&url)
+                .ok_or_else(|| format!("{url} is not in this node's roster"))?;
+            if !i.is_down(m, Instant::now()) {
+                return Err(format!(
+                    "{url} is up: send the leave to it (strata cluster leave {url}), so that it streams its keys; only a member that is down is removed through another"
+                ));
+            }
+        }
+        let members: Vec<String> = mine
+            .members
+            .iter()
+            .filter(|u| **u != url)
+            .cloned()
+            .collect();
         if members.len() < mine.replication {
             return Err(format!(
                 "{} member(s) would be left for a replication factor of {}",
@@ -169,13 +203,16 @@ impl Cluster {
                 mine.replication
             ));
         }
-        self.inner.clone().start_change(LayoutState {
-            version: mine.version + 1,
-            replication: mine.replication,
-            members,
-            previous: Some(mine.members),
-            stage: Stage::Stable,
-        })
+        self.inner.clone().start_change(
+            LayoutState {
+                version: mine.version + 1,
+                replication: mine.replication,
+                members,
+                previous: Some(mine.members),
+                stage: Stage::Stable,
+            },
+            skip,
+        )
     }
 }
 
@@ -259,7 +296,11 @@ impl Inner {
 
     /// Start driving a change to `target` (its stable form), unless one
     /// is already driven here.
-    fn start_change(self: Arc<Self>, target: LayoutState) -> Result<LayoutState, String> {
+    fn start_change(
+        self: Arc<Self>,
+        target: LayoutState,
+        skip: Vec<String>,
+    ) -> Result<LayoutState, String> {
         crate::check_layout(&target)?;
         {
             let mut c = self.rebalance.change.lock();
@@ -281,13 +322,14 @@ impl Inner {
                 done: false,
                 error: None,
                 streams: Vec::new(),
+                skipped: skip.clone(),
             });
             *self.rebalance.started.lock() = Some(Instant::now());
         }
         let s = self.clone();
         let t = target.clone();
         tokio::spawn(async move {
-            let r = s.drive(&t).await;
+            let r = s.drive(&t, &skip).await;
             s.progress(|c| match r {
                 Ok(()) => {
                     c.done = true;
@@ -313,9 +355,12 @@ impl Inner {
         }
     }
 
-    async fn drive(self: &Arc<Self>, target: &LayoutState) -> Result<(), String> {
-        let all = target.all_members();
-        let old = target.previous.clone().unwrap_or_default();
+    async fn drive(self: &Arc<Self>, target: &LayoutState, skip: &[String]) -> Result<(), String> {
+        let live = |urls: Vec<String>| -> Vec<String> {
+            urls.into_iter().filter(|u| !skip.contains(u)).collect()
+        };
+        let all = live(target.all_members());
+        let old = live(target.previous.clone().unwrap_or_default());
         tracing::info!(version = target.version, members = ?target.members, "layout change starts");
         for stage in [Stage::Moving, Stage::Syncing] {
             self.progress(|c| c.step = stage.as_str().into());

@@ -576,6 +576,7 @@ fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
             "elapsed_ms": c.elapsed.as_millis() as u64,
             "done": c.done,
             "error": c.error,
+            "skipped": c.skipped,
             "streams": c.streams.iter().map(|(u, s)| {
                 let mut j = stream_json(s);
                 j["node"] = serde_json::json!(u);
@@ -612,7 +613,8 @@ fn stream_json(s: &strata_cluster::rebalance::StreamStats) -> serde_json::Value 
 }
 
 /// `POST /v0/cluster/join` (sent to a node started with `--seed`) and
-/// `POST /v0/cluster/leave` (sent to the member that leaves): start the
+/// `POST /v0/cluster/leave` (sent to the member that leaves, or with
+/// `?node=URL` to another member, for a member that is down): start the
 /// layout change; `202` with its target layout, which `GET /v0/cluster`
 /// follows under `change`.
 async fn change(node: &Node, req: &Request<Incoming>) -> Response<Body> {
@@ -622,7 +624,19 @@ async fn change(node: &Node, req: &Request<Incoming>) -> Response<Body> {
     let r = if req.uri().path().ends_with("/join") {
         node.cluster.join().await
     } else {
-        node.cluster.leave().await
+        // `?node=URL`: remove that member (one that is down) through
+        // this one.
+        match Query::parse(req.uri().query()) {
+            Err(e) => return e.into(),
+            Ok(q) => match q.get("node") {
+                Some(u) => {
+                    node.cluster
+                        .remove_member(&String::from_utf8_lossy(u))
+                        .await
+                }
+                None => node.cluster.leave().await,
+            },
+        }
     };
     match r {
         Ok(target) => json(

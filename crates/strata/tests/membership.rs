@@ -303,3 +303,56 @@ fn changes_that_cannot_be_made_are_refused_with_the_reason() {
     }
     n.stop();
 }
+
+#[test]
+fn a_member_that_is_down_is_removed_through_another_and_its_keys_stay_replicated() {
+    let mut c = ClusterProcs::start(4, &["--replication", "2"]);
+    for i in 0..PRELOAD {
+        let r = c.node(0).request(
+            "PUT",
+            &format!("/v0/entity?id={}&ack=2", key(i)),
+            format!("{i:08}").as_bytes(),
+        );
+        assert_eq!(r.status, 201);
+    }
+    // A member that is up is not removed through another.
+    let o = strata()
+        .args(["cluster", "leave", &c.urls[1], "--via", &c.urls[0]])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("is up"), "{e}");
+
+    // Node 4 dies; node 1 removes it.
+    c.kill(3);
+    assert!(c.wait_states(0, &["up", "up", "up", "down"], 10));
+    let said = cli(&["cluster", "leave", &c.urls[3], "--via", &c.urls[0]]);
+    assert!(said.contains("done in"), "{said}");
+    let members: Vec<String> = c.urls[..3].to_vec();
+    for i in 0..3 {
+        let v = view(c.node(i));
+        assert_eq!(v["layout"]["version"], 2, "{v:#}");
+        assert_eq!(v["layout"]["stage"], "stable");
+    }
+    // Every key is on both of its replicas again (the ones the dead node
+    // held were streamed by their other replica), and nowhere else: the
+    // stores first (a read would repair what it finds missing)...
+    for (i, u) in members.iter().enumerate() {
+        let want: Vec<String> = (0..PRELOAD)
+            .map(key)
+            .filter(|k| replicas(&members, k, 2).contains(u))
+            .collect();
+        assert_eq!(own(c.node(i)), want, "{u}'s own keys");
+    }
+    // ...then through the API, from both replicas.
+    for i in 0..PRELOAD {
+        let r = c.node(i % 3).request(
+            "GET",
+            &format!("/v0/entity?id={}&ack=2&from=2", key(i)),
+            b"",
+        );
+        assert_eq!(r.status, 200, "{}", key(i));
+        assert_eq!(r.body, format!("{i:08}").as_bytes());
+    }
+}

@@ -17,6 +17,11 @@ use super::status::{aligned, bytes as size};
 pub struct ChangeArgs {
     /// The node that joins (started with --seed) or leaves.
     pub url: String,
+    /// Leave only: remove URL through this member, for a member that is
+    /// down (its disk or machine gone); the other replicas stream its
+    /// keys. A member that is up must be sent the leave itself.
+    #[arg(long)]
+    pub via: Option<String>,
     /// Start the change and return without following it.
     #[arg(long)]
     pub no_wait: bool,
@@ -59,6 +64,9 @@ pub struct Change {
     pub done: bool,
     pub error: Option<String>,
     pub streams: Vec<Stream>,
+    /// Members removed while down (not waited for).
+    #[serde(default)]
+    pub skipped: Vec<String>,
 }
 
 impl Change {
@@ -113,6 +121,14 @@ pub fn start(url: &str, join: bool) -> Result<Layout, String> {
     Ok(s.target)
 }
 
+/// Ask member `via` to remove `gone` (a member that is down).
+pub fn start_removal(via: &str, gone: &str) -> Result<Layout, String> {
+    let mut path = String::from("/v0/cluster/leave?node=");
+    crate::driver::encode_into(&mut path, gone);
+    let s: Started = http::json("POST", via, &path, 202, Duration::from_secs(30))?;
+    Ok(s.target)
+}
+
 /// Follow the change `url` drives until it is done (an error if it
 /// fails or `timeout` passes); `each` sees every poll.
 pub fn follow(
@@ -145,7 +161,11 @@ pub fn follow(
 
 /// Run `strata cluster join` (`join`) or `strata cluster leave`.
 pub fn run(a: &ChangeArgs, join: bool) -> Result<(), String> {
-    let target = start(&a.url, join)?;
+    let (target, driver) = match (&a.via, join) {
+        (Some(_), true) => return Err("--via is for leave: a joining node is asked itself".into()),
+        (Some(via), false) => (start_removal(via, &a.url)?, via.as_str()),
+        (None, _) => (start(&a.url, join)?, a.url.as_str()),
+    };
     let from = target.previous.as_ref().map_or(0, |p| p.len());
     println!(
         "layout version {}: {} → {} members (replication {})",
@@ -155,11 +175,11 @@ pub fn run(a: &ChangeArgs, join: bool) -> Result<(), String> {
         target.replication
     );
     if a.no_wait {
-        println!("follow it with: strata cluster status {}", a.url);
+        println!("follow it with: strata cluster status {driver}");
         return Ok(());
     }
     let mut last = String::new();
-    let c = follow(&a.url, a.timeout, |c| {
+    let c = follow(driver, a.timeout, |c| {
         let line = format!(
             "{:>7.1}s  {:<22} scanned {:>10}  sent {:>10} records",
             c.elapsed_ms as f64 / 1000.0,
@@ -280,6 +300,7 @@ mod tests {
             done: true,
             error: None,
             streams,
+            skipped: Vec::new(),
         }
     }
 
