@@ -135,16 +135,9 @@ impl Cluster {
         }
         let mut members = theirs.members.clone();
         members.push(me);
-        self.inner.clone().start_change(
-            LayoutState {
-                version: theirs.version + 1,
-                replication: theirs.replication,
-                members,
-                previous: Some(theirs.members),
-                stage: Stage::Stable,
-            },
-            Vec::new(),
-        )
+        self.inner
+            .clone()
+            .start_change(next(&theirs, members), Vec::new())
     }
 
     /// Take this node out of the cluster: its keys move to the members
@@ -203,16 +196,18 @@ impl Cluster {
                 mine.replication
             ));
         }
-        self.inner.clone().start_change(
-            LayoutState {
-                version: mine.version + 1,
-                replication: mine.replication,
-                members,
-                previous: Some(mine.members),
-                stage: Stage::Stable,
-            },
-            skip,
-        )
+        self.inner.clone().start_change(next(&mine, members), skip)
+    }
+}
+
+/// The change from `cur` to `members` (as the driver holds it).
+fn next(cur: &LayoutState, members: Vec<String>) -> LayoutState {
+    LayoutState {
+        version: cur.version + 1,
+        replication: cur.replication,
+        members,
+        previous: Some(cur.members.clone()),
+        stage: Stage::Stable,
     }
 }
 

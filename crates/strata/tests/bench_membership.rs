@@ -17,8 +17,6 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{NodeProc, TEST_SECRET};
-
 fn env_or(name: &str, d: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -64,23 +62,8 @@ fn membership_figures() {
         .status()
         .unwrap();
     assert!(st.success());
-    let listen = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
     let first = c.urls[0].clone();
-    let new = NodeProc::start(
-        &out.path().join("node-new"),
-        &[
-            "--seed",
-            &first,
-            "--cluster-secret",
-            TEST_SECRET,
-            "--listen",
-            &listen,
-        ],
-    );
-    let new_url = format!("http://{listen}");
+    let (new, new_url) = support::start_joining(&out.path().join("node-new"), &first);
     let total_s = env_or("MV_LOAD_S", 120);
     let report = out.path().join("load");
     let load = strata()

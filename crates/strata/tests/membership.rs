@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use strata_cluster::member_id;
 use strata_cluster::placement::Placement;
-use support::{ClusterProcs, NodeProc, TEST_SECRET};
+use support::{ClusterProcs, NodeProc};
 
 const PRELOAD: usize = 1500;
 
@@ -27,13 +27,6 @@ fn strata() -> Command {
 
 fn key(i: usize) -> String {
     format!("mv{i:06}")
-}
-
-/// A loopback address with a free port: a joining node's URL must be
-/// known before it starts (its peers dial it).
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
 }
 
 fn url(n: &NodeProc) -> String {
@@ -92,18 +85,7 @@ fn a_join_and_a_leave_under_load_lose_nothing_and_move_what_they_should() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path().join("node-new");
     let first = c.urls[0].clone();
-    let listen = free_addr();
-    let new = NodeProc::start(
-        &d,
-        &[
-            "--seed",
-            &first,
-            "--cluster-secret",
-            TEST_SECRET,
-            "--listen",
-            &listen,
-        ],
-    );
+    let (new, _) = support::start_joining(&d, &first);
     let r = new.request("GET", "/v0/entity?id=mv000001", b"");
     assert_eq!(r.status, 503, "a node outside the layout refuses clients");
     assert_eq!(view(&new)["layout"]["version"], 0);
@@ -276,18 +258,7 @@ fn changes_that_cannot_be_made_are_refused_with_the_reason() {
     assert_eq!(lone.request("PUT", "/v0/entity?id=x", b"1").status, 201);
     lone.stop();
     let first = c.urls[0].clone();
-    let listen = free_addr();
-    let n = NodeProc::start(
-        &d,
-        &[
-            "--seed",
-            &first,
-            "--cluster-secret",
-            TEST_SECRET,
-            "--listen",
-            &listen,
-        ],
-    );
+    let (n, _) = support::start_joining(&d, &first);
     let r = n.request("POST", "/v0/cluster/join", b"");
     assert_eq!(r.status, 409);
     let body = String::from_utf8_lossy(&r.body);

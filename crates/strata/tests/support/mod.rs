@@ -269,6 +269,25 @@ impl ClusterProcs {
     }
 }
 
+/// Start a node outside any layout, to join through `seed` (`strata
+/// cluster join`): on a free port of its own (its peers dial its URL).
+/// Returns it and its URL.
+pub fn start_joining(dir: &Path, seed: &str) -> (NodeProc, String) {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let n = NodeProc::start(
+        dir,
+        &[
+            "--seed",
+            seed,
+            "--cluster-secret",
+            TEST_SECRET,
+            "--listen",
+            &listen,
+        ],
+    );
+    (n, format!("http://{listen}"))
+}
+
 /// Wait until node `i`'s anti-entropy trees are built (a fresh process
 /// scans its store once), at most `secs`.
 pub fn trees_ready(c: &ClusterProcs, i: usize, secs: u64) {
