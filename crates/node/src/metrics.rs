@@ -279,6 +279,21 @@ fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> std::fmt:
     g.encode(e.encode_descriptor(name, help, None, g.metric_type())?)
 }
 
+/// (bytes free to an unprivileged writer, size) of the file system that
+/// holds `p`.
+fn fs_space(p: &std::path::Path) -> Option<(f64, f64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills a plain C struct; all-zero is a valid value.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path, `s` a struct statvfs we own.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return None;
+    }
+    let unit = s.f_frsize as f64;
+    Some((s.f_bavail as f64 * unit, s.f_blocks as f64 * unit))
+}
+
 /// A gauge with one value per level, labelled `level="N"`.
 fn per_level(
     e: &mut DescriptorEncoder,
@@ -561,6 +576,20 @@ impl Collector for StateCollector {
             "Bytes of live tables and WAL on disk",
             s.disk_bytes as f64,
         )?;
+        if let Some((free, size)) = fs_space(self.cluster.local().path()) {
+            gauge(
+                &mut e,
+                "strata_disk_free_bytes",
+                "Bytes free for the node's data (the file system of its data directory, as an unprivileged writer sees it)",
+                free,
+            )?;
+            gauge(
+                &mut e,
+                "strata_disk_size_bytes",
+                "Size of the file system of the node's data directory",
+                size,
+            )?;
+        }
 
         if let Some(rt) = &self.runtime {
             let n = rt.num_workers();
