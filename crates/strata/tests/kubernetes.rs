@@ -1,0 +1,127 @@
+//! The Kubernetes manifests in `deploy/kubernetes/` against the
+//! Kubernetes API schemas (`kubernetes-validate --strict` from PyPI, which
+//! `.ci/run` installs): every resource valid, no unknown field; and what
+//! the cluster needs of them: each pod's `--advertise` is its entry in
+//! `--cluster` (the headless Service's DNS names), the secret comes from
+//! the Secret, readiness is `/v0/status`, a preStop pause, and a
+//! disruption budget that keeps a quorum.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const K8S: &str = "1.31.0";
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes")
+}
+
+fn manifests() -> Vec<PathBuf> {
+    let mut m: Vec<PathBuf> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    m.sort();
+    m
+}
+
+fn validate(files: &[PathBuf]) -> Option<(bool, String)> {
+    let o = Command::new("kubernetes-validate")
+        .args(["--strict", "--no-warn", "-k", K8S])
+        .args(files)
+        .output()
+        .ok()?;
+    Some((
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    ))
+}
+
+#[test]
+fn every_manifest_is_valid_against_the_kubernetes_schemas() {
+    let files = manifests();
+    assert!(files.len() >= 5, "{files:?}");
+    let Some((ok, out)) = validate(&files) else {
+        eprintln!("kubernetes: not checked: kubernetes-validate not installed (pip install kubernetes-validate)");
+        return;
+    };
+    assert!(ok, "{out}");
+    for kind in [
+        "service/strata",
+        "service/strata-client",
+        "statefulset/strata",
+        "poddisruptionbudget/strata",
+        "secret/strata-cluster-secret",
+        "job/strata-lab",
+        "job/strata-lab-merge",
+        "persistentvolumeclaim/strata-lab-out",
+    ] {
+        assert!(
+            out.contains(&format!("passed for resource {kind} against")),
+            "{kind} not validated:\n{out}"
+        );
+    }
+    // The validator does reject a wrong manifest: a misspelt field.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.yaml");
+    let text = std::fs::read_to_string(dir().join("pdb.yaml")).unwrap();
+    std::fs::write(&bad, text.replace("maxUnavailable", "maxUnavailible")).unwrap();
+    let (ok, out) = validate(&[bad]).unwrap();
+    assert!(!ok, "a misspelt field passed:\n{out}");
+}
+
+#[test]
+fn the_statefulset_wires_the_cluster_the_way_the_node_expects() {
+    let s = std::fs::read_to_string(dir().join("strata.yaml")).unwrap();
+    let arg = |name: &str| -> String {
+        s.lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("- --{name}=")))
+            .unwrap_or_else(|| panic!("no --{name}"))
+            .to_string()
+    };
+    let replicas: usize = s
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replicas: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // --cluster names every pod by its headless-Service DNS name, and
+    // each pod advertises its own entry.
+    let members: Vec<String> = arg("cluster").split(',').map(str::to_string).collect();
+    assert_eq!(members.len(), replicas);
+    for (i, m) in members.iter().enumerate() {
+        let own = arg("advertise").replace("$(POD_NAME)", &format!("strata-{i}"));
+        assert_eq!(m, &own);
+    }
+    assert!(s.contains("serviceName: strata\n"));
+    assert!(s.contains("clusterIP: None"));
+    assert!(s.contains("publishNotReadyAddresses: true"));
+    // The secret from the Secret, readiness on /v0/status, a drain.
+    assert_eq!(arg("cluster-secret-file"), "/etc/strata/secret/secret");
+    assert!(s.contains("secretName: strata-cluster-secret"));
+    assert!(s.contains("readinessProbe:\n            httpGet:\n              path: /v0/status"));
+    assert!(s.contains("preStop:"));
+    // The budget keeps a quorum of three replicas: one away at most.
+    let pdb = std::fs::read_to_string(dir().join("pdb.yaml")).unwrap();
+    assert!(pdb.contains("maxUnavailable: 1"));
+    // The lab Job writes one interval log per pod; the merge reads them all.
+    let job = std::fs::read_to_string(dir().join("lab-job.yaml")).unwrap();
+    let merge = std::fs::read_to_string(dir().join("lab-merge-job.yaml")).unwrap();
+    let pods: usize = job
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("completions: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(job.contains("--hdr=/out/load-$(JOB_COMPLETION_INDEX).hlog"));
+    for i in 0..pods {
+        assert!(
+            merge.contains(&format!("/out/load-{i}.hlog")),
+            "pod {i}'s log"
+        );
+    }
+}
