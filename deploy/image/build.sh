@@ -19,7 +19,7 @@ if [[ -z $bin ]]; then
     bin=target/release/strata
 fi
 busybox=$(command -v busybox) || { echo "busybox not found (apt-get install busybox-static)" >&2; exit 1; }
-ldd "$busybox" 2>&1 | grep -q "not a dynamic executable" ||
+{ ldd "$busybox" 2>&1 || true; } | grep -q "not a dynamic executable" ||
     { echo "$busybox is not static (apt-get install busybox-static)" >&2; exit 1; }
 
 root=$(mktemp -d)

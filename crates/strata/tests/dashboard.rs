@@ -33,14 +33,6 @@ impl Drop for Prometheus {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_prometheus(dir: &Path, targets: &[String]) -> Option<Prometheus> {
     let rules = repo().join("deploy/prometheus/alerts.yml");
     let cfg = format!(
@@ -54,7 +46,7 @@ fn start_prometheus(dir: &Path, targets: &[String]) -> Option<Prometheus> {
     );
     let path = dir.join("prometheus.yml");
     std::fs::write(&path, cfg).unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", support::free_port());
     let child = Command::new("prometheus")
         .arg(format!("--config.file={}", path.display()))
         .arg(format!(

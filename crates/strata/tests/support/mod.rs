@@ -182,7 +182,8 @@ pub struct ClusterProcs {
 
 pub const TEST_SECRET: &str = "test-cluster-secret-0123456789";
 
-fn free_port() -> u16 {
+/// A loopback port free now.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
