@@ -97,6 +97,9 @@ enum ReportCmd {
     /// Merge HdrHistogram interval logs from several load runs (say, the
     /// pods of a Kubernetes Job) and print the combined distribution.
     Merge(strata_lab::report::hdrlog::MergeArgs),
+    /// Render the panels of a Grafana dashboard (deploy/grafana/strata.json)
+    /// from a Prometheus's data into one SVG, without Grafana.
+    Dashboard(strata_lab::report::dashboard::DashboardArgs),
 }
 
 #[derive(Subcommand)]
@@ -202,6 +205,12 @@ fn main() -> ExitCode {
         } => exit(
             "strata report merge",
             strata_lab::report::hdrlog::run_merge(&a).map(|out| print!("{out}")),
+        ),
+        Cmd::Report {
+            what: ReportCmd::Dashboard(a),
+        } => exit(
+            "strata report dashboard",
+            strata_lab::report::dashboard::run(&a),
         ),
         Cmd::Bench {
             what: BenchCmd::Engine(a),

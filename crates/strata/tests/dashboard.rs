@@ -191,6 +191,42 @@ fn every_dashboard_query_and_alert_rule_returns_data_from_a_real_cluster() {
     assert!(rule_count >= 20, "{rule_count} rules");
     assert!(empty.is_empty(), "no data for:\n{}", empty.join("\n"));
 
+    // The panels rendered from that data (`strata report dashboard`, no
+    // Grafana here): every panel drawn, with its lines.
+    let svg = std::env::var_os("STRATA_DASHBOARD_SVG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("dashboard.svg"));
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["report", "dashboard", "--prometheus"])
+        .arg(format!("http://{}", p.addr))
+        .arg("--dashboard")
+        .arg(repo().join("deploy/grafana/strata.json"))
+        .args(["--last", "40s", "--out"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    let mut panels = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        let title = panel["title"].as_str().unwrap().replace('&', "&amp;");
+        assert!(drawn.contains(&title), "{title} not drawn");
+        panels += usize::from(panel["type"] != "row");
+    }
+    assert!(said.starts_with(&format!("{panels} panels, ")), "{said}");
+    let lines: usize = said
+        .split_whitespace()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(lines >= panels, "{said}");
+    assert!(drawn.matches("<polyline").count() >= panels, "lines drawn");
+
     // Prometheus loaded every rule, healthy.
     let (_, body) = get(&p.addr, "/api/v1/rules");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();

@@ -6,6 +6,7 @@
 //! load or measure anything.
 
 pub mod charts;
+pub mod dashboard;
 pub mod hdrlog;
 pub mod html;
 pub mod markdown;
