@@ -70,7 +70,8 @@ impl Inner {
     }
 
     pub(crate) fn is_down(&self, m: usize, now: Instant) -> bool {
-        self.topo().detectors[m].state(now) == State::Down
+        // A read guard, not a clone of the topology: on every request.
+        self.topo.read().detectors[m].state(now) == State::Down
     }
 
     pub(crate) async fn write(
@@ -603,7 +604,8 @@ impl Handler for Inner {
     }
 
     fn heard(&self, from: u64) {
-        let t = self.topo();
+        // Every frame heard: a read guard, not a clone of the topology.
+        let t = self.topo.read();
         if let Some(i) = t.members.iter().position(|m| m.id == from) {
             t.detectors[i].heard(Instant::now());
         }

@@ -620,12 +620,7 @@ impl Inner {
         let mut batches: HashMap<usize, (Vec<(Bytes, Record)>, usize)> = HashMap::new();
         let mut from = Some(Bytes::new());
         while let Some(at) = from.take() {
-            let s = self.clone();
-            let (page, next) = self
-                .blocking(move || s.store.page(&at, PAGE))
-                .await
-                .ok_or("scanning the store failed")?
-                .map_err(|e| e.to_string())?;
+            let (page, next) = self.page(at).await?;
             from = next;
             let mut scanned = 0;
             let (mut keys, mut copies) = (0, 0);
@@ -698,6 +693,15 @@ impl Inner {
         }
     }
 
+    /// A page of this node's records from `at` on, read off the runtime.
+    async fn page(self: &Arc<Self>, at: Bytes) -> Result<crate::store::Page, String> {
+        let s = self.clone();
+        self.blocking(move || s.store.page(&at, PAGE))
+            .await
+            .ok_or("scanning the store failed")?
+            .map_err(|e| e.to_string())
+    }
+
     /// Drop the records of keys this node does not replicate under
     /// layout `version` (once every node has adopted it).
     async fn cleanup(self: &Arc<Self>, version: u64) {
@@ -709,14 +713,12 @@ impl Inner {
         let mut from = Some(Bytes::new());
         let mut removed = 0u64;
         while let Some(at) = from.take() {
-            let s = self.clone();
-            let page = match self.blocking(move || s.store.page(&at, PAGE)).await {
-                Some(Ok(p)) => p,
-                Some(Err(e)) => {
+            let page = match self.page(at).await {
+                Ok(p) => p,
+                Err(e) => {
                     tracing::warn!(error = %e, "cleanup after the layout change stopped");
                     return;
                 }
-                None => return,
             };
             from = page.1;
             let mut set = tokio::task::JoinSet::new();

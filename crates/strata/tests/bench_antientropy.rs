@@ -163,24 +163,7 @@ fn anti_entropy_figures() {
         serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap())
             .unwrap();
     let seconds = r["trials"][0]["timeline"].as_array().unwrap();
-    let p99 = |from: f64, to: f64| -> (f64, f64, usize) {
-        let xs: Vec<f64> = seconds
-            .iter()
-            .filter(|s| {
-                // Every second that overlaps [from, to).
-                let t = s["t_s"].as_f64().unwrap();
-                t + 1.0 > from && t < to
-            })
-            .map(|s| s["p99_ms"].as_f64().unwrap())
-            .collect();
-        let mut sorted = xs.clone();
-        sorted.sort_by(f64::total_cmp);
-        (
-            sorted.get(sorted.len() / 2).copied().unwrap_or(0.0),
-            sorted.last().copied().unwrap_or(0.0),
-            xs.len(),
-        )
-    };
+    let p99 = |from, to| support::p99_per_second(seconds, from, to);
     let (before, before_max, nb) = p99(2.0, repair_at - 1.0);
     let (during, during_max, nd) = p99(repair_at, repair_end);
     let trial = &r["trials"][0];

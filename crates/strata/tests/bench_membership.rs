@@ -121,22 +121,7 @@ fn membership_figures() {
         serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap())
             .unwrap();
     let seconds = r["trials"][0]["timeline"].as_array().unwrap();
-    let p99 = |from: f64, to: f64| -> (f64, f64, usize) {
-        let mut xs: Vec<f64> = seconds
-            .iter()
-            .filter(|s| {
-                let t = s["t_s"].as_f64().unwrap();
-                t + 1.0 > from && t < to
-            })
-            .map(|s| s["p99_ms"].as_f64().unwrap())
-            .collect();
-        xs.sort_by(f64::total_cmp);
-        (
-            xs.get(xs.len() / 2).copied().unwrap_or(0.0),
-            xs.last().copied().unwrap_or(0.0),
-            xs.len(),
-        )
-    };
+    let p99 = |from, to| support::p99_per_second(seconds, from, to);
     let show = |what: &str, (m, w, n): (f64, f64, usize)| {
         println!("   per-second p99 {what}: median {m:.2} ms, worst {w:.2} ms ({n} s)");
     };

@@ -40,7 +40,7 @@ const FAULT: RGBColor = RGBColor(197, 27, 125);
 const AVAILABLE: RGBColor = RGBColor(31, 119, 180);
 /// The nodes' lines, in turn (no red or magenta: those mark stalls and
 /// faults).
-const NODES: [RGBColor; 8] = [
+pub(crate) const NODES: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),

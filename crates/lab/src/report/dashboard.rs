@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plotters::prelude::*;
 
+use super::charts::NODES;
 use crate::cluster::http;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -134,16 +135,6 @@ fn legend_of(format: &str, metric: &serde_json::Value) -> String {
     }
 }
 
-const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(23, 190, 207),
-    RGBColor(188, 189, 34),
-    RGBColor(127, 127, 127),
-];
 const PANEL_W: u32 = 420;
 const PANEL_H: u32 = 230;
 const ROW_TITLE: u32 = 28;
@@ -228,7 +219,7 @@ fn panel(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, p: &Panel) -> R
         .draw()
         .map_err(err)?;
     for (n, s) in p.series.iter().enumerate() {
-        let c = COLORS[n % COLORS.len()];
+        let c = NODES[n % NODES.len()];
         chart
             .draw_series(LineSeries::new(
                 s.points.iter().map(|&(t, v)| (t, v * k)),

@@ -330,3 +330,23 @@ pub fn write_behind_the_back(dir: &Path, entries: &[(Vec<u8>, Vec<u8>, u64)]) {
     db.write(batch).unwrap();
     db.close().unwrap();
 }
+
+/// Over a lab report's per-second timeline (`trials[0].timeline`), the
+/// seconds that overlap `[from, to)`: the median and the worst of their
+/// p99s (ms), and how many seconds.
+pub fn p99_per_second(seconds: &[serde_json::Value], from: f64, to: f64) -> (f64, f64, usize) {
+    let mut xs: Vec<f64> = seconds
+        .iter()
+        .filter(|s| {
+            let t = s["t_s"].as_f64().unwrap();
+            t + 1.0 > from && t < to
+        })
+        .map(|s| s["p99_ms"].as_f64().unwrap())
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    (
+        xs.get(xs.len() / 2).copied().unwrap_or(0.0),
+        xs.last().copied().unwrap_or(0.0),
+        xs.len(),
+    )
+}
