@@ -1,5 +1,5 @@
 //! A lean HTTP/1.1 client connection for load generation: one keep-alive
-//! TCP connection, requests written by hand into a reused buffer, answers
+//! TCP connection (TLS for https://, opened by `stream`), requests written by hand into a reused buffer, answers
 //! parsed with `httparse` and their bodies (sized or chunked) read and
 //! dropped, or kept in the caller's buffer when it asks (`request_into`,
 //! for the consistency checker, which must see what a GET returned). The
@@ -10,30 +10,44 @@
 use std::io;
 use std::net::SocketAddr;
 
+use crate::stream::NodeStream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-/// Where requests go: the address to connect to and the `Host` header.
+/// Where requests go: the address to connect to, the `Host` header, and
+/// TLS for an https:// URL.
 #[derive(Clone, Debug)]
 pub struct Target {
     pub addr: SocketAddr,
     pub host: String,
+    pub tls: Option<crate::stream::Tls>,
 }
 
 impl Target {
-    /// Parse `http://host:port[/...]`.
+    /// Parse `http://host:port[/...]` or `https://host:port[/...]`.
     pub fn parse(url: &str) -> Result<Target, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("{url}: only http:// URLs are supported"))?;
+        let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) => (rest, true),
+            _ => {
+                return Err(format!(
+                    "{url}: only http:// and https:// URLs are supported"
+                ))
+            }
+        };
         let hostport = rest.split('/').next().unwrap_or(rest);
         let addr = std::net::ToSocketAddrs::to_socket_addrs(hostport)
             .map_err(|e| format!("{hostport}: {e}"))?
             .next()
             .ok_or_else(|| format!("{hostport}: no address"))?;
+        let tls = if https {
+            Some(crate::stream::Tls::new(hostport).map_err(|e| format!("{url}: {e}"))?)
+        } else {
+            None
+        };
         Ok(Target {
             addr,
             host: hostport.to_string(),
+            tls,
         })
     }
 }
@@ -49,7 +63,7 @@ pub struct Answer {
 /// or a `Connection: close`.
 pub struct Conn {
     target: Target,
-    stream: Option<TcpStream>,
+    stream: Option<NodeStream>,
     wbuf: Vec<u8>,
     rbuf: Box<[u8]>,
     /// Bytes of `rbuf` holding data not yet consumed: `rbuf[start..end]`.
@@ -76,9 +90,7 @@ impl Conn {
     }
 
     async fn open(&mut self) -> io::Result<()> {
-        let s = TcpStream::connect(self.target.addr).await?;
-        s.set_nodelay(true)?;
-        self.stream = Some(s);
+        self.stream = Some(crate::stream::connect(&self.target).await?);
         self.start = 0;
         self.end = 0;
         Ok(())

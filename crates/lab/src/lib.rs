@@ -21,6 +21,7 @@ pub mod schedule;
 pub mod scrape;
 pub mod slo;
 pub mod soak;
+pub mod stream;
 pub mod sweep;
 pub mod timer;
 pub mod units;

@@ -7,8 +7,6 @@
 //! numbers (the verdict does).
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -45,65 +43,16 @@ pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
 /// The `/metrics` text of the node at `url` (`http://HOST:PORT`).
 pub fn fetch_metrics(url: &str) -> Result<String, String> {
     let t = crate::client::Target::parse(url)?;
-    http_get(t.addr, &t.host, "/metrics", Duration::from_secs(10))
+    http_get(&t, "/metrics", Duration::from_secs(10))
 }
 
-/// GET `path` from `addr` (HTTP/1.1, connection closed after), the body.
-pub fn http_get(
-    addr: SocketAddr,
-    host: &str,
-    path: &str,
-    timeout: Duration,
-) -> Result<String, String> {
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).map_err(|e| e.to_string())?;
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut resp = httparse::Response::new(&mut headers);
-    let n = match resp.parse(&buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        _ => return Err(format!("{path}: malformed answer")),
-    };
-    if resp.code != Some(200) {
-        return Err(format!("{path}: status {}", resp.code.unwrap_or(0)));
+/// GET `path` from `target` (connection closed after), the body.
+pub fn http_get(target: &Target, path: &str, timeout: Duration) -> Result<String, String> {
+    let r = crate::cluster::http::request_to("GET", target, path, timeout)?;
+    if r.status != 200 {
+        return Err(format!("{path}: status {}", r.status));
     }
-    let chunked = resp.headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
-    });
-    let body = if chunked {
-        dechunk(&buf[n..])?
-    } else {
-        buf[n..].to_vec()
-    };
-    String::from_utf8(body).map_err(|e| e.to_string())
-}
-
-fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        match httparse::parse_chunk_size(b) {
-            Ok(httparse::Status::Complete((used, 0))) => {
-                let _ = used;
-                return Ok(out);
-            }
-            Ok(httparse::Status::Complete((used, size))) => {
-                let end = used + size as usize;
-                if b.len() < end + 2 {
-                    return Err("truncated chunk".into());
-                }
-                out.extend_from_slice(&b[used..end]);
-                b = &b[end + 2..];
-            }
-            _ => return Err("bad chunked body".into()),
-        }
-    }
+    String::from_utf8(r.body).map_err(|e| e.to_string())
 }
 
 /// Counter names whose per-interval increase a sample carries.
@@ -198,10 +147,10 @@ impl Sampler {
             let samples = Arc::new(Mutex::new(Vec::new()));
             let texts = Arc::new(Mutex::new(Scrapes::default()));
             let (st, sa, tx) = (stop.clone(), samples.clone(), texts.clone());
-            let (addr, host) = (node.addr, node.host.clone());
+            let node = node.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("strata-scrape-{i}"))
-                .spawn(move || scrape_loop(addr, &host, origin, first_tick, every, &st, &sa, &tx));
+                .spawn(move || scrape_loop(&node, origin, first_tick, every, &st, &sa, &tx));
             if let Ok(h) = spawned {
                 s.handles.push(h);
             }
@@ -252,8 +201,7 @@ impl Sampler {
 /// One node's sampling thread: scrape at every tick until told to stop.
 #[allow(clippy::too_many_arguments)]
 fn scrape_loop(
-    addr: SocketAddr,
-    host: &str,
+    node: &Target,
     origin: Instant,
     first_tick: Instant,
     every: Duration,
@@ -266,7 +214,7 @@ fn scrape_loop(
     let mut tick = 0u64;
     while !stop.load(Ordering::Acquire) {
         let now = Instant::now();
-        if let Ok(text) = http_get(addr, host, "/metrics", SCRAPE_TIMEOUT) {
+        if let Ok(text) = http_get(node, "/metrics", SCRAPE_TIMEOUT) {
             let m = parse_metrics(&text);
             if !m.is_empty() {
                 let mut t = texts.lock().unwrap();
@@ -407,14 +355,5 @@ mod tests {
             combine(&[a]),
             vec![s(1.0, 0.5, Some(2.0)), s(2.0, 0.25, None)]
         );
-    }
-
-    #[test]
-    fn dechunks() {
-        assert_eq!(
-            dechunk(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap(),
-            b"abcde"
-        );
-        assert!(dechunk(b"zz\r\n").is_err());
     }
 }

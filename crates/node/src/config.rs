@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -147,6 +148,19 @@ pub struct ServeArgs {
     /// (the write path and hints are still at them) [default: 5000].
     #[arg(long, env = "STRATA_ANTI_ENTROPY_SETTLE_MS")]
     pub anti_entropy_settle_ms: Option<u64>,
+    /// TLS on the node's port (clients and internal traffic): its
+    /// certificate chain, a PEM file. Needs --tls-key; every member's URL
+    /// is then https:// [default: none, plain HTTP].
+    #[arg(long, env = "STRATA_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, a PEM file (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "STRATA_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The certificate authority this node trusts when it dials its peers
+    /// (set by the global --tls-ca or STRATA_TLS_CA; `tls_ca` in the file)
+    /// [default: the system's].
+    #[arg(skip)]
+    pub tls_ca: Option<PathBuf>,
     /// Internal connections per peer [default: 2].
     #[arg(long, env = "STRATA_PEER_CONNECTIONS")]
     pub peer_connections: Option<usize>,
@@ -200,6 +214,22 @@ pub struct Config {
     pub worker_threads: usize,
     pub log_level: String,
     pub cluster: strata_cluster::ClusterConfig,
+    /// `None`: plain HTTP.
+    pub tls: Option<Tls>,
+}
+
+/// TLS on the node's port: what it shows its clients, and what it trusts
+/// and offers when it dials a peer.
+#[derive(Clone)]
+pub struct Tls {
+    pub server: Arc<strata_tls::rustls::ServerConfig>,
+    pub peers: Arc<strata_tls::rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tls")
+    }
 }
 
 impl Config {
@@ -254,8 +284,29 @@ impl Config {
             worker_threads: pick!(worker_threads, cores),
             log_level: pick!(log_level, "info".to_string()),
             cluster: strata_cluster::ClusterConfig::default(),
+            tls: None,
         };
-        let advertise = pick!(advertise, format!("http://{}", c.listen));
+        let tls_files = (
+            args.tls_cert.clone().or(file.tls_cert.clone()),
+            args.tls_key.clone().or(file.tls_key.clone()),
+        );
+        c.tls = match tls_files {
+            (Some(cert), Some(key)) => Some(Tls {
+                server: strata_tls::server_config(&cert, &key)?,
+                peers: strata_tls::client_config(
+                    args.tls_ca.clone().or(file.tls_ca.clone()).as_deref(),
+                    strata_tls::PRIORITY,
+                )?,
+            }),
+            (None, None) => None,
+            _ => return Err("--tls-cert and --tls-key go together".into()),
+        };
+        let scheme = if c.tls.is_some() {
+            "https://"
+        } else {
+            "http://"
+        };
+        let advertise = pick!(advertise, format!("{scheme}{}", c.listen));
         let members: Vec<String> = pick!(cluster, String::new())
             .split(',')
             .map(|s| s.trim().to_string())
@@ -275,8 +326,12 @@ impl Config {
             .chain(std::iter::once(&advertise))
             .chain(seed.iter())
         {
-            if !m.starts_with("http://") {
-                return Err(format!("cluster member {m:?} must be an http:// URL"));
+            if !m.starts_with(scheme) {
+                return Err(if c.tls.is_some() {
+                    format!("cluster member {m:?} must be an https:// URL: this node serves TLS (--tls-cert), and so must every member")
+                } else {
+                    format!("cluster member {m:?} must be an http:// URL (https:// needs --tls-cert and --tls-key)")
+                });
             }
         }
         let secret = match (

@@ -3,13 +3,14 @@
 //! `strata-internal/0`, carrying this node's URL and a token made with the
 //! cluster secret; after `101 Switching Protocols` the raw connection is
 //! the cluster's. The node owns this because it is HTTP; the cluster only
-//! sees a byte stream. Must not read or write anything after the upgrade.
+//! sees a byte stream. Over TLS when the node has it (https:// members).
+//! Must not read or write anything after the upgrade.
 
 use std::io;
 use std::sync::{Arc, OnceLock};
 
 use strata_cluster::{BoxStream, Cluster, DialFuture, Dialer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub const UPGRADE: &str = "strata-internal/0";
@@ -20,10 +21,12 @@ pub const AUTH_HEADER: &str = "x-strata-auth";
 const MAX_HEAD: usize = 8 << 10;
 
 /// The dialer; it needs the cluster (for tokens), which needs the dialer,
-/// so the cluster is set once it exists.
+/// so the cluster is set once it exists. With `tls`, members' URLs are
+/// https:// and every connection is TLS, offering the priority protocol.
 #[derive(Default)]
 pub struct UpgradeDialer {
     pub cluster: OnceLock<Arc<Cluster>>,
+    pub tls: Option<Arc<strata_tls::rustls::ClientConfig>>,
 }
 
 impl Dialer for UpgradeDialer {
@@ -36,43 +39,67 @@ impl Dialer for UpgradeDialer {
             let (from, token) = cluster
                 .upgrade_token()
                 .ok_or_else(|| io::Error::other("no cluster secret"))?;
-            let hostport = url
-                .strip_prefix("http://")
-                .unwrap_or(url)
-                .split('/')
-                .next()
-                .unwrap_or("");
-            let mut s = TcpStream::connect(hostport).await?;
+            let (rest, tls) = match (url.strip_prefix("https://"), &self.tls) {
+                (Some(rest), Some(tls)) => (rest, Some(tls)),
+                (Some(_), None) => {
+                    return Err(io::Error::other(format!(
+                        "{url}: an https:// member, and this node has no TLS"
+                    )))
+                }
+                (None, _) => (url.strip_prefix("http://").unwrap_or(url), None),
+            };
+            let hostport = rest.split('/').next().unwrap_or("");
+            let s = TcpStream::connect(hostport).await?;
             s.set_nodelay(true)?;
-            let req = format!(
-                "GET /v0/internal HTTP/1.1\r\nHost: {hostport}\r\nConnection: Upgrade\r\nUpgrade: {UPGRADE}\r\n{FROM_HEADER}: {from}\r\n{AUTH_HEADER}: {token}\r\n\r\n"
-            );
-            s.write_all(req.as_bytes()).await?;
-            // Read the answer's head a byte at a time: whatever follows it
-            // belongs to the cluster's handshake.
-            let mut head = Vec::with_capacity(256);
-            let mut b = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                if head.len() > MAX_HEAD {
-                    return Err(io::Error::other("answer head too long"));
+            match tls {
+                None => upgrade(s, hostport, &from, &token).await,
+                Some(tls) => {
+                    let name = strata_tls::server_name(hostport).map_err(io::Error::other)?;
+                    let s = tokio_rustls::TlsConnector::from(tls.clone())
+                        .connect(name, s)
+                        .await?;
+                    upgrade(s, hostport, &from, &token).await
                 }
-                if s.read(&mut b).await? == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "closed during upgrade",
-                    ));
-                }
-                head.push(b[0]);
             }
-            let status = String::from_utf8_lossy(&head);
-            let line = status.lines().next().unwrap_or("");
-            if !line.starts_with("HTTP/1.1 101") {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!("upgrade refused: {line}"),
-                ));
-            }
-            Ok(Box::new(s) as BoxStream)
         })
     }
+}
+
+/// Ask for the upgrade on `s` and read the answer's head; the stream is
+/// the cluster's after a `101`.
+async fn upgrade<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    mut s: S,
+    hostport: &str,
+    from: &str,
+    token: &str,
+) -> io::Result<BoxStream> {
+    let req = format!(
+        "GET /v0/internal HTTP/1.1\r\nHost: {hostport}\r\nConnection: Upgrade\r\nUpgrade: {UPGRADE}\r\n{FROM_HEADER}: {from}\r\n{AUTH_HEADER}: {token}\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await?;
+    // Read the answer's head a byte at a time: whatever follows it
+    // belongs to the cluster's handshake.
+    let mut head = Vec::with_capacity(256);
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > MAX_HEAD {
+            return Err(io::Error::other("answer head too long"));
+        }
+        if s.read(&mut b).await? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "closed during upgrade",
+            ));
+        }
+        head.push(b[0]);
+    }
+    let status = String::from_utf8_lossy(&head);
+    let line = status.lines().next().unwrap_or("");
+    if !line.starts_with("HTTP/1.1 101") {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("upgrade refused: {line}"),
+        ));
+    }
+    Ok(Box::new(s) as BoxStream)
 }

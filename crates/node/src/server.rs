@@ -48,7 +48,10 @@ pub fn run(config: Config) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("opening {}: {e}", config.data_dir.display()))?;
-        let dialer = Arc::new(crate::peer::UpgradeDialer::default());
+        let dialer = Arc::new(crate::peer::UpgradeDialer {
+            tls: config.tls.as_ref().map(|t| t.peers.clone()),
+            ..Default::default()
+        });
         let metrics = Metrics::new(events);
         let cluster = Arc::new(Cluster::open(
             Arc::new(db),
@@ -72,7 +75,12 @@ pub fn run(config: Config) -> Result<(), String> {
         node.serving.store(true, Ordering::Release);
         let shutdown = shutdown_signal();
         // Tests and scripts wait for this line to learn the port.
-        println!("strata node listening on http://{addr}");
+        let scheme = if node.config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        println!("strata node listening on {scheme}://{addr}");
         tracing::info!(%addr, data_dir = %node.config.data_dir.display(), "serving");
         serve(node.clone(), listener, shutdown).await;
         if let Err(e) = cluster.close().await {
@@ -181,7 +189,20 @@ enum First {
     Unread,
 }
 
-fn first_request(stream: &TcpStream) -> First {
+fn first_request(stream: &TcpStream, tls: bool) -> First {
+    if tls {
+        // Under TLS the request is encrypted; the ClientHello is not, and
+        // members and operators offer the priority protocol in it.
+        let mut hello = [0u8; 4096];
+        return match crate::arrival::peek(stream, &mut hello) {
+            None => First::Unread,
+            Some(n) => match strata_tls::hello(&hello[..n]) {
+                strata_tls::Hello::Priority => First::Priority,
+                strata_tls::Hello::Incomplete if n > 0 => First::Unread,
+                _ => First::Client,
+            },
+        };
+    }
     let mut head = [0u8; 24];
     match crate::arrival::peek(stream, &mut head) {
         None => First::Unread,
@@ -201,20 +222,42 @@ fn sort_accepted(
     permit: OwnedSemaphorePermit,
     stop_rx: tokio::sync::watch::Receiver<bool>,
 ) {
-    match first_request(&stream) {
+    let tls = node.config.tls.is_some();
+    match first_request(&stream, tls) {
         First::Priority => start(node, stream, permit, stop_rx, First::Priority),
         First::Client => parked.push(stream, permit, &node.guard),
         First::Unread => {
             let (node, parked) = (node.clone(), parked.clone());
             tokio::spawn(async move {
-                let _ = tokio::time::timeout(node.config.header_timeout, stream.readable()).await;
-                let first = first_request(&stream);
+                let first = first_arrival(&stream, tls, node.config.header_timeout).await;
                 if first == First::Priority || (node.guard.has_room() && parked.is_empty()) {
                     start(&node, stream, permit, stop_rx, first);
                 } else {
                     parked.push(stream, permit, &node.guard);
                 }
             });
+        }
+    }
+}
+
+/// Wait (at most `limit`) for enough of a connection's first bytes to sort
+/// it: readiness may be reported before anything can be read (or, under
+/// TLS, before the whole ClientHello has come), so each wake that still
+/// finds it unread clears the readiness and waits again.
+async fn first_arrival(stream: &TcpStream, tls: bool, limit: std::time::Duration) -> First {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.readable()).await {
+            Ok(Ok(())) => {}
+            _ => return first_request(stream, tls),
+        }
+        match first_request(stream, tls) {
+            First::Unread => {
+                let _ = stream.try_io(tokio::io::Interest::READABLE, || {
+                    Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+                });
+            }
+            first => return first,
         }
     }
 }
@@ -236,7 +279,7 @@ fn start(
     let stale = overload::unread_age(&stream).filter(|&age| {
         age > guard.stale_after()
             && first != First::Priority
-            && first_request(&stream) != First::Priority
+            && first_request(&stream, node.config.tls.is_some()) != First::Priority
     });
     let open = guard.opened();
     let _ = stream.set_nodelay(true);
@@ -252,30 +295,69 @@ fn start(
             }
         }
     });
-    // With upgrades: peers open internal connections on this port.
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(node.config.header_timeout)
-        .max_buf_size(MAX_HEAD_BYTES)
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service)
-        .with_upgrades();
-    let mut stop = stop_rx;
+    let (header_timeout, tls) = (
+        node.config.header_timeout,
+        node.config.tls.as_ref().map(|t| t.server.clone()),
+    );
     tokio::spawn(async move {
         let _permit = permit;
         let _open = open;
-        tokio::pin!(conn);
-        let r = tokio::select! {
-            r = conn.as_mut() => r,
-            _ = async { let _ = stop.wait_for(|s| *s).await; } => {
-                conn.as_mut().graceful_shutdown();
-                conn.await
+        let r = match tls {
+            None => serve_http(stream, service, header_timeout, stop_rx).await,
+            Some(server) => {
+                // The handshake gets the time a request's head gets.
+                let acceptor = tokio_rustls::TlsAcceptor::from(server);
+                match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => serve_http(tls, service, header_timeout, stop_rx).await,
+                    Ok(Err(e)) => {
+                        tracing::debug!(error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!("TLS handshake timed out");
+                        return;
+                    }
+                }
             }
         };
         if let Err(e) = r {
             tracing::debug!(error = %e, "connection ended with an error");
         }
     });
+}
+
+/// HTTP/1.1 on one connection (plain or TLS) until it closes, or until
+/// `stop` asks it to finish its request and close.
+async fn serve_http<I, S>(
+    io: I,
+    service: S,
+    header_timeout: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), hyper::Error>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming> + Send + 'static,
+    S::Future: Send + 'static,
+    S::ResBody: Send + 'static,
+    <S::ResBody as hyper::body::Body>::Data: Send,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    // With upgrades: peers open internal connections on this port.
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => r,
+        _ = async { let _ = stop.wait_for(|s| *s).await; } => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    }
 }
 
 /// Accept connections until `shutdown` resolves, then drain.

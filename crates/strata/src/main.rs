@@ -22,6 +22,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// The certificate authority (a PEM file) trusted for https:// URLs:
+    /// the nodes a command talks to, or a node's peers
+    /// [default: the system's].
+    #[arg(long, global = true, env = "STRATA_TLS_CA")]
+    tls_ca: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -177,11 +182,12 @@ struct StressArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    strata_lab::stream::trust(cli.tls_ca.clone());
     match cli.cmd {
-        Cmd::Serve(a) => exit(
-            "strata serve",
-            strata_node::Config::resolve(&a).and_then(strata_node::run),
-        ),
+        Cmd::Serve(mut a) => exit("strata serve", {
+            a.tls_ca = cli.tls_ca.or(a.tls_ca);
+            strata_node::Config::resolve(&a).and_then(strata_node::run)
+        }),
         Cmd::Load(a) => exit("strata load", strata_lab::load::main(&a)),
         Cmd::Demo(a) => exit(
             "strata demo",

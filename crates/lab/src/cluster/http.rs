@@ -5,10 +5,10 @@
 //! has its own client in `client.rs`) or for large bodies.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::client::Target;
+use crate::stream::BlockingStream;
 
 /// Largest answer read (head and body).
 const MAX_ANSWER: usize = 4 << 20;
@@ -65,16 +65,29 @@ pub fn json<T: serde::de::DeserializeOwned>(
 
 /// `METHOD path` (GET, POST with an empty body, DELETE), as [`get`].
 pub fn request(method: &str, url: &str, path: &str, timeout: Duration) -> Result<Reply, String> {
+    let target = Target::parse(url).map_err(|e| format!("{url}{path}: {e}"))?;
+    request_to(method, &target, path, timeout).map_err(|e| format!("{url}{e}"))
+}
+
+/// As [`request`], to a parsed target (a sampler's, every second); an
+/// error starts with the path.
+pub fn request_to(
+    method: &str,
+    target: &Target,
+    path: &str,
+    timeout: Duration,
+) -> Result<Reply, String> {
     let deadline = Instant::now() + timeout;
-    let fail = |e: String| format!("{url}{path}: {e}");
-    let mut s = send(method, url, path, timeout).map_err(&fail)?;
+    let fail = |e: String| format!("{path}: {e}");
+    let mut s = send(method, target, path, timeout).map_err(&fail)?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
         let Ok(t) = left(deadline) else {
             return Err(fail("timed out".into()));
         };
-        s.set_read_timeout(Some(t))
+        s.tcp()
+            .set_read_timeout(Some(t))
             .map_err(|e| fail(e.to_string()))?;
         match s.read(&mut chunk) {
             Ok(0) => break,
@@ -104,12 +117,15 @@ pub fn request(method: &str, url: &str, path: &str, timeout: Duration) -> Result
         .ok_or_else(|| fail("connection closed before a whole answer".into()))
 }
 
-/// Connect to the node at `url` and write `METHOD path` (an empty body
+/// Connect to `target` and write `METHOD path` (an empty body
 /// for POST, `Connection: close`), within `timeout`.
-fn send(method: &str, url: &str, path: &str, timeout: Duration) -> Result<TcpStream, String> {
-    let target = Target::parse(url)?;
-    let mut s = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| e.to_string())?;
-    let _ = s.set_nodelay(true);
+fn send(
+    method: &str,
+    target: &Target,
+    path: &str,
+    timeout: Duration,
+) -> Result<BlockingStream, String> {
+    let mut s = crate::stream::connect_blocking(target, timeout)?;
     let body = if method == "POST" {
         "Content-Length: 0\r\n"
     } else {
@@ -119,9 +135,11 @@ fn send(method: &str, url: &str, path: &str, timeout: Duration) -> Result<TcpStr
         "{method} {path} HTTP/1.1\r\nHost: {}\r\n{body}Connection: close\r\n\r\n",
         target.host
     );
-    s.set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+    // Under TLS the handshake happens here, bounded by the timeouts.
+    s.write_all(head.as_bytes()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => "timed out".to_string(),
+        _ => e.to_string(),
+    })?;
     Ok(s)
 }
 
@@ -259,10 +277,9 @@ pub fn download(
 ) -> Result<u64, String> {
     use std::io::BufRead;
     let fail = |e: String| format!("{url}{path}: {e}");
-    let s = send("GET", url, path, idle).map_err(&fail)?;
-    s.set_read_timeout(Some(idle))
-        .map_err(|e| fail(e.to_string()))?;
-    let mut r = std::io::BufReader::with_capacity(1 << 16, &s);
+    let target = Target::parse(url).map_err(&fail)?;
+    let s = send("GET", &target, path, idle).map_err(&fail)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, s);
     // The head: whatever arrives until it parses.
     let mut buf = Vec::new();
     let h = loop {

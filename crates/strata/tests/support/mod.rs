@@ -42,7 +42,7 @@ impl NodeProc {
             .unwrap();
         let addr = line
             .trim()
-            .rsplit("http://")
+            .rsplit("://")
             .next()
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"));

@@ -1,0 +1,169 @@
+//! How the lab's clients reach a node: a TCP connection, wrapped in TLS
+//! for an https:// URL (trusting the certificate authority given once with
+//! `--tls-ca`, or the system's). The load generator's connections (async)
+//! offer plain HTTP/1.1; control requests and scrapes (blocking) offer the
+//! priority protocol, as their paths do on a plain port. Owns opening a
+//! connection; must not speak HTTP (`client`, `cluster::http` and `scrape`
+//! do).
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream as StdTcp;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use strata_tls::rustls;
+use strata_tls::rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::client::Target;
+
+/// Trust `ca` (a PEM file; `None`: the system's roots) for every https://
+/// URL this process dials. Call before any connection opens.
+pub fn trust(ca: Option<std::path::PathBuf>) {
+    strata_tls::trust(ca);
+}
+
+/// What a TLS target needs: the name its certificate must carry.
+#[derive(Clone, Debug)]
+pub struct Tls {
+    pub name: ServerName<'static>,
+}
+
+impl Tls {
+    /// For `hostport` (an https:// URL's), checking now that the trust can
+    /// be loaded, so a bad --tls-ca fails before a run starts.
+    pub fn new(hostport: &str) -> Result<Tls, String> {
+        strata_tls::lab_client(false)?;
+        Ok(Tls {
+            name: strata_tls::server_name(hostport)?,
+        })
+    }
+}
+
+/// An open connection to a node, for the async clients.
+pub enum NodeStream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// Open a connection to `t` (TCP_NODELAY set), TLS-handshaken for https.
+pub async fn connect(t: &Target) -> io::Result<NodeStream> {
+    let s = TcpStream::connect(t.addr).await?;
+    s.set_nodelay(true)?;
+    match &t.tls {
+        None => Ok(NodeStream::Plain(s)),
+        Some(tls) => {
+            let config = strata_tls::lab_client(false).map_err(io::Error::other)?;
+            let s = tokio_rustls::TlsConnector::from(config)
+                .connect(tls.name.clone(), s)
+                .await?;
+            Ok(NodeStream::Tls(Box::new(s)))
+        }
+    }
+}
+
+impl AsyncRead for NodeStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            NodeStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            NodeStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for NodeStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            NodeStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            NodeStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            NodeStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            NodeStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            NodeStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            NodeStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// An open connection to a node, for the blocking clients.
+pub enum BlockingStream {
+    Plain(StdTcp),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, StdTcp>>),
+}
+
+impl BlockingStream {
+    /// The TCP connection under it (for timeouts).
+    pub fn tcp(&self) -> &StdTcp {
+        match self {
+            BlockingStream::Plain(s) => s,
+            BlockingStream::Tls(s) => s.get_ref(),
+        }
+    }
+}
+
+/// Open a connection to `t` within `timeout`, offering the priority
+/// protocol under TLS (the handshake happens on the first write, bounded
+/// by the timeouts set on the connection).
+pub fn connect_blocking(t: &Target, timeout: Duration) -> Result<BlockingStream, String> {
+    let s = StdTcp::connect_timeout(&t.addr, timeout).map_err(|e| e.to_string())?;
+    let _ = s.set_nodelay(true);
+    s.set_read_timeout(Some(timeout))
+        .and_then(|()| s.set_write_timeout(Some(timeout)))
+        .map_err(|e| e.to_string())?;
+    match &t.tls {
+        None => Ok(BlockingStream::Plain(s)),
+        Some(tls) => {
+            let config: Arc<rustls::ClientConfig> = strata_tls::lab_client(true)?;
+            let conn = rustls::ClientConnection::new(config, tls.name.clone())
+                .map_err(|e| e.to_string())?;
+            Ok(BlockingStream::Tls(Box::new(rustls::StreamOwned::new(
+                conn, s,
+            ))))
+        }
+    }
+}
+
+impl Read for BlockingStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            BlockingStream::Plain(s) => s.read(buf),
+            BlockingStream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for BlockingStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            BlockingStream::Plain(s) => s.write(buf),
+            BlockingStream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            BlockingStream::Plain(s) => s.flush(),
+            BlockingStream::Tls(s) => s.flush(),
+        }
+    }
+}
