@@ -1,7 +1,8 @@
 //! Durations on the command line: every duration flag of the lab takes a
 //! unit (`30s`, `1m`, `500ms`, `250us`, `2h`), and a bare number stays
 //! seconds, as it always was. Owns that parsing (the simulator's `Dur`
-//! does the reading); must not know which flag it serves.
+//! does the reading), and byte counts for people; must not know which flag
+//! it serves.
 
 use std::time::Duration;
 
@@ -13,6 +14,17 @@ pub fn seconds(s: &str) -> Result<f64, String> {
 /// A duration, from `1.5`, `30s`, `500ms`, `1m`, ...
 pub fn duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(strata_sim::Dur::parse(s)?.ns()))
+}
+
+/// A byte count for people: B, KiB or MiB, one decimal.
+pub fn bytes(b: u64) -> String {
+    if b < 1024 {
+        format!("{b} B")
+    } else if b < 1 << 20 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    }
 }
 
 #[cfg(test)]

@@ -199,6 +199,7 @@ pub async fn handle(
         p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(&node, &req).await,
         "/metrics" => metrics(&node, &req),
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
+        "/debug/pprof/heap" => heap_profile(&req).await.unwrap_or_else(|r| r),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     };
     // Over the connection limit: this connection closes after this answer
@@ -238,13 +239,32 @@ async fn profile(req: &Request<Incoming>) -> Answer {
         Some(b"svg") => (profile::Format::Svg, "image/svg+xml"),
         Some(_) => return Err(text(StatusCode::BAD_REQUEST, "format must be proto or svg")),
     };
-    let body = profile::cpu(seconds, format).await.map_err(|e| match e {
-        profile::ProfileError::Busy => text(StatusCode::CONFLICT, "a profile is already running"),
-        profile::ProfileError::Failed(m) => text(StatusCode::INTERNAL_SERVER_ERROR, &m),
-    })?;
+    let body = profile::cpu(seconds, format).await.map_err(profile_error)?;
     let mut r = full(StatusCode::OK, body);
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    Ok(r)
+}
+
+fn profile_error(e: profile::ProfileError) -> Response<Body> {
+    match e {
+        profile::ProfileError::Busy => text(StatusCode::CONFLICT, "a profile is already running"),
+        profile::ProfileError::Failed(m) => text(StatusCode::INTERNAL_SERVER_ERROR, &m),
+        profile::ProfileError::Unavailable(m) => text(StatusCode::NOT_IMPLEMENTED, &m),
+    }
+}
+
+/// `GET /debug/pprof/heap`: the heap profile, a gzipped pprof protobuf.
+async fn heap_profile(req: &Request<Incoming>) -> Answer {
+    if req.method() != Method::GET {
+        return Err(text(StatusCode::METHOD_NOT_ALLOWED, "use GET"));
+    }
+    let body = profile::heap().await.map_err(profile_error)?;
+    let mut r = full(StatusCode::OK, body);
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
     Ok(r)
 }
 

@@ -1,7 +1,11 @@
 //! `GET /debug/pprof/profile?seconds=N[&format=svg]`: a CPU profile of the
 //! node, sampled at 99 Hz with the `pprof` crate, answered as a gzip-free
 //! pprof protobuf (`go tool pprof` reads it) or as a flamegraph SVG. One
-//! profile at a time. Owns the profiler; must not know about other routes.
+//! profile at a time. `GET /debug/pprof/heap`: what the process has
+//! allocated and not freed, from jemalloc's sampling heap profiler, as a
+//! gzipped pprof protobuf with function names (`strata report heap` draws
+//! it), in a binary built with the `heap-profile` feature. Owns the
+//! profilers; must not know about other routes.
 
 use std::time::Duration;
 
@@ -18,6 +22,44 @@ pub enum Format {
 pub enum ProfileError {
     Busy,
     Failed(String),
+    /// This binary cannot make that profile (and how to get one that can).
+    Unavailable(String),
+}
+
+/// The heap profile now: every sampled allocation not yet freed, with the
+/// stack that made it.
+#[cfg(feature = "heap-profile")]
+pub async fn heap() -> Result<Vec<u8>, ProfileError> {
+    let Some(ctl) = jemalloc_pprof::PROF_CTL.as_ref() else {
+        return Err(ProfileError::Unavailable(
+            "jemalloc's profiler is off in this process (MALLOC_CONF has prof:false)".into(),
+        ));
+    };
+    let mut ctl = ctl
+        .clone()
+        .try_lock_owned()
+        .map_err(|_| ProfileError::Busy)?;
+    // Dumping writes a temporary file, parses it and resolves symbols. The
+    // symbols' cache (the binary's debug information, tens of MiB) is
+    // dropped after: kept, it would be the next profile's largest growth.
+    tokio::task::spawn_blocking(move || {
+        let p = ctl.dump_pprof();
+        backtrace::clear_symbol_cache();
+        p
+    })
+    .await
+    .map_err(|e| ProfileError::Failed(e.to_string()))?
+    .map_err(|e| ProfileError::Failed(format!("{e:#}")))
+}
+
+#[cfg(not(feature = "heap-profile"))]
+pub async fn heap() -> Result<Vec<u8>, ProfileError> {
+    Err(ProfileError::Unavailable(
+        "this binary was built without heap profiling (it allocates with mimalloc): \
+         build it with `cargo build --release --features heap-profile` (jemalloc with \
+         its sampling profiler)"
+            .into(),
+    ))
 }
 
 /// Profile the whole process for `seconds`.

@@ -10,8 +10,21 @@ use clap::{Args, Parser, Subcommand};
 // mimalloc: the engine allocates a skiplist node and key/value handles per
 // write on one thread and frees them on the flush thread; glibc malloc spends
 // more time there than the engine itself (measured in docs/benchmarks.md).
+#[cfg(not(feature = "heap-profile"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+// With the heap-profile feature: jemalloc, its profiler on from the start,
+// one sample per 512 KiB allocated on average (2^19, jemalloc's default);
+// `GET /debug/pprof/heap` dumps it. MALLOC_CONF overrides this at start.
+#[cfg(feature = "heap-profile")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[cfg(feature = "heap-profile")]
+#[allow(non_upper_case_globals)]
+#[export_name = "malloc_conf"]
+pub static malloc_conf: &[u8] = b"prof:true,prof_active:true,lg_prof_sample:19\0";
 
 #[derive(Parser)]
 #[command(
@@ -105,6 +118,10 @@ enum ReportCmd {
     /// Render the panels of a Grafana dashboard (deploy/grafana/strata.json)
     /// from a Prometheus's data into one SVG, without Grafana.
     Dashboard(strata_lab::report::dashboard::DashboardArgs),
+    /// A node's heap profile (GET /debug/pprof/heap, in a binary built
+    /// with --features heap-profile) as a flame graph SVG and the
+    /// allocation sites holding the most; with --base, only what grew.
+    Heap(strata_lab::report::heap::HeapArgs),
 }
 
 #[derive(Subcommand)]
@@ -212,6 +229,9 @@ fn main() -> ExitCode {
             "strata report merge",
             strata_lab::report::hdrlog::run_merge(&a).map(|out| print!("{out}")),
         ),
+        Cmd::Report {
+            what: ReportCmd::Heap(a),
+        } => exit("strata report heap", strata_lab::report::heap::run(&a)),
         Cmd::Report {
             what: ReportCmd::Dashboard(a),
         } => exit(

@@ -330,15 +330,7 @@ fn hints(h: &Hints) -> String {
     s
 }
 
-pub(super) fn bytes(b: u64) -> String {
-    if b < 1024 {
-        format!("{b} B")
-    } else if b < 1 << 20 {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    } else {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    }
-}
+pub(super) use crate::units::bytes;
 
 #[cfg(test)]
 mod tests {

@@ -2,12 +2,13 @@
 //! (`model`), its renderings as Markdown (`markdown`) and as a
 //! self-contained HTML page with charts (`html`, `charts`), and HdrHistogram
 //! interval logs that let several load machines' runs be merged
-//! (`hdrlog`). This file only writes a report directory; it must not run
+//! (`hdrlog`), a node's heap profile drawn as a flame graph (`heap`). This file only writes a report directory; it must not run
 //! load or measure anything.
 
 pub mod charts;
 pub mod dashboard;
 pub mod hdrlog;
+pub mod heap;
 pub mod html;
 pub mod markdown;
 pub mod model;
