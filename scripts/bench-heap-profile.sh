@@ -53,15 +53,8 @@ run() {
     esac
 }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# wrk_rps_p99 OUTPUT: "RPS P99_MS"
-wrk_rps_p99() {
-    local rps p99
-    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$1")
-    p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$1")
-    echo "$rps $p99"
-}
+# shellcheck source=lib/ab.sh
+source scripts/lib/ab.sh
 
 results=$work/results
 : >"$results"
@@ -86,28 +79,7 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-# Medians per variant and column, and the ratio to mimalloc.
-python3 - "$results" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    v, *nums = line.split()
-    rows.setdefault(v, []).append([float(x) for x in nums])
-cols = ["engine fillrandom ops/s", "engine readrandom ops/s", "node PUT req/s", "node PUT p99 ms",
-        "node GET req/s", "node GET p99 ms", "node peak RSS MiB"]
-med = {v: [statistics.median(c) for c in zip(*r)] for v, r in rows.items()}
-for v in med:
-    med[v][6] /= 1024
-base = med["mimalloc"]
-print("| allocator | " + " | ".join(cols) + " |")
-print("| --- |" + " ---: |" * len(cols))
-for v, m in med.items():
-    cells = []
-    for i, x in enumerate(m):
-        cell = f"{x:,.0f}" if x >= 100 else f"{x:.2f}"
-        if v != "mimalloc":
-            cell += f" ({x / base[i]:.3f}×)"
-        cells.append(cell)
-    print(f"| {v} | " + " | ".join(cells) + " |")
-print(f"\n(medians of {len(rows['mimalloc'])} rounds each, alternating)")
-PY
+# RSS in MiB, then the medians and ratios.
+awk '{$8 = $8 / 1024; print}' "$results" >"$results.mib"
+ab_table "$results.mib" "engine fillrandom ops/s" "engine readrandom ops/s" "node PUT req/s" \
+    "node PUT p99 ms" "node GET req/s" "node GET p99 ms" "node peak RSS MiB"

@@ -26,13 +26,8 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 deploy/tls/make-certs.sh "$work/certs" 127.0.0.1 >/dev/null
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wrk_rps_p99() {
-    local rps p99
-    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$1")
-    p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$1")
-    echo "$rps $p99"
-}
+# shellcheck source=lib/ab.sh
+source scripts/lib/ab.sh
 
 results=$work/results
 : >"$results"
@@ -63,25 +58,6 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-python3 - "$results" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    v, *nums = line.split()
-    rows.setdefault(v, []).append([float(x) for x in nums])
-cols = ["PUT req/s", "PUT p99 ms", "GET req/s", "GET p99 ms"]
-med = {v: [statistics.median(c) for c in zip(*r)] for v, r in rows.items()}
-base = med["plain"]
-print("| node | " + " | ".join(cols) + " |")
-print("| --- |" + " ---: |" * len(cols))
-for v, m in med.items():
-    cells = []
-    for i, x in enumerate(m[:4]):
-        cell = f"{x:,.0f}" if x >= 100 else f"{x:.2f}"
-        if v != "plain":
-            cell += f" ({x / base[i]:.3f}×)"
-        cells.append(cell)
-    print(f"| {v} | " + " | ".join(cells) + " |")
-print(f"\nFull TLS handshakes a second (openssl s_time -new, one client): {med['tls'][4]:,.0f}")
-print(f"(medians of {len(rows['plain'])} rounds each, alternating)")
-PY
+ab_table "$results" "PUT req/s" "PUT p99 ms" "GET req/s" "GET p99 ms"
+hs=$(awk '$1 == "tls" {print $6}' "$results" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+echo "Full TLS handshakes a second (openssl s_time -new, one client): $hs"

@@ -8,49 +8,11 @@
 //! Owns URL parsing and the wire; must not decide what to send or when.
 
 use std::io;
-use std::net::SocketAddr;
 
 use crate::stream::NodeStream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Where requests go: the address to connect to, the `Host` header, and
-/// TLS for an https:// URL.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub addr: SocketAddr,
-    pub host: String,
-    pub tls: Option<crate::stream::Tls>,
-}
-
-impl Target {
-    /// Parse `http://host:port[/...]` or `https://host:port[/...]`.
-    pub fn parse(url: &str) -> Result<Target, String> {
-        let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
-            (Some(rest), _) => (rest, false),
-            (_, Some(rest)) => (rest, true),
-            _ => {
-                return Err(format!(
-                    "{url}: only http:// and https:// URLs are supported"
-                ))
-            }
-        };
-        let hostport = rest.split('/').next().unwrap_or(rest);
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(hostport)
-            .map_err(|e| format!("{hostport}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("{hostport}: no address"))?;
-        let tls = if https {
-            Some(crate::stream::Tls::new(hostport).map_err(|e| format!("{url}: {e}"))?)
-        } else {
-            None
-        };
-        Ok(Target {
-            addr,
-            host: hostport.to_string(),
-            tls,
-        })
-    }
-}
+pub use crate::stream::Target;
 
 /// What came back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

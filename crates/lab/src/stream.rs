@@ -1,4 +1,5 @@
-//! How the lab's clients reach a node: a TCP connection, wrapped in TLS
+//! How the lab's clients reach a node: where it is (`Target`, from its
+//! URL), and a TCP connection to it, wrapped in TLS
 //! for an https:// URL (trusting the certificate authority given once with
 //! `--tls-ca`, or the system's). The load generator's connections (async)
 //! offer plain HTTP/1.1; control requests and scrapes (blocking) offer the
@@ -7,7 +8,7 @@
 //! do).
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream as StdTcp;
+use std::net::{SocketAddr, TcpStream as StdTcp};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,7 +19,44 @@ use strata_tls::rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::client::Target;
+/// Where requests go: the address to connect to, the `Host` header, and
+/// TLS for an https:// URL.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub host: String,
+    pub tls: Option<Tls>,
+}
+
+impl Target {
+    /// Parse `http://host:port[/...]` or `https://host:port[/...]`.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) => (rest, true),
+            _ => {
+                return Err(format!(
+                    "{url}: only http:// and https:// URLs are supported"
+                ))
+            }
+        };
+        let hostport = rest.split('/').next().unwrap_or(rest);
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(hostport)
+            .map_err(|e| format!("{hostport}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{hostport}: no address"))?;
+        let tls = if https {
+            Some(Tls::new(hostport).map_err(|e| format!("{url}: {e}"))?)
+        } else {
+            None
+        };
+        Ok(Target {
+            addr,
+            host: hostport.to_string(),
+            tls,
+        })
+    }
+}
 
 /// Trust `ca` (a PEM file; `None`: the system's roots) for every https://
 /// URL this process dials. Call before any connection opens.

@@ -7,23 +7,11 @@
 
 mod support;
 
-use std::process::Command;
-
 use support::NodeProc;
 
-fn strata(args: &[&str]) -> (bool, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
+/// `strata report heap ARGS... --out OUT`.
+fn report_heap(args: &[&str], out: &std::path::Path) -> (bool, String) {
+    support::run_strata(&[&["report", "heap"], args, &["--out", out.to_str().unwrap()]].concat())
 }
 
 #[cfg(not(feature = "heap-profile"))]
@@ -35,13 +23,8 @@ fn without_the_feature_the_endpoint_says_how_to_get_one() {
     assert_eq!(r.status, 501);
     let body = String::from_utf8_lossy(&r.body);
     assert!(body.contains("--features heap-profile"), "{body}");
-    let (ok, out) = strata(&[
-        "report",
-        "heap",
-        &format!("http://{}", node.addr),
-        "--out",
-        tmp.path().join("h.svg").to_str().unwrap(),
-    ]);
+    let url = format!("http://{}", node.addr);
+    let (ok, out) = report_heap(&[&url], &tmp.path().join("h.svg"));
     assert!(!ok);
     assert!(
         out.contains("501") && out.contains("--features heap-profile"),
@@ -72,15 +55,7 @@ fn a_heap_profile_draws_our_allocations_and_what_grew() {
     write(0, 1000);
     let base = tmp.path().join("base.pb.gz");
     let svg = tmp.path().join("heap.svg");
-    let (ok, out) = strata(&[
-        "report",
-        "heap",
-        &url,
-        "--save",
-        base.to_str().unwrap(),
-        "--out",
-        svg.to_str().unwrap(),
-    ]);
+    let (ok, out) = report_heap(&[&url, "--save", base.to_str().unwrap()], &svg);
     assert!(ok, "{out}");
     assert!(out.contains("In use: "), "{out}");
     // The memtable's arena is among the sites, by our own function names.
@@ -95,15 +70,7 @@ fn a_heap_profile_draws_our_allocations_and_what_grew() {
 
     // Profiling itself leaves nothing behind: a second profile, with
     // nothing written in between, has not grown by a MiB.
-    let (ok, out) = strata(&[
-        "report",
-        "heap",
-        &url,
-        "--base",
-        base.to_str().unwrap(),
-        "--out",
-        svg.to_str().unwrap(),
-    ]);
+    let (ok, out) = report_heap(&[&url, "--base", base.to_str().unwrap()], &svg);
     let grew = |out: &str| -> f64 {
         let after = out.split("grew ").nth(1).unwrap_or_else(|| panic!("{out}"));
         let (n, unit) = after.split_once(' ').unwrap();
@@ -121,15 +88,7 @@ fn a_heap_profile_draws_our_allocations_and_what_grew() {
     // what grew.
     write(1000, 10_000);
     let grown = tmp.path().join("growth.svg");
-    let (ok, out) = strata(&[
-        "report",
-        "heap",
-        &url,
-        "--base",
-        base.to_str().unwrap(),
-        "--out",
-        grown.to_str().unwrap(),
-    ]);
+    let (ok, out) = report_heap(&[&url, "--base", base.to_str().unwrap()], &grown);
     assert!(ok, "{out}");
     assert!(grew(&out) >= 20.0, "40 MiB written: {out}");
     let first = out.lines().nth(2).unwrap_or("");

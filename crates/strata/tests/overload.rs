@@ -105,14 +105,7 @@ fn far_past_capacity_the_node_sheds_connections_and_keeps_serving() {
     let url = format!("http://{}", node.addr);
     let out = data.path().join("overload");
     // Range reads of 200 records: costly to serve, nearly free to send.
-    let workload = data.path().join("range.toml");
-    std::fs::write(
-        &workload,
-        "name = \"range 200\"\nkeys = 2_000\npreload = true\n[mix]\nrange = 1.0\n\
-         [key]\ndistribution = \"uniform\"\n[value]\nsize = \"fixed\"\nbytes = 100\n\
-         [range]\nmin = 200\nmax = 200\n",
-    )
-    .unwrap();
+    let workload = support::range_workload(data.path());
     let workload = workload.to_str().unwrap();
     // While the node sheds client connections, an operator's scrape and a
     // peer's internal connection still get through: each probe opens a

@@ -18,10 +18,6 @@ use std::time::Duration;
 
 use support::{free_port, NodeProc, TEST_SECRET};
 
-fn strata() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
-}
-
 fn certs(dir: &Path, names: &[&str]) {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -42,20 +38,8 @@ fn certs(dir: &Path, names: &[&str]) {
 
 /// `strata --tls-ca CA ARGS...`: (success, stdout + stderr).
 fn lab(ca: &Path, args: &[&str]) -> (bool, String) {
-    let o = strata()
-        .arg("--tls-ca")
-        .arg(ca)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
+    let ca = ca.to_str().unwrap();
+    support::run_strata(&[&["--tls-ca", ca], args].concat())
 }
 
 /// curl, trusting `ca`: (success, body and errors).
@@ -293,7 +277,7 @@ fn tls_options_that_cannot_work_are_refused_with_the_reason() {
     let cert = tmp.path().join("c/node.pem");
     let key = tmp.path().join("c/node.key");
     let run = |args: &[&str]| -> String {
-        let o = strata()
+        let o = Command::new(env!("CARGO_BIN_EXE_strata"))
             .arg("serve")
             .arg("--data-dir")
             .arg(tmp.path().join("d"))
@@ -360,14 +344,7 @@ fn under_overload_a_priority_hello_is_served_over_tls() {
         ],
     );
     let url = format!("https://{}", node.addr);
-    let workload = tmp.path().join("range.toml");
-    std::fs::write(
-        &workload,
-        "name = \"range 200\"\nkeys = 2_000\npreload = true\n[mix]\nrange = 1.0\n\
-         [key]\ndistribution = \"uniform\"\n[value]\nsize = \"fixed\"\nbytes = 100\n\
-         [range]\nmin = 200\nmax = 200\n",
-    )
-    .unwrap();
+    let workload = support::range_workload(tmp.path());
     let running = Arc::new(AtomicBool::new(true));
     let prober = {
         let (url, ca, running) = (url.clone(), ca.clone(), running.clone());

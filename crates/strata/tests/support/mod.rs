@@ -350,3 +350,34 @@ pub fn p99_per_second(seconds: &[serde_json::Value], from: f64, to: f64) -> (f64
         xs.len(),
     )
 }
+
+/// `strata ARGS...` to its end: (success, stdout then stderr).
+pub fn run_strata(args: &[&str]) -> (bool, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .expect("run strata");
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// A workload file in `dir` of range reads of 200 records over 2,000
+/// preloaded keys: costly to serve, nearly free to send (the overload
+/// tests' load).
+pub fn range_workload(dir: &Path) -> PathBuf {
+    let path = dir.join("range.toml");
+    std::fs::write(
+        &path,
+        "name = \"range 200\"\nkeys = 2_000\npreload = true\n[mix]\nrange = 1.0\n\
+         [key]\ndistribution = \"uniform\"\n[value]\nsize = \"fixed\"\nbytes = 100\n\
+         [range]\nmin = 200\nmax = 200\n",
+    )
+    .unwrap();
+    path
+}
