@@ -156,6 +156,8 @@ pub struct Outcome {
     pub statuses: BTreeMap<u16, u64>,
     /// Connection errors (no answer at all).
     pub conn_errors: u64,
+    /// What the first of them said.
+    pub first_conn_error: Option<String>,
     /// Sends more than 1 ms behind their intended time, and the worst lag.
     pub late: u64,
     pub max_lag: Duration,
@@ -229,6 +231,8 @@ impl Interval {
 struct ThreadTotals {
     statuses: BTreeMap<u16, u64>,
     conn_errors: u64,
+    /// What the first connection error said.
+    first_conn_error: Option<String>,
     op_requests: [u64; N],
     op_errors: [u64; N],
     late: u64,
@@ -386,7 +390,7 @@ struct Worker {
 
 impl Worker {
     /// Send one operation and read its answer(s); `None` if no answer came.
-    async fn send(&mut self, op: &Op) -> Option<u16> {
+    async fn send(&mut self, op: &Op) -> std::io::Result<u16> {
         self.path.clear();
         match op {
             Op::Get { key } | Op::Delete { key } => {
@@ -400,7 +404,6 @@ impl Worker {
                 self.conn
                     .request(m, &self.path, b"")
                     .await
-                    .ok()
                     .map(|a| a.status)
             }
             Op::Put { key, value_len } => {
@@ -408,7 +411,7 @@ impl Worker {
                 encode_into(&mut self.path, key);
                 let v = self.values.get(*value_len);
                 let r = self.conn.request("PUT", &self.path, &v[..*value_len]).await;
-                r.ok().map(|a| a.status)
+                r.map(|a| a.status)
             }
             Op::Range { start, end, .. } => {
                 self.path.push_str("/v0/entities?start=");
@@ -418,19 +421,18 @@ impl Worker {
                 self.conn
                     .request("GET", &self.path, b"")
                     .await
-                    .ok()
                     .map(|a| a.status)
             }
             Op::ReadModifyWrite { key, value_len } => {
                 self.path.push_str("/v0/entity?id=");
                 encode_into(&mut self.path, key);
-                let read = self.conn.request("GET", &self.path, b"").await.ok()?;
+                let read = self.conn.request("GET", &self.path, b"").await?;
                 if read.status >= 500 {
-                    return Some(read.status);
+                    return Ok(read.status);
                 }
                 let v = self.values.get(*value_len);
                 let r = self.conn.request("PUT", &self.path, &v[..*value_len]).await;
-                r.ok().map(|a| a.status)
+                r.map(|a| a.status)
             }
         }
     }
@@ -517,10 +519,21 @@ impl ThreadCtx {
         if counted {
             w.current.set(Some((w.node, op, intended)));
         }
-        let status = w.send(&next.op).await;
+        let result = w.send(&next.op).await;
         w.current.set(None);
         if counted {
             let mut r = self.rec.borrow_mut();
+            let status = match result {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    // The first, to say why (a refused connection, a
+                    // certificate that does not verify, ...).
+                    r.totals
+                        .first_conn_error
+                        .get_or_insert_with(|| e.to_string());
+                    None
+                }
+            };
             r.record(w.node, op, status, intended);
             if let Some(k) = next.key_index {
                 self.keys.touch(k);
@@ -977,6 +990,9 @@ pub fn run(
                     *totals.statuses.entry(k).or_default() += v;
                 }
                 totals.conn_errors += t.conn_errors;
+                if totals.first_conn_error.is_none() {
+                    totals.first_conn_error = t.first_conn_error;
+                }
                 for i in 0..OPS.len() {
                     totals.op_requests[i] += t.op_requests[i];
                     totals.op_errors[i] += t.op_errors[i];
@@ -1055,6 +1071,7 @@ pub fn run(
         errors: totals.op_errors[..FAILED].iter().sum(),
         statuses: totals.statuses,
         conn_errors: totals.conn_errors,
+        first_conn_error: totals.first_conn_error,
         late: totals.late,
         max_lag: totals.max_lag,
         dropped: totals.dropped,

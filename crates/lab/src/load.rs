@@ -581,10 +581,11 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
         "  Status codes: {}; connection errors: {}{}; errors (5xx, none or dropped): {} ({:.3}%)\n",
         codes.join(", "),
         o.conn_errors,
-        if o.unfinished > 0 {
-            format!(" ({} unanswered at the end)", o.unfinished)
-        } else {
-            String::new()
+        match (o.unfinished, &o.first_conn_error) {
+            (0, None) => String::new(),
+            (0, Some(e)) => format!(" (the first: {e})"),
+            (n, None) => format!(" ({n} unanswered at the end)"),
+            (n, Some(e)) => format!(" ({n} unanswered at the end; the first: {e})"),
         },
         t.errors,
         t.error_pct

@@ -252,6 +252,26 @@ fn a_cluster_serves_and_replicates_over_tls_only() {
     let (ok, text) = lab(&rogue.join("ca.pem"), &["cluster", "status", &c.urls[0]]);
     assert!(!ok, "{text}");
     assert!(text.to_lowercase().contains("certificate"), "{text}");
+    // And a load through it: every request a connection error, the
+    // summary saying why.
+    let rogue_run = tmp.path().join("rogue-run");
+    let (_, text) = lab(
+        &rogue.join("ca.pem"),
+        &[
+            "load",
+            &c.urls[0],
+            "--rate",
+            "50",
+            "--duration",
+            "1",
+            "--out",
+            rogue_run.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        text.contains("connection errors: 50 (the first: ") && text.contains("certificate"),
+        "{text}"
+    );
 
     // A node trusting another authority cannot open connections to its
     // peers (they still reach it, so its failure detector hears them): a
@@ -261,7 +281,9 @@ fn a_cluster_serves_and_replicates_over_tls_only() {
     c.wait_all_up(2);
     let url = format!("{}/v0/entity?id=k2&ack=3", c.urls[2]);
     assert_eq!(put(&ca, &url, "x"), 504, "PUT ack=3 through node 2");
-    // The same write through a node that trusts the right authority is.
+    // The same write through a node that trusts the right authority is
+    // (once it has seen the restarted node back).
+    c.wait_all_up(1);
     let url = format!("{}/v0/entity?id=k2&ack=3", c.urls[1]);
     let code = put(&ca, &url, "x");
     assert!(
