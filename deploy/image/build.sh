@@ -9,13 +9,16 @@
 #   podman run --rm -p 8080:8080 strata:latest serve --listen 0.0.0.0:8080
 #   podman save --format oci-archive -o strata.tar strata:latest
 #
-# STRATA_BIN=path uses a binary already built instead of building one.
+# STRATA_BIN=path uses a binary already built instead of building one;
+# FEATURES=heap-profile builds the one that serves /debug/pprof/heap
+# (jemalloc; docs/operations.md, "Heap profiles"), for an image of its own:
+#   FEATURES=heap-profile deploy/image/build.sh strata:heap-profile
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tag=${1:-strata:latest}
 bin=${STRATA_BIN:-}
 if [[ -z $bin ]]; then
-    cargo build --release -p strata
+    cargo build --release -p strata ${FEATURES:+--features "$FEATURES"}
     bin=target/release/strata
 fi
 busybox=$(command -v busybox) || { echo "busybox not found (apt-get install busybox-static)" >&2; exit 1; }
