@@ -150,7 +150,8 @@ pub struct ServeArgs {
     pub anti_entropy_settle_ms: Option<u64>,
     /// TLS on the node's port (clients and internal traffic): its
     /// certificate chain, a PEM file. Needs --tls-key; every member's URL
-    /// is then https:// [default: none, plain HTTP].
+    /// is then https://. Read again on SIGHUP, and when the files change
+    /// (checked every 10 s) [default: none, plain HTTP].
     #[arg(long, env = "STRATA_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert, a PEM file (PKCS#8, PKCS#1 or SEC1).
@@ -223,6 +224,8 @@ pub struct Config {
 #[derive(Clone)]
 pub struct Tls {
     pub server: Arc<strata_tls::rustls::ServerConfig>,
+    /// What `server` presents, reloaded on SIGHUP or when its files change.
+    pub certificate: Arc<strata_tls::Certificate>,
     pub peers: Arc<strata_tls::rustls::ClientConfig>,
 }
 
@@ -291,13 +294,17 @@ impl Config {
             args.tls_key.clone().or(file.tls_key.clone()),
         );
         c.tls = match tls_files {
-            (Some(cert), Some(key)) => Some(Tls {
-                server: strata_tls::server_config(&cert, &key)?,
-                peers: strata_tls::client_config(
-                    args.tls_ca.clone().or(file.tls_ca.clone()).as_deref(),
-                    strata_tls::PRIORITY,
-                )?,
-            }),
+            (Some(cert), Some(key)) => {
+                let (server, certificate) = strata_tls::server_config(&cert, &key)?;
+                Some(Tls {
+                    server,
+                    certificate,
+                    peers: strata_tls::client_config(
+                        args.tls_ca.clone().or(file.tls_ca.clone()).as_deref(),
+                        strata_tls::PRIORITY,
+                    )?,
+                })
+            }
             (None, None) => None,
             _ => return Err("--tls-cert and --tls-key go together".into()),
         };

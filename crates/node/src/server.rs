@@ -74,6 +74,9 @@ pub fn run(config: Config) -> Result<(), String> {
         }
         node.serving.store(true, Ordering::Release);
         let shutdown = shutdown_signal();
+        if let Some(tls) = &node.config.tls {
+            reload_certificates(tls.certificate.clone());
+        }
         // Tests and scripts wait for this line to learn the port.
         let scheme = if node.config.tls.is_some() {
             "https"
@@ -124,6 +127,38 @@ fn init_logging(level: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+}
+
+/// Load the node's certificate again on SIGHUP, and whenever its files
+/// change (checked every 10 s: a Kubernetes Secret or a renewal tool
+/// replaces them in place). New handshakes get the new one; a bad file is
+/// logged and the certificate in use stays.
+fn reload_certificates(certificate: Arc<strata_tls::Certificate>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let asked = tokio::select! {
+                _ = hup.recv() => true,
+                _ = tick.tick() => false,
+            };
+            let c = certificate.clone();
+            let done = tokio::task::spawn_blocking(move || c.reload(asked)).await;
+            let (cert, key) = certificate.files();
+            match done {
+                Ok(Ok(true)) => tracing::info!(cert = %cert.display(), "TLS certificate reloaded"),
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::error!(
+                    key = %key.display(),
+                    error = %e,
+                    "TLS certificate not reloaded: the one in use stays"
+                ),
+                Err(e) => tracing::error!(error = %e, "TLS certificate reload failed"),
+            }
+        }
+    });
 }
 
 /// Install the SIGTERM and SIGINT handlers now (so that a signal sent

@@ -442,3 +442,77 @@ fn under_overload_a_priority_hello_is_served_over_tls() {
             .join("\n")
     );
 }
+
+/// A renewed certificate is served without a restart: on SIGHUP, and by
+/// itself once its files change (as a Kubernetes Secret or a renewal tool
+/// replaces them). A file that does not load leaves the one in use.
+#[test]
+fn a_renewed_certificate_is_served_without_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, live) = (
+        tmp.path().join("a"),
+        tmp.path().join("b"),
+        tmp.path().join("live"),
+    );
+    certs(&a, &["127.0.0.1"]);
+    certs(&b, &["127.0.0.1"]);
+    std::fs::create_dir(&live).unwrap();
+    let install = |from: &Path| {
+        for f in ["node.pem", "node.key"] {
+            std::fs::copy(from.join(f), live.join(f)).unwrap();
+        }
+    };
+    install(&a);
+    let (cert, key) = (live.join("node.pem"), live.join("node.key"));
+    let mut node = NodeProc::start(
+        &tmp.path().join("data"),
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let url = format!("https://{}/v0/status", node.addr);
+    let pid = node.child.id().to_string();
+    let trusted = |ca: &Path| curl(&ca.join("ca.pem"), &["-f", &url]).0;
+    let hup = || {
+        let ok = Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    };
+    let eventually = |ca: &Path, secs: u64| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        while !trusted(ca) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the node never presented {}'s certificate",
+                ca.display()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    assert!(trusted(&a) && !trusted(&b));
+
+    // A half-written certificate: the one in use stays.
+    std::fs::write(&cert, b"-----BEGIN CERTIFICATE-----\nnot base64\n").unwrap();
+    hup();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(trusted(&a), "a bad file replaced the certificate in use");
+
+    // B's certificate and key, then SIGHUP: new handshakes get it.
+    install(&b);
+    hup();
+    eventually(&b, 10);
+    assert!(!trusted(&a));
+
+    // A's again, no signal: found by the check every 10 s.
+    install(&a);
+    eventually(&a, 30);
+    assert!(!trusted(&b));
+    // The same process all along.
+    assert!(node.child.try_wait().unwrap().is_none(), "the node exited");
+}

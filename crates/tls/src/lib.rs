@@ -8,10 +8,12 @@
 //! the lab do).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::ResolvesServerCert;
+use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 pub use rustls;
@@ -29,33 +31,128 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// The node's side: its certificate chain and private key (PEM files).
-/// Both protocol names are accepted; a client offering neither gets no
-/// ALPN and plain HTTP/1.1.
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
-    let chain = certificates(cert)?;
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-        format!(
-            "{}: no private key in PEM form ({e}): PKCS#8, PKCS#1 or SEC1",
-            key.display()
-        )
-    })?;
+/// The node's side: its certificate chain and private key (PEM files),
+/// served through a [`Certificate`] that [`Certificate::reload`] swaps
+/// for what the files hold later. Both protocol names are accepted; a
+/// client offering neither gets no ALPN and plain HTTP/1.1.
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+) -> Result<(Arc<ServerConfig>, Arc<Certificate>), String> {
+    let current = Arc::new(Certificate {
+        cert: cert.to_path_buf(),
+        key: key.to_path_buf(),
+        now: RwLock::new(load_certified(cert, key)?),
+        stamps: Mutex::new(stamps(cert, key)),
+    });
     let mut c = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("{}: {e}", cert.display()))?;
+        .with_cert_resolver(current.clone());
     c.alpn_protocols = vec![HTTP11.to_vec(), PRIORITY.to_vec()];
-    Ok(Arc::new(c))
+    Ok((Arc::new(c), current))
+}
+
+/// The node's certificate and key, as its files held when last loaded.
+/// New handshakes get what `reload` last loaded; connections already open
+/// keep theirs.
+#[derive(Debug)]
+pub struct Certificate {
+    cert: PathBuf,
+    key: PathBuf,
+    now: RwLock<Arc<CertifiedKey>>,
+    /// The files' modification times and lengths when last loaded.
+    stamps: Mutex<Stamps>,
+}
+
+type Stamps = [Option<(std::time::SystemTime, u64)>; 2];
+
+fn stamps(cert: &Path, key: &Path) -> Stamps {
+    [cert, key].map(|p| {
+        std::fs::metadata(p)
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())))
+    })
+}
+
+/// The chain and key in the files, checked to belong together.
+fn load_certified(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> {
+    let chain = certificates(cert)?;
+    let der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        format!(
+            "{} (no private key in PEM form: PKCS#8, PKCS#1 or SEC1)",
+            pem_error(key, e)
+        )
+    })?;
+    let signing = provider()
+        .key_provider
+        .load_private_key(der)
+        .map_err(|e| format!("{}: {e}", key.display()))?;
+    let certified = CertifiedKey::new(chain, signing);
+    certified.keys_match().map_err(|e| {
+        format!(
+            "{} and {} do not belong together: {e}",
+            cert.display(),
+            key.display()
+        )
+    })?;
+    Ok(Arc::new(certified))
+}
+
+impl Certificate {
+    /// Load the files again if they changed since the last load (or
+    /// `always`). `Ok(true)`: new handshakes now get the new certificate.
+    /// On an error (a file half written, a key that does not match) the
+    /// certificate in use stays.
+    pub fn reload(&self, always: bool) -> Result<bool, String> {
+        let now = stamps(&self.cert, &self.key);
+        let mut last = self.stamps.lock().unwrap_or_else(|e| e.into_inner());
+        if !always && *last == now {
+            return Ok(false);
+        }
+        // Remembered even on an error: the same bad files are reported
+        // once, not at every check.
+        *last = now;
+        let fresh = load_certified(&self.cert, &self.key)?;
+        *self.now.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        Ok(true)
+    }
+
+    /// The certificate files, for logs.
+    pub fn files(&self) -> (&Path, &Path) {
+        (&self.cert, &self.key)
+    }
+}
+
+impl ResolvesServerCert for Certificate {
+    fn resolve(&self, _: rustls::server::ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.now.read().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+}
+
+/// A PEM reading error in words (rustls's own shows markers as bytes).
+fn pem_error(path: &Path, e: rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error as E;
+    let what = match e {
+        E::MissingSectionEnd { end_marker } => format!(
+            "a PEM section without its END {} line (a file cut short?)",
+            String::from_utf8_lossy(&end_marker)
+        ),
+        E::IllegalSectionStart { line } => {
+            format!("a bad BEGIN line: {}", String::from_utf8_lossy(&line))
+        }
+        other => other.to_string(),
+    };
+    format!("{}: {what}", path.display())
 }
 
 /// Every certificate in a PEM file; none is an error naming the file.
 fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let certs: Vec<_> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(|e| pem_error(path, e))?
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| pem_error(path, e))?;
     if certs.is_empty() {
         return Err(format!("{}: no certificate in PEM form", path.display()));
     }
