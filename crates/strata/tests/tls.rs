@@ -44,19 +44,11 @@ fn lab(ca: &Path, args: &[&str]) -> (bool, String) {
 
 /// curl, trusting `ca`: (success, body and errors).
 fn curl(ca: &Path, args: &[&str]) -> (bool, String) {
-    let o = Command::new("curl")
-        .args(["-sS", "--max-time", "10", "--cacert"])
-        .arg(ca)
-        .args(args)
-        .output()
-        .expect("curl");
-    (
-        o.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
+    support::outcome(
+        Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--cacert"])
+            .arg(ca)
+            .args(args),
     )
 }
 

@@ -39,11 +39,14 @@ pub fn server_config(
     cert: &Path,
     key: &Path,
 ) -> Result<(Arc<ServerConfig>, Arc<Certificate>), String> {
+    // The files' stamps before they are read: a change in between is
+    // then seen by the next reload.
+    let stamped = stamps(cert, key);
     let current = Arc::new(Certificate {
         cert: cert.to_path_buf(),
         key: key.to_path_buf(),
         now: RwLock::new(load_certified(cert, key)?),
-        stamps: Mutex::new(stamps(cert, key)),
+        stamps: Mutex::new(stamped),
     });
     let mut c = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -263,10 +266,11 @@ pub fn trust(ca: Option<PathBuf>) {
 pub fn lab_client(priority: bool) -> Result<Arc<ClientConfig>, String> {
     let both = CLIENTS.get_or_init(|| {
         let ca = CLIENT_CA.get().cloned().flatten();
-        Ok([
-            client_config(ca.as_deref(), HTTP11)?,
-            client_config(ca.as_deref(), PRIORITY)?,
-        ])
+        // The trust read once; the two differ only in what they offer.
+        let http = client_config(ca.as_deref(), HTTP11)?;
+        let mut priority = (*http).clone();
+        priority.alpn_protocols = vec![PRIORITY.to_vec()];
+        Ok([http, Arc::new(priority)])
     });
     match both {
         Ok(c) => Ok(c[usize::from(priority)].clone()),

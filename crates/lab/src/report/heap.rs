@@ -169,14 +169,11 @@ fn site(stack: &str) -> &str {
 /// `save` when given).
 pub fn load(what: &str, save: Option<&Path>) -> Result<Profile, String> {
     let raw = if what.starts_with("http://") || what.starts_with("https://") {
-        let tmp;
-        let to = match save {
-            Some(p) => p.to_path_buf(),
-            None => {
-                tmp = tempfile_path()?;
-                tmp.clone()
-            }
-        };
+        // Downloaded to a file (a profile has no size bound), then read.
+        let to = save.map_or_else(
+            || std::env::temp_dir().join(format!("strata-heap-{}.pb.gz", std::process::id())),
+            Path::to_path_buf,
+        );
         let _ = std::fs::remove_file(&to);
         crate::cluster::http::download(
             what.trim_end_matches('/'),
@@ -184,20 +181,15 @@ pub fn load(what: &str, save: Option<&Path>) -> Result<Profile, String> {
             &to,
             Duration::from_secs(60),
         )?;
-        let b = std::fs::read(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+        let b = std::fs::read(&to).map_err(|e| format!("{}: {e}", to.display()));
         if save.is_none() {
             let _ = std::fs::remove_file(&to);
         }
-        b
+        b?
     } else {
         std::fs::read(what).map_err(|e| format!("{what}: {e}"))?
     };
     decode(&raw).map_err(|e| format!("{what}: {e}"))
-}
-
-fn tempfile_path() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir();
-    Ok(dir.join(format!("strata-heap-{}.pb.gz", std::process::id())))
 }
 
 /// A pprof protobuf, gzipped or not.

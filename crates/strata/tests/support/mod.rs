@@ -353,10 +353,12 @@ pub fn p99_per_second(seconds: &[serde_json::Value], from: f64, to: f64) -> (f64
 
 /// `strata ARGS...` to its end: (success, stdout then stderr).
 pub fn run_strata(args: &[&str]) -> (bool, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .output()
-        .expect("run strata");
+    outcome(Command::new(env!("CARGO_BIN_EXE_strata")).args(args))
+}
+
+/// Run `cmd` to its end: (success, stdout then stderr).
+pub fn outcome(cmd: &mut Command) -> (bool, String) {
+    let o = cmd.output().expect("run the command");
     (
         o.status.success(),
         format!(
