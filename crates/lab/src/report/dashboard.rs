@@ -143,11 +143,24 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("dashboard: {e:?}")
 }
 
-/// Scale a value for its unit: (value, axis suffix).
-fn scaled(unit: &str) -> (f64, &'static str) {
+/// Scale a panel's values for its unit and their largest magnitude `top`:
+/// (factor, axis suffix). Bytes take the largest binary unit that keeps
+/// the top at 1 or more (a disk's free space in GiB, a hint queue in KiB);
+/// seconds are shown in ms below 10 s.
+fn scaled(unit: &str, top: f64) -> (f64, &'static str) {
+    const UNITS: [(f64, &str); 4] = [
+        ((1u64 << 30) as f64, " GiB"),
+        ((1u64 << 20) as f64, " MiB"),
+        ((1u64 << 10) as f64, " KiB"),
+        (1.0, " B"),
+    ];
     match unit {
+        "s" if top >= 10.0 => (1.0, " s"),
         "s" => (1000.0, " ms"),
-        "bytes" => (1.0 / (1 << 20) as f64, " MiB"),
+        "bytes" => UNITS
+            .iter()
+            .find(|(size, _)| top >= *size)
+            .map_or((1.0, " B"), |&(size, suffix)| (1.0 / size, suffix)),
         "percentunit" => (100.0, " %"),
         _ => (1.0, ""),
     }
@@ -192,7 +205,12 @@ pub fn render(title: &str, rows: &[Row]) -> Result<String, String> {
 }
 
 fn panel(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, p: &Panel) -> Result<(), String> {
-    let (k, suffix) = scaled(&p.unit);
+    let top = p
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|q| q.1.abs()))
+        .fold(0.0f64, f64::max);
+    let (k, suffix) = scaled(&p.unit, top);
     let xs = p.series.iter().flat_map(|s| s.points.iter().map(|q| q.0));
     let x_hi = xs.fold(1.0f64, f64::max);
     let ys = p
@@ -306,5 +324,17 @@ mod tests {
         }
         assert!(svg.contains("Overview"));
         assert!(svg.contains(" ms"));
+    }
+
+    #[test]
+    fn bytes_and_seconds_take_the_unit_their_largest_value_reads_best_in() {
+        let gib = (1u64 << 30) as f64;
+        assert_eq!(scaled("bytes", 20.0 * gib), (1.0 / gib, " GiB"));
+        assert_eq!(scaled("bytes", 0.5 * gib).1, " MiB");
+        assert_eq!(scaled("bytes", 3000.0).1, " KiB");
+        assert_eq!(scaled("bytes", 0.0), (1.0, " B"));
+        assert_eq!(scaled("s", 0.25), (1000.0, " ms"));
+        assert_eq!(scaled("s", 30.0), (1.0, " s"));
+        assert_eq!(scaled("percentunit", 0.5), (100.0, " %"));
     }
 }
