@@ -3,7 +3,8 @@
 # (`strata serve --tls-cert node.pem --tls-key node.key --tls-ca ca.pem`),
 # made with openssl. Every name a node is reached by goes in the
 # certificate: IP addresses and DNS names, wildcards allowed
-# (for the StatefulSet: '*.strata.NAMESPACE.svc.cluster.local').
+# (for deploy/kubernetes/tls/: '*.strata.NAMESPACE.svc'; a wildcard over
+# one label, '*.strata', verifies for no name).
 #
 #   deploy/tls/make-certs.sh DIR NAME...
 #   deploy/tls/make-certs.sh certs 127.0.0.1 localhost
@@ -17,10 +18,12 @@ dir=$1
 shift
 mkdir -p "$dir"
 umask 077
+# The CA's name is its own (a random suffix): a node signed by another
+# cluster's CA is then refused as "UnknownIssuer", not "BadSignature".
 if [ ! -f "$dir/ca.pem" ]; then
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
         -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 3650 \
-        -subj "/CN=Strata cluster CA" \
+        -subj "/CN=Strata cluster CA $(openssl rand -hex 4)" \
         -addext "basicConstraints=critical,CA:TRUE" \
         -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
 fi

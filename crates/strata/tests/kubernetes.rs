@@ -1,8 +1,10 @@
 //! The Kubernetes manifests in `deploy/kubernetes/` against the
 //! Kubernetes API schemas (`kubernetes-validate --strict` from PyPI, which
-//! `.ci/run` installs): every resource valid, no unknown field; and what
-//! the cluster needs of them: each pod's `--advertise` is its entry in
-//! `--cluster` (the headless Service's DNS names), the secret comes from
+//! `.ci/run` installs): every resource valid, no unknown field (the TLS
+//! variants in `tls/` too, and they are the plain manifests plus only
+//! their TLS lines); and what the cluster needs of them: each pod's
+//! `--advertise` is its entry in `--cluster` (the headless Service's DNS
+//! names), the secret comes from
 //! the Secret, readiness is `/v0/status`, a preStop pause, and a
 //! disruption budget that keeps a quorum.
 
@@ -16,7 +18,11 @@ fn dir() -> PathBuf {
 }
 
 fn manifests() -> Vec<PathBuf> {
-    let mut m: Vec<PathBuf> = std::fs::read_dir(dir())
+    yaml_in(&dir())
+}
+
+fn yaml_in(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut m: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
@@ -65,6 +71,19 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
             "{kind} not validated:\n{out}"
         );
     }
+    // The TLS variants (deploy/kubernetes/tls/), on their own.
+    let tls = yaml_in(&dir().join("tls"));
+    assert_eq!(tls.len(), 2, "{tls:?}");
+    let (ok, out) = validate(&tls).unwrap();
+    assert!(ok, "{out}");
+    for kind in [
+        "strata.yaml passed for resource service/strata against",
+        "strata.yaml passed for resource service/strata-client against",
+        "strata.yaml passed for resource statefulset/strata against",
+        "lab-job.yaml passed for resource job/strata-lab against",
+    ] {
+        assert!(out.contains(kind), "{kind} not validated:\n{out}");
+    }
     // The validator does reject a wrong manifest: a misspelt field.
     let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("bad.yaml");
@@ -77,34 +96,9 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
 #[test]
 fn the_statefulset_wires_the_cluster_the_way_the_node_expects() {
     let s = std::fs::read_to_string(dir().join("strata.yaml")).unwrap();
-    let arg = |name: &str| -> String {
-        s.lines()
-            .find_map(|l| l.trim().strip_prefix(&format!("- --{name}=")))
-            .unwrap_or_else(|| panic!("no --{name}"))
-            .to_string()
-    };
-    let replicas: usize = s
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("replicas: "))
-        .unwrap()
-        .parse()
-        .unwrap();
-    // --cluster names every pod by its headless-Service DNS name, and
-    // each pod advertises its own entry.
-    let members: Vec<String> = arg("cluster").split(',').map(str::to_string).collect();
-    assert_eq!(members.len(), replicas);
-    for (i, m) in members.iter().enumerate() {
-        let own = arg("advertise").replace("$(POD_NAME)", &format!("strata-{i}"));
-        assert_eq!(m, &own);
-    }
-    assert!(s.contains("serviceName: strata\n"));
-    assert!(s.contains("clusterIP: None"));
-    assert!(s.contains("publishNotReadyAddresses: true"));
-    // The secret from the Secret, readiness on /v0/status, a drain.
-    assert_eq!(arg("cluster-secret-file"), "/etc/strata/secret/secret");
-    assert!(s.contains("secretName: strata-cluster-secret"));
-    assert!(s.contains("readinessProbe:\n            httpGet:\n              path: /v0/status"));
-    assert!(s.contains("preStop:"));
+    wiring(&s, "http");
+    let s = std::fs::read_to_string(dir().join("tls/strata.yaml")).unwrap();
+    wiring(&s, "https");
     // The budget keeps a quorum of three replicas: one away at most.
     let pdb = std::fs::read_to_string(dir().join("pdb.yaml")).unwrap();
     assert!(pdb.contains("maxUnavailable: 1"));
@@ -124,4 +118,124 @@ fn the_statefulset_wires_the_cluster_the_way_the_node_expects() {
             "pod {i}'s log"
         );
     }
+}
+
+/// A StatefulSet's pods name each other the way the node expects: each
+/// pod's `--advertise` is its entry in `--cluster` (`scheme` URLs), the
+/// headless Service, the secret from the Secret, readiness on
+/// `/v0/status`, a preStop drain.
+fn wiring(s: &str, scheme: &str) {
+    let arg = |name: &str| -> String {
+        s.lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("- --{name}=")))
+            .unwrap_or_else(|| panic!("no --{name}"))
+            .to_string()
+    };
+    let replicas: usize = s
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replicas: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // --cluster names every pod by its headless-Service DNS name, and
+    // each pod advertises its own entry.
+    let members: Vec<String> = arg("cluster").split(',').map(str::to_string).collect();
+    assert_eq!(members.len(), replicas);
+    for (i, m) in members.iter().enumerate() {
+        assert!(m.starts_with(&format!("{scheme}://")), "{m}");
+        let own = arg("advertise").replace("$(POD_NAME)", &format!("strata-{i}"));
+        assert_eq!(m, &own);
+    }
+    assert!(s.contains("serviceName: strata\n"));
+    assert!(s.contains("clusterIP: None"));
+    assert!(s.contains("publishNotReadyAddresses: true"));
+    // The secret from the Secret, readiness on /v0/status, a drain.
+    assert_eq!(arg("cluster-secret-file"), "/etc/strata/secret/secret");
+    assert!(s.contains("secretName: strata-cluster-secret"));
+    assert!(s.contains("readinessProbe:\n            httpGet:\n              path: /v0/status"));
+    assert!(s.contains("preStop:"));
+}
+
+/// The lines of `tls` that are not `plain`'s lines in order (their URLs
+/// made `https://` under the pods' TLS names), comments aside: what the
+/// TLS variant adds. Panics if a line of `plain` is missing from `tls`.
+fn added_lines(plain: &str, tls: &str) -> Vec<String> {
+    let code = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    let plain: Vec<String> = code(plain)
+        .iter()
+        .map(|l| {
+            l.replace("http://", "https://")
+                .replace(".strata:8080", ".strata.$(POD_NAMESPACE).svc:8080")
+        })
+        .collect();
+    let mut next = 0;
+    let mut added = Vec::new();
+    for l in code(tls) {
+        if plain.get(next) == Some(&l) {
+            next += 1;
+        } else {
+            added.push(l.trim().to_string());
+        }
+    }
+    assert_eq!(
+        next,
+        plain.len(),
+        "the TLS variant lacks the plain manifest's line {:?}",
+        plain.get(next)
+    );
+    added
+}
+
+#[test]
+fn the_tls_variants_are_the_plain_manifests_and_only_their_tls_lines() {
+    let read = |p: &str| std::fs::read_to_string(dir().join(p)).unwrap();
+    assert_eq!(
+        added_lines(&read("strata.yaml"), &read("tls/strata.yaml")),
+        [
+            "prometheus.io/scheme: https",
+            "- --tls-cert=/tls/node.pem",
+            "- --tls-key=/tls/node.key",
+            "- --tls-ca=/tls/ca.pem",
+            "- name: POD_NAMESPACE",
+            "valueFrom:",
+            "fieldRef:",
+            "fieldPath: metadata.namespace",
+            "scheme: HTTPS",
+            "scheme: HTTPS",
+            "- name: tls",
+            "mountPath: /tls",
+            "readOnly: true",
+            "- name: tls",
+            "secret:",
+            "secretName: strata-tls",
+            "defaultMode: 0440",
+        ]
+    );
+    assert_eq!(
+        added_lines(&read("lab-job.yaml"), &read("tls/lab-job.yaml")),
+        [
+            "- --tls-ca=/tls/ca.pem",
+            "env:",
+            "- name: POD_NAMESPACE",
+            "valueFrom:",
+            "fieldRef:",
+            "fieldPath: metadata.namespace",
+            "- name: tls",
+            "mountPath: /tls",
+            "readOnly: true",
+            "- name: tls",
+            "secret:",
+            "secretName: strata-tls",
+            "items:",
+            "- key: ca.pem",
+            "path: ca.pem",
+        ]
+    );
+    // The lab gets the CA, never the node's key.
+    assert!(!read("tls/lab-job.yaml").contains("node.key"));
 }
