@@ -227,6 +227,9 @@ pub struct Tls {
     /// What `server` presents, reloaded on SIGHUP or when its files change.
     pub certificate: Arc<strata_tls::Certificate>,
     pub peers: Arc<strata_tls::rustls::ClientConfig>,
+    /// What `peers` trusts when `--tls-ca` names a file (reloaded with the
+    /// certificate); `None` for the system's roots.
+    pub trust: Option<Arc<strata_tls::Trust>>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -296,13 +299,14 @@ impl Config {
         c.tls = match tls_files {
             (Some(cert), Some(key)) => {
                 let (server, certificate) = strata_tls::server_config(&cert, &key)?;
+                let (peers, trust) = strata_tls::peer_config(
+                    args.tls_ca.clone().or(file.tls_ca.clone()).as_deref(),
+                )?;
                 Some(Tls {
                     server,
                     certificate,
-                    peers: strata_tls::client_config(
-                        args.tls_ca.clone().or(file.tls_ca.clone()).as_deref(),
-                        strata_tls::PRIORITY,
-                    )?,
+                    peers,
+                    trust,
                 })
             }
             (None, None) => None,

@@ -75,7 +75,7 @@ pub fn run(config: Config) -> Result<(), String> {
         node.serving.store(true, Ordering::Release);
         let shutdown = shutdown_signal();
         if let Some(tls) = &node.config.tls {
-            reload_certificates(tls.certificate.clone());
+            reload_certificates(tls.certificate.clone(), tls.trust.clone());
         }
         // Tests and scripts wait for this line to learn the port.
         let scheme = if node.config.tls.is_some() {
@@ -129,11 +129,15 @@ fn init_logging(level: &str) {
         .try_init();
 }
 
-/// Load the node's certificate again on SIGHUP, and whenever its files
-/// change (checked every 10 s: a Kubernetes Secret or a renewal tool
-/// replaces them in place). New handshakes get the new one; a bad file is
-/// logged and the certificate in use stays.
-fn reload_certificates(certificate: Arc<strata_tls::Certificate>) {
+/// Load the node's certificate, and the CA file it trusts its peers by
+/// (`--tls-ca`), again on SIGHUP and whenever their files change (checked
+/// every 10 s: a Kubernetes Secret or a renewal tool replaces them in
+/// place). New handshakes get the new ones; a bad file is logged and what
+/// is in use stays.
+fn reload_certificates(
+    certificate: Arc<strata_tls::Certificate>,
+    trust: Option<Arc<strata_tls::Trust>>,
+) {
     use tokio::signal::unix::{signal, SignalKind};
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
     tokio::spawn(async move {
@@ -144,17 +148,35 @@ fn reload_certificates(certificate: Arc<strata_tls::Certificate>) {
                 _ = hup.recv() => true,
                 _ = tick.tick() => false,
             };
-            let c = certificate.clone();
-            let done = tokio::task::spawn_blocking(move || c.reload(asked)).await;
+            let (c, t) = (certificate.clone(), trust.clone());
+            let done =
+                tokio::task::spawn_blocking(move || (c.reload(asked), t.map(|t| t.reload(asked))))
+                    .await;
             let (cert, key) = certificate.files();
+            let ca = trust.as_ref().map(|t| t.file().display().to_string());
             match done {
-                Ok(Ok(true)) => tracing::info!(cert = %cert.display(), "TLS certificate reloaded"),
-                Ok(Ok(false)) => {}
-                Ok(Err(e)) => tracing::error!(
-                    key = %key.display(),
-                    error = %e,
-                    "TLS certificate not reloaded: the one in use stays"
-                ),
+                Ok((c, t)) => {
+                    match c {
+                        Ok(true) => {
+                            tracing::info!(cert = %cert.display(), "TLS certificate reloaded")
+                        }
+                        Ok(false) => {}
+                        Err(e) => tracing::error!(
+                            key = %key.display(),
+                            error = %e,
+                            "TLS certificate not reloaded: the one in use stays"
+                        ),
+                    }
+                    match t {
+                        Some(Ok(true)) => tracing::info!(ca = ?ca, "TLS trusted CA reloaded"),
+                        Some(Err(e)) => tracing::error!(
+                            ca = ?ca,
+                            error = %e,
+                            "TLS trusted CA not reloaded: the one in use stays"
+                        ),
+                        _ => {}
+                    }
+                }
                 Err(e) => tracing::error!(error = %e, "TLS certificate reload failed"),
             }
         }

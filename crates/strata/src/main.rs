@@ -36,8 +36,8 @@ struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
     /// The certificate authority (a PEM file) trusted for https:// URLs:
-    /// the nodes a command talks to, or a node's peers
-    /// [default: the system's].
+    /// the nodes a command talks to, or a node's peers (a node reloads it
+    /// on SIGHUP and when it changes) [default: the system's].
     #[arg(long, global = true, env = "STRATA_TLS_CA")]
     tls_ca: Option<PathBuf>,
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::{free_port, NodeProc, TEST_SECRET};
 
@@ -269,19 +269,42 @@ fn a_cluster_serves_and_replicates_over_tls_only() {
     // peers (they still reach it, so its failure detector hears them): a
     // write it coordinates that needs every replica is not acknowledged.
     c.nodes[2] = None;
-    c.start_node(2, &rogue.join("ca.pem"));
+    let trusted = c.certs.join("trusted-by-2.pem");
+    std::fs::copy(rogue.join("ca.pem"), &trusted).unwrap();
+    c.start_node(2, &trusted);
     c.wait_all_up(2);
     let url = format!("{}/v0/entity?id=k2&ack=3", c.urls[2]);
     assert_eq!(put(&ca, &url, "x"), 504, "PUT ack=3 through node 2");
     // The same write through a node that trusts the right authority is
     // (once it has seen the restarted node back).
     c.wait_all_up(1);
-    let url = format!("{}/v0/entity?id=k2&ack=3", c.urls[1]);
-    let code = put(&ca, &url, "x");
+    let url1 = format!("{}/v0/entity?id=k2&ack=3", c.urls[1]);
+    let code = put(&ca, &url1, "x");
     assert!(
         code == 201 || code == 204,
         "PUT ack=3 through node 1: {code}"
     );
+    // The right authority put in node 2's file, and SIGHUP: it dials its
+    // peers again, without a restart.
+    std::fs::copy(&ca, &trusted).unwrap();
+    let pid = c.nodes[2].as_ref().unwrap().child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let code = put(&ca, &url, "y");
+        if code == 201 || code == 204 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "PUT ack=3 through node 2 after its CA was reloaded: {code}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 #[test]

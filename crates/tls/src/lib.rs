@@ -10,11 +10,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::ResolvesServerCert;
 use rustls::sign::CertifiedKey;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig};
 
 pub use rustls;
 
@@ -185,6 +187,119 @@ fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
         }
     }
     Ok(roots)
+}
+
+/// The certificate authorities a node trusts when it dials its peers
+/// (`--tls-ca`), as the file held when last loaded: a verifier that
+/// [`Trust::reload`] swaps, so that a CA rotated in (a bundle of the old
+/// and the new, then the new alone) is trusted without a restart.
+/// Connections already open stay; new ones are checked against what was
+/// last loaded.
+#[derive(Debug)]
+pub struct Trust {
+    ca: PathBuf,
+    now: RwLock<Arc<WebPkiServerVerifier>>,
+    stamp: Mutex<Option<(std::time::SystemTime, u64)>>,
+}
+
+fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+fn verifier(ca: &Path) -> Result<Arc<WebPkiServerVerifier>, String> {
+    WebPkiServerVerifier::builder_with_provider(Arc::new(roots(Some(ca))?), provider())
+        .build()
+        .map_err(|e| format!("{}: {e}", ca.display()))
+}
+
+impl Trust {
+    /// Load the file again if it changed since the last load (or
+    /// `always`). `Ok(true)`: new connections are checked against it. On
+    /// an error the authorities in use stay.
+    pub fn reload(&self, always: bool) -> Result<bool, String> {
+        let now = stamp(&self.ca);
+        let mut last = self.stamp.lock().unwrap_or_else(|e| e.into_inner());
+        if !always && *last == now {
+            return Ok(false);
+        }
+        *last = now;
+        let fresh = verifier(&self.ca)?;
+        *self.now.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        Ok(true)
+    }
+
+    /// The CA file, for logs.
+    pub fn file(&self) -> &Path {
+        &self.ca
+    }
+
+    fn current(&self) -> Arc<WebPkiServerVerifier> {
+        self.now.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl ServerCertVerifier for Trust {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.current().verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.current().supported_verify_schemes()
+    }
+}
+
+/// A node's side as a client of its peers: trusting `ca` (reloadable:
+/// the [`Trust`] is returned) or the system's roots, offering
+/// [`PRIORITY`].
+pub fn peer_config(ca: Option<&Path>) -> Result<(Arc<ClientConfig>, Option<Arc<Trust>>), String> {
+    let Some(ca) = ca else {
+        return Ok((client_config(None, PRIORITY)?, None));
+    };
+    let trust = Arc::new(Trust {
+        ca: ca.to_path_buf(),
+        stamp: Mutex::new(stamp(ca)),
+        now: RwLock::new(verifier(ca)?),
+    });
+    let mut c = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(trust.clone())
+        .with_no_client_auth();
+    c.alpn_protocols = vec![PRIORITY.to_vec()];
+    Ok((Arc::new(c), Some(trust)))
 }
 
 /// A client's side: trusting `ca` (or the system's roots), offering

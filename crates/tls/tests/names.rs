@@ -12,7 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rustls::{ClientConnection, ServerConnection};
+use std::sync::Arc;
+
+use rustls::{ClientConfig, ClientConnection, ServerConnection};
 
 fn make_certs(dir: &Path, names: &[&str]) -> bool {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/tls/make-certs.sh");
@@ -30,9 +32,15 @@ fn openssl_present() -> bool {
 /// A whole handshake in memory, the client checking the certificate
 /// against `name`: Ok, or the client's error in words.
 fn handshake(dir: &Path, name: &str) -> Result<(), String> {
+    let client = strata_tls::client_config(Some(&dir.join("ca.pem")), strata_tls::HTTP11).unwrap();
+    handshake_with(client, dir, name)
+}
+
+/// The same with the client's configuration given: `dir`'s node
+/// certificate shown to it.
+fn handshake_with(client: Arc<ClientConfig>, dir: &Path, name: &str) -> Result<(), String> {
     let (server, _cert) =
         strata_tls::server_config(&dir.join("node.pem"), &dir.join("node.key")).unwrap();
-    let client = strata_tls::client_config(Some(&dir.join("ca.pem")), strata_tls::HTTP11).unwrap();
     let sn = strata_tls::server_name(&format!("{name}:8080"))?;
     let mut c = ClientConnection::new(client, sn).map_err(|e| e.to_string())?;
     let mut s = ServerConnection::new(server).map_err(|e| e.to_string())?;
@@ -118,5 +126,46 @@ fn a_local_certificate_verifies_for_its_ip_and_name_and_only_with_its_ca() {
     assert!(make_certs(&other, &["127.0.0.1"]));
     std::fs::copy(other.join("ca.pem"), dir.join("ca.pem")).unwrap();
     let e = handshake(&dir, "127.0.0.1").unwrap_err();
+    assert!(e.contains("UnknownIssuer"), "{e}");
+}
+
+/// A node's trust in its peers follows its `--tls-ca` file: a CA rotated
+/// in is trusted after a reload, a bad file leaves the old trust in place.
+#[test]
+fn a_peer_trust_follows_its_ca_file_on_reload() {
+    if !openssl_present() {
+        eprintln!("tls names: not checked: openssl not installed (apt-get install openssl)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (old, new) = (tmp.path().join("old"), tmp.path().join("new"));
+    assert!(make_certs(&old, &["127.0.0.1"]));
+    assert!(make_certs(&new, &["127.0.0.1"]));
+    let file = tmp.path().join("trusted.pem");
+    std::fs::copy(old.join("ca.pem"), &file).unwrap();
+    let (client, trust) = strata_tls::peer_config(Some(&file)).unwrap();
+    let trust = trust.expect("a file's trust is reloadable");
+    handshake_with(client.clone(), &old, "127.0.0.1").unwrap();
+    assert!(handshake_with(client.clone(), &new, "127.0.0.1").is_err());
+    // Nothing changed: nothing reloaded.
+    assert_eq!(trust.reload(false), Ok(false));
+    // Both CAs in the file (a rotation's first step): both trusted.
+    let both = [old.join("ca.pem"), new.join("ca.pem")]
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .concat();
+    std::fs::write(&file, both).unwrap();
+    assert_eq!(trust.reload(true), Ok(true));
+    handshake_with(client.clone(), &old, "127.0.0.1").unwrap();
+    handshake_with(client.clone(), &new, "127.0.0.1").unwrap();
+    // A file cut short: an error, and the trust in use stays.
+    std::fs::write(&file, "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
+    let e = trust.reload(true).unwrap_err();
+    assert!(e.contains("trusted.pem"), "{e}");
+    handshake_with(client.clone(), &new, "127.0.0.1").unwrap();
+    // The new CA alone (the rotation's end): the old is refused.
+    std::fs::copy(new.join("ca.pem"), &file).unwrap();
+    assert_eq!(trust.reload(true), Ok(true));
+    handshake_with(client.clone(), &new, "127.0.0.1").unwrap();
+    let e = handshake_with(client, &old, "127.0.0.1").unwrap_err();
     assert!(e.contains("UnknownIssuer"), "{e}");
 }
