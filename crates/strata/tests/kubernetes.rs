@@ -105,12 +105,7 @@ fn the_statefulset_wires_the_cluster_the_way_the_node_expects() {
     // The lab Job writes one interval log per pod; the merge reads them all.
     let job = std::fs::read_to_string(dir().join("lab-job.yaml")).unwrap();
     let merge = std::fs::read_to_string(dir().join("lab-merge-job.yaml")).unwrap();
-    let pods: usize = job
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("completions: "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let pods = number(&job, "completions: ");
     assert!(job.contains("--hdr=/out/load-$(JOB_COMPLETION_INDEX).hlog"));
     for i in 0..pods {
         assert!(
@@ -118,6 +113,15 @@ fn the_statefulset_wires_the_cluster_the_way_the_node_expects() {
             "pod {i}'s log"
         );
     }
+}
+
+/// The number on the manifest's first line that starts with `field`.
+fn number(text: &str, field: &str) -> usize {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(field))
+        .unwrap_or_else(|| panic!("no {field}"))
+        .parse()
+        .unwrap()
 }
 
 /// A StatefulSet's pods name each other the way the node expects: each
@@ -131,12 +135,7 @@ fn wiring(s: &str, scheme: &str) {
             .unwrap_or_else(|| panic!("no --{name}"))
             .to_string()
     };
-    let replicas: usize = s
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("replicas: "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let replicas = number(s, "replicas: ");
     // --cluster names every pod by its headless-Service DNS name, and
     // each pod advertises its own entry.
     let members: Vec<String> = arg("cluster").split(',').map(str::to_string).collect();
