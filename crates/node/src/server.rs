@@ -153,7 +153,6 @@ fn reload_certificates(
                 tokio::task::spawn_blocking(move || (c.reload(asked), t.map(|t| t.reload(asked))))
                     .await;
             let (cert, key) = certificate.files();
-            let ca = trust.as_ref().map(|t| t.file().display().to_string());
             match done {
                 Ok((c, t)) => {
                     match c {
@@ -167,10 +166,13 @@ fn reload_certificates(
                             "TLS certificate not reloaded: the one in use stays"
                         ),
                     }
-                    match t {
-                        Some(Ok(true)) => tracing::info!(ca = ?ca, "TLS trusted CA reloaded"),
-                        Some(Err(e)) => tracing::error!(
-                            ca = ?ca,
+                    let ca = trust.as_ref().map(|t| t.file().display());
+                    match (t, ca) {
+                        (Some(Ok(true)), Some(ca)) => {
+                            tracing::info!(ca = %ca, "TLS trusted CA reloaded")
+                        }
+                        (Some(Err(e)), Some(ca)) => tracing::error!(
+                            ca = %ca,
                             error = %e,
                             "TLS trusted CA not reloaded: the one in use stays"
                         ),
