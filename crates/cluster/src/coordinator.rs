@@ -25,6 +25,7 @@ use crate::membership::{State, HEARTBEAT};
 use crate::record::{Record, Version};
 use crate::store::Outcome;
 use crate::topology::Pinned;
+use crate::trace::{LocalTiming, PeerWait, Trace};
 use crate::transport::{CallError, Handler};
 use crate::wire::{Request, Response};
 use crate::{ClusterError, Inner, OpKind, Replication, Result};
@@ -80,6 +81,7 @@ impl Inner {
         key: Bytes,
         value: Option<Bytes>,
         r: Replication,
+        trace: &mut Trace,
     ) -> Result<()> {
         let t = self.topo().pin();
         if t.current.is_empty() {
@@ -93,7 +95,7 @@ impl Inner {
             };
             match self
                 .clone()
-                .replicate(id, key.clone(), record, &sets, r.ack, &t)
+                .replicate(id, (key.clone(), record), &sets, r.ack, &t, trace)
                 .await
             {
                 Replicated::Done => return Ok(()),
@@ -124,20 +126,24 @@ impl Inner {
         ClusterError::NotEnoughReplicas { got, need }
     }
 
-    /// Send a write to every replica of `sets` (one set per live layout)
-    /// and wait until `ack` of each set hold it.
+    /// Send a write (`key` and its `record`) to every replica of `sets`
+    /// (one set per live layout) and wait until `ack` of each set hold it;
+    /// `trace` gets where the time went.
     async fn replicate(
         self: Arc<Self>,
         id: u64,
-        key: Bytes,
-        record: Record,
+        (key, record): (Bytes, Record),
         sets: &[Vec<usize>],
         ack: usize,
         pin: &Pinned,
+        trace: &mut Trace,
     ) -> Replicated {
+        *trace = Trace::default();
         // The common single-replica case on this node: no task, no channel.
         if sets.len() == 1 && sets[0] == [self.me] {
-            return match self.apply_fresh(key, record).await {
+            let (r, timing) = self.apply_fresh(key, record).await;
+            trace.local = Some(timing);
+            return match r {
                 Ok(Outcome::Applied) => Replicated::Done,
                 Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => Replicated::Done,
                 Ok(Outcome::Superseded(v)) => Replicated::Superseded(v),
@@ -163,7 +169,7 @@ impl Inner {
         if live < ack {
             return Replicated::Short(live, None);
         }
-        let (tx, mut rx) = mpsc::channel::<(usize, Result<Outcome>)>(replicas.len());
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Outcome>, LocalTiming)>(replicas.len());
         // Per replica: 0 not asked, 1 waiting, 2 applied, 3 failed.
         let mut status = vec![0u8; replicas.len()];
         for (n, (&m, &reach)) in replicas.iter().zip(&reach).enumerate() {
@@ -173,8 +179,8 @@ impl Inner {
             if m == self.me {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
-                    let r = s.apply_fresh(k, rec).await;
-                    let _ = tx.send((m, r)).await;
+                    let (r, timing) = s.apply_fresh(k, rec).await;
+                    let _ = tx.send((m, r, timing)).await;
                     drop(pin);
                 });
             } else if !reach {
@@ -184,10 +190,14 @@ impl Inner {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
                     let r = s
-                        .send_write(id, m, k.clone(), rec.clone(), OpKind::Write)
+                        .send_write_timed(id, m, k.clone(), rec.clone(), OpKind::Write)
                         .await;
                     let failed = r.is_err();
-                    let _ = tx.send((m, r)).await;
+                    let (r, timing) = match r {
+                        Ok((o, t)) => (Ok(o), t),
+                        Err(e) => (Err(e), LocalTiming::default()),
+                    };
+                    let _ = tx.send((m, r, timing)).await;
                     if failed {
                         s.keep_hint(m, k, rec);
                     }
@@ -202,8 +212,12 @@ impl Inner {
                 .filter(|&&m| want.contains(&status[pos(m)]))
                 .count()
         };
-        let deadline = tokio::time::Instant::now() + self.cfg.timeout;
+        let began = tokio::time::Instant::now();
+        let deadline = began + self.cfg.timeout;
         let mut local_err = None;
+        // This node's own part, when it answered, and when.
+        let mut local_done = None;
+        let mut last: Option<(usize, LocalTiming)> = None;
         loop {
             let applied = sets
                 .iter()
@@ -211,6 +225,16 @@ impl Inner {
                 .min()
                 .unwrap_or(0);
             if applied >= ack {
+                // The answer that completed the quorum was a peer's: the
+                // wait after this node's own part is that peer's.
+                if let Some((m, timing)) = last.filter(|(m, _)| *m != self.me) {
+                    let since = local_done.unwrap_or(began);
+                    trace.peer = Some(PeerWait {
+                        url: self.topo().members[m].url.clone(),
+                        waited: since.elapsed(),
+                        own: Some(timing),
+                    });
+                }
                 return Replicated::Done;
             }
             if sets.iter().any(|s| count(&status, s, &[1, 2]) < ack) {
@@ -222,6 +246,11 @@ impl Inner {
             };
             let at = pos(got.0);
             status[at] = 3;
+            if got.0 == self.me {
+                local_done = Some(tokio::time::Instant::now());
+                trace.local = Some(got.2);
+            }
+            last = Some((got.0, got.2));
             match got.1 {
                 Ok(Outcome::Applied) => status[at] = 2,
                 Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => status[at] = 2,
@@ -262,13 +291,27 @@ impl Inner {
         record: Record,
         op: OpKind,
     ) -> Result<Outcome> {
+        self.send_write_timed(id, m, key, record, op)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// `send_write`, and the peer's own stages as it reported them.
+    pub(crate) async fn send_write_timed(
+        &self,
+        id: u64,
+        m: usize,
+        key: Bytes,
+        record: Record,
+        op: OpKind,
+    ) -> Result<(Outcome, LocalTiming)> {
         let req = if op == OpKind::Repair {
             Request::Repair { key, record }
         } else {
             Request::Write { key, record }
         };
         match self.call_peer(id, m, op, req).await? {
-            Response::Written(o) => Ok(o),
+            Response::Written(o, t) => Ok((o, t)),
             _ => Err(self.unexpected(m, "write")),
         }
     }
@@ -298,6 +341,7 @@ impl Inner {
         id: u64,
         key: Bytes,
         r: Replication,
+        trace: &mut Trace,
     ) -> Result<Option<Bytes>> {
         let t = self.topo().pin();
         if t.current.is_empty() {
@@ -305,7 +349,10 @@ impl Inner {
         }
         let replicas = t.read_set(&key, r.from);
         if replicas == [self.me] {
-            return Ok(self.store.read(&key)?.and_then(|r| r.value));
+            let began = Instant::now();
+            let rec = self.store.read(&key);
+            trace.read = Some(began.elapsed());
+            return Ok(rec?.and_then(|r| r.value));
         }
         let reach = self.reachable(&replicas);
         let live = reach.iter().filter(|&&x| x).count();
@@ -316,12 +363,17 @@ impl Inner {
         let mut answers: Vec<(usize, Option<Record>)> = Vec::with_capacity(replicas.len());
         let mut outstanding = 0usize;
         let mut local_err = None;
+        let began = Instant::now();
+        let mut local_done = None;
         for (&m, &reach) in replicas.iter().zip(&reach) {
             if m == self.me {
+                let at = Instant::now();
                 match self.store.read(&key) {
                     Ok(rec) => answers.push((m, rec)),
                     Err(e) => local_err = Some(e),
                 }
+                trace.read = Some(at.elapsed());
+                local_done = Some(Instant::now());
             } else if reach {
                 let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
                 tokio::spawn(async move {
@@ -339,6 +391,13 @@ impl Inner {
                     outstanding -= 1;
                     if let Ok(rec) = res {
                         answers.push((m, rec));
+                        if answers.len() == r.ack {
+                            trace.peer = Some(PeerWait {
+                                url: self.topo().members[m].url.clone(),
+                                waited: local_done.unwrap_or(began).elapsed(),
+                                own: None,
+                            });
+                        }
                     }
                 }
                 _ => break,
@@ -566,13 +625,15 @@ impl Handler for Inner {
         Box::pin(async move {
             match req {
                 Request::Write { key, record } => match self.apply_fresh(key, record).await {
-                    Ok(o) => Response::Written(o),
-                    Err(e) => e.into_response(),
+                    (Ok(o), t) => Response::Written(o, t),
+                    (Err(e), _) => e.into_response(),
                 },
-                Request::Repair { key, record } => match self.store.apply(key, record).await {
-                    Ok(o) => Response::Written(o),
-                    Err(e) => e.into_response(),
-                },
+                Request::Repair { key, record } => {
+                    match self.store.apply_timed(key, record).await {
+                        (Ok(o), t) => Response::Written(o, t),
+                        (Err(e), _) => e.into_response(),
+                    }
+                }
                 Request::Read { key } => match self.store.read(&key) {
                     Ok(r) => Response::Read(r),
                     Err(e) => e.into_response(),

@@ -4,8 +4,8 @@
 //! (`hlc`, `record`), the local replica (`store`), the coordinator of
 //! quorum reads and writes with read repair (`coordinator`), hinted handoff
 //! (`hints`), tombstones dropped once every replica agrees (`reaper`),
-//! merged cluster-wide ranges (`scan`), and internal traffic
-//! (`wire`, `transport`, `auth`). A node without peers is a cluster of one
+//! merged cluster-wide ranges (`scan`), where each request's time went
+//! (`trace`), and internal traffic (`wire`, `transport`, `auth`). A node without peers is a cluster of one
 //! and takes the same path. Must not know about HTTP: the node hands it
 //! upgraded connections and a `Dialer`.
 
@@ -24,6 +24,7 @@ pub mod record;
 pub mod scan;
 pub mod store;
 pub mod topology;
+pub mod trace;
 pub mod transport;
 pub mod wire;
 
@@ -537,6 +538,11 @@ impl Cluster {
         &self.inner.stats
     }
 
+    /// Writes waiting on this node's applier and its WAL.
+    pub fn writers_waiting(&self) -> usize {
+        self.inner.store.writers_waiting()
+    }
+
     pub fn reaper_stats(&self) -> &ReaperStats {
         &self.inner.reaper_stats
     }
@@ -595,20 +601,47 @@ impl Cluster {
     /// Read a key: the newest version among `ack` replicas (read repair
     /// brings stale replicas level first). `id` is the request id.
     pub async fn get(&self, id: u64, key: &[u8], r: Replication) -> Result<Option<Bytes>> {
-        self.inner
+        self.get_traced(id, key, r).await.0
+    }
+
+    /// `get`, and where its time went (the critical path).
+    pub async fn get_traced(
+        &self,
+        id: u64,
+        key: &[u8],
+        r: Replication,
+    ) -> (Result<Option<Bytes>>, trace::Trace) {
+        let mut t = trace::Trace::default();
+        let r = self
+            .inner
             .clone()
-            .read(id, Bytes::copy_from_slice(key), r)
-            .await
+            .read(id, Bytes::copy_from_slice(key), r, &mut t)
+            .await;
+        (r, t)
     }
 
     /// Write a value; returns once `ack` replicas hold it durably.
     pub async fn put(&self, id: u64, key: Bytes, value: Bytes, r: Replication) -> Result<()> {
-        self.inner.clone().write(id, key, Some(value), r).await
+        self.write_traced(id, key, Some(value), r).await.0
     }
 
     /// Write a tombstone; returns once `ack` replicas hold it durably.
     pub async fn delete(&self, id: u64, key: Bytes, r: Replication) -> Result<()> {
-        self.inner.clone().write(id, key, None, r).await
+        self.write_traced(id, key, None, r).await.0
+    }
+
+    /// A write (`None`: a tombstone), and where its time went (the
+    /// critical path of its last attempt).
+    pub async fn write_traced(
+        &self,
+        id: u64,
+        key: Bytes,
+        value: Option<Bytes>,
+        r: Replication,
+    ) -> (Result<()>, trace::Trace) {
+        let mut t = trace::Trace::default();
+        let r = self.inner.clone().write(id, key, value, r, &mut t).await;
+        (r, t)
     }
 
     /// Live entries with `start <= key < end` on this node, streaming.

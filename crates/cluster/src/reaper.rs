@@ -96,15 +96,19 @@ impl Inner {
     /// store, unless it was stamped before the grace period: then the
     /// floor comes back as the newer version held, and the coordinator
     /// stamps it again. Read repair does not come this way.
-    pub(crate) async fn apply_fresh(&self, key: Bytes, rec: Record) -> crate::Result<Outcome> {
+    pub(crate) async fn apply_fresh(
+        &self,
+        key: Bytes,
+        rec: Record,
+    ) -> (crate::Result<Outcome>, crate::trace::LocalTiming) {
         let floor = self.write_floor();
         if rec.version < floor {
             self.reaper_stats
                 .refused_old
                 .fetch_add(1, Ordering::Relaxed);
-            return Ok(Outcome::Superseded(floor));
+            return (Ok(Outcome::Superseded(floor)), Default::default());
         }
-        self.store.apply(key, rec).await
+        self.store.apply_timed(key, rec).await
     }
 
     pub(crate) async fn reaper_loop(self: Arc<Self>) {

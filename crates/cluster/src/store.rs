@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use strata_engine::{Db, DbIterator, WriteBatch};
@@ -20,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::merkle::Trees;
 use crate::record::{Record, Version};
+use crate::trace::LocalTiming;
 use crate::{ClusterError, Result};
 
 /// The home set (its `merkle::set_name`) of a key.
@@ -91,7 +93,9 @@ enum Op {
 struct Job {
     key: Bytes,
     op: Op,
-    done: oneshot::Sender<Result<Outcome>>,
+    /// When it was handed to the applier.
+    queued_at: Instant,
+    done: oneshot::Sender<(Result<Outcome>, LocalTiming)>,
 }
 
 /// What the applier thread is sent.
@@ -106,6 +110,8 @@ pub struct Store {
     db: Arc<Db>,
     applier: Applier,
     merkle: Option<Merkle>,
+    /// Writes handed to the applier and not yet answered.
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 enum Applier {
@@ -173,6 +179,7 @@ impl Store {
             db,
             applier: Applier::Thread(tx),
             merkle,
+            waiting: Default::default(),
         }
     }
 
@@ -187,6 +194,7 @@ impl Store {
                 lock: parking_lot::Mutex::new(()),
             },
             merkle,
+            waiting: Default::default(),
         }
     }
 
@@ -234,22 +242,54 @@ impl Store {
     /// Apply a write if it is newer than what is stored; returns once it is
     /// durable as the engine is configured.
     pub async fn apply(&self, key: Bytes, record: Record) -> Result<Outcome> {
+        self.submit(key, Op::Apply(record)).await.0
+    }
+
+    /// `apply`, and where its time went on this node.
+    pub async fn apply_timed(&self, key: Bytes, record: Record) -> (Result<Outcome>, LocalTiming) {
         self.submit(key, Op::Apply(record)).await
     }
 
     /// Drop a tombstone if the key still holds exactly it.
     pub async fn purge(&self, key: Bytes, tombstone: Version) -> Result<Outcome> {
-        self.submit(key, Op::Purge(tombstone)).await
+        self.submit(key, Op::Purge(tombstone)).await.0
     }
 
-    async fn submit(&self, key: Bytes, op: Op) -> Result<Outcome> {
+    /// Writes handed to the applier and not yet answered: the writers
+    /// waiting on the WAL.
+    pub fn writers_waiting(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    async fn submit(&self, key: Bytes, op: Op) -> (Result<Outcome>, LocalTiming) {
+        use std::sync::atomic::Ordering::Relaxed;
+        /// Counts down when the caller stops waiting, answered or not.
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Relaxed);
+            }
+        }
+        self.waiting.fetch_add(1, Relaxed);
+        let _w = Waiting(&self.waiting);
+        self.submit_counted(key, op).await
+    }
+
+    async fn submit_counted(&self, key: Bytes, op: Op) -> (Result<Outcome>, LocalTiming) {
         let (done, wait) = oneshot::channel();
-        let job = Job { key, op, done };
+        let job = Job {
+            key,
+            op,
+            queued_at: Instant::now(),
+            done,
+        };
+        let closed = (Err(ClusterError::Closed), LocalTiming::default());
         match &self.applier {
-            Applier::Thread(tx) => tx
-                .send(Msg::Job(job))
-                .await
-                .map_err(|_| ClusterError::Closed)?,
+            Applier::Thread(tx) => {
+                if tx.send(Msg::Job(job)).await.is_err() {
+                    return closed;
+                }
+            }
             Applier::Inline {
                 check_versions,
                 lock,
@@ -258,7 +298,7 @@ impl Store {
                 apply_group(&self.db, vec![job], *check_versions, self.merkle.as_ref());
             }
         }
-        wait.await.map_err(|_| ClusterError::Closed)?
+        wait.await.unwrap_or(closed)
     }
 
     /// The stored record, tombstones included.
@@ -343,14 +383,14 @@ fn snapshot(db: &Db, merkle: Option<&Merkle>) -> Result<DbIterator> {
 type Meta = (Version, bool);
 
 fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
+    let began = Instant::now();
     // Versions written earlier in this group, which the engine does not
     // show yet.
     let mut pending: HashMap<Bytes, Option<Meta>> = HashMap::new();
     // Each change as (key, what it replaced, what it is now), in order.
     let mut changes: Vec<(Bytes, Option<Meta>, Option<Meta>)> = Vec::new();
     let mut batch = WriteBatch::new();
-    let mut answers: Vec<(oneshot::Sender<Result<Outcome>>, Result<Outcome>)> =
-        Vec::with_capacity(jobs.len());
+    let mut answers: Vec<(Reply, Result<Outcome>)> = Vec::with_capacity(jobs.len());
     let mut buf = Vec::new();
     for j in jobs {
         let current = if check || matches!(j.op, Op::Purge(_)) {
@@ -372,7 +412,7 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
         let current = match current {
             Ok(c) => c,
             Err(e) => {
-                answers.push((j.done, Err(e)));
+                answers.push(((j.done, j.queued_at), Err(e)));
                 continue;
             }
         };
@@ -405,17 +445,20 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
                 None => Outcome::Applied,
             },
         };
-        answers.push((j.done, Ok(outcome)));
+        answers.push(((j.done, j.queued_at), Ok(outcome)));
     }
     let r = if batch.is_empty() {
-        Ok(())
+        Ok(strata_engine::WriteTiming::default())
     } else {
-        db.write(batch).map_err(ClusterError::from)
+        db.write_batches_timed(vec![batch])
+            .map_err(ClusterError::from)
     };
+    let took = began.elapsed();
+    let w = r.as_ref().copied().unwrap_or_default();
     if let Err(e) = &r {
         tracing::warn!(error = %e, writes = answers.len(), "apply group failed");
     }
-    if let (Ok(()), Some(m)) = (&r, merkle) {
+    if let (Ok(_), Some(m)) = (&r, merkle) {
         let mut st = m.state.lock();
         if st.maintained {
             for (key, was, now) in &changes {
@@ -429,14 +472,23 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
             }
         }
     }
-    for (done, a) in answers {
+    for ((done, queued_at), a) in answers {
         let a = match &r {
-            Ok(()) => a,
+            Ok(_) => a,
             Err(e) => a.and(Err(e.share())),
         };
-        let _ = done.send(a);
+        let timing = LocalTiming {
+            queued: began.saturating_duration_since(queued_at) + w.queued,
+            stall: w.stall,
+            fsync: w.sync,
+            apply: took.saturating_sub(w.stall + w.queued + w.sync),
+        };
+        let _ = done.send((a, timing));
     }
 }
+
+/// A job's answer channel and when it was queued.
+type Reply = (oneshot::Sender<(Result<Outcome>, LocalTiming)>, Instant);
 
 #[cfg(test)]
 mod tests {

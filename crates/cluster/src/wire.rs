@@ -20,6 +20,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use crate::layout::{LayoutState, Stage, StreamStats};
 use crate::record::{Record, Version};
 use crate::store::Outcome;
+use crate::trace::LocalTiming;
 
 /// Largest frame accepted: a 32 MiB value, its key and headroom.
 pub const MAX_FRAME: usize = 40 << 20;
@@ -109,7 +110,9 @@ pub enum Request {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Response {
-    Written(Outcome),
+    /// The outcome, and the replica's own stages (zero from a peer that
+    /// does not report them).
+    Written(Outcome, LocalTiming),
     Read(Option<Record>),
     Pong,
     /// A page of records; `more` if the range goes on after the last one.
@@ -443,7 +446,7 @@ fn get_u8(b: &mut Bytes) -> Result<u8, BadFrame> {
 
 pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
     match resp {
-        Response::Written(o) => {
+        Response::Written(o, t) => {
             let at = begin(out, id, WRITTEN, hlc);
             let (tag, v) = match o {
                 Outcome::Applied => (0, Version::default()),
@@ -452,6 +455,9 @@ pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
             out.put_u8(tag);
             out.put_u64_le(v.hlc);
             out.put_u64_le(v.node);
+            for d in [t.queued, t.stall, t.fsync, t.apply] {
+                out.put_u32_le(d.as_micros().min(u32::MAX as u128) as u32);
+            }
             finish(out, at);
         }
         Response::Read(r) => {
@@ -653,7 +659,8 @@ pub fn decode_request(kind: u8, mut b: Bytes) -> Result<Request, BadFrame> {
 pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
     let r = match kind {
         WRITTEN => {
-            if b.remaining() != 17 {
+            // 17 bytes from a peer that reports no stages, 33 with them.
+            if b.remaining() != 17 && b.remaining() != 33 {
                 return Err(bad("bad write answer"));
             }
             let tag = b.get_u8();
@@ -661,10 +668,23 @@ pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
                 hlc: b.get_u64_le(),
                 node: b.get_u64_le(),
             };
-            Response::Written(match tag {
-                0 => Outcome::Applied,
-                _ => Outcome::Superseded(v),
-            })
+            let mut t = LocalTiming::default();
+            if b.has_remaining() {
+                let mut us = || std::time::Duration::from_micros(b.get_u32_le() as u64);
+                t = LocalTiming {
+                    queued: us(),
+                    stall: us(),
+                    fsync: us(),
+                    apply: us(),
+                };
+            }
+            Response::Written(
+                match tag {
+                    0 => Outcome::Applied,
+                    _ => Outcome::Superseded(v),
+                },
+                t,
+            )
         }
         READ_ANSWER => {
             if !b.has_remaining() {
@@ -841,8 +861,16 @@ mod tests {
             Request::LayoutGet,
         ];
         let resps = vec![
-            Response::Written(Outcome::Applied),
-            Response::Written(Outcome::Superseded(Version { hlc: 5, node: 6 })),
+            Response::Written(Outcome::Applied, LocalTiming::default()),
+            Response::Written(
+                Outcome::Superseded(Version { hlc: 5, node: 6 }),
+                LocalTiming {
+                    queued: std::time::Duration::from_micros(7),
+                    stall: std::time::Duration::from_micros(8),
+                    fsync: std::time::Duration::from_micros(3_000),
+                    apply: std::time::Duration::from_micros(10),
+                },
+            ),
             Response::Read(None),
             Response::Read(Some(rec(Some(b"x")))),
             Response::Pong,

@@ -38,7 +38,7 @@ use crate::options::{Durability, Options};
 use crate::record::{self, Next, RecordReader};
 use crate::sstable::cache::BlockCache;
 use crate::sstable::{Table, TableBuilder};
-use crate::stats::{LevelStats, Stats, StatsSnapshot};
+use crate::stats::{LevelStats, Stats, StatsSnapshot, WriteTiming};
 use crate::version::{meta_of, Version};
 
 /// What readers see: all sources at one moment.
@@ -524,7 +524,7 @@ impl Db {
     /// Apply a batch atomically: after a crash either all of it or none of it
     /// is present, and no reader sees part of it.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.inner.write(vec![batch])
+        self.inner.write(vec![batch]).map(|_| ())
     }
 
     /// Apply several batches in one commit group (one WAL write, one fsync
@@ -533,6 +533,13 @@ impl Db {
     /// writes themselves (the node's committer), so that a group costs one
     /// thread handoff instead of one per write.
     pub fn write_batches(&self, batches: Vec<WriteBatch>) -> Result<()> {
+        self.inner.write(batches).map(|_| ())
+    }
+
+    /// `write_batches`, and where the call's time went (the stall, the
+    /// wait for an earlier group, the WAL's fsync), for callers that
+    /// report each request's stages.
+    pub fn write_batches_timed(&self, batches: Vec<WriteBatch>) -> Result<WriteTiming> {
         self.inner.write(batches)
     }
 
@@ -920,15 +927,21 @@ impl Inner {
         self.bg_cv.notify_all();
     }
 
-    fn write(&self, batches: Vec<WriteBatch>) -> Result<()> {
+    fn write(&self, batches: Vec<WriteBatch>) -> Result<WriteTiming> {
         self.check_open()?;
         self.check_bg_error()?;
         self.check_no_space()?;
         let batches: Vec<WriteBatch> = batches.into_iter().filter(|b| !b.is_empty()).collect();
         if batches.is_empty() {
-            return Ok(());
+            return Ok(WriteTiming::default());
         }
+        let began = Instant::now();
         self.make_room()?;
+        let mut timing = WriteTiming {
+            stall: began.elapsed(),
+            ..Default::default()
+        };
+        let queued_from = Instant::now();
         let writes = batches.len() as u64;
         let user_bytes: u64 = batches.iter().map(|b| b.user_bytes).sum();
         let mut q = self.commit.lock();
@@ -964,7 +977,12 @@ impl Inner {
                 drop(q);
                 self.stats.add(&self.stats.user_bytes_written, user_bytes);
                 self.stats.add(&self.stats.writes, writes);
-                return Ok(());
+                if timing.sync.is_zero() {
+                    // Committed by another caller's group: all of it was
+                    // waiting.
+                    timing.queued = queued_from.elapsed();
+                }
+                return Ok(timing);
             }
             self.check_bg_error()?;
             if !q.leader {
@@ -975,7 +993,12 @@ impl Inner {
                 let first = batches.first().map_or(last, |b| b.0);
                 let callers = std::mem::take(&mut q.callers);
                 drop(q);
-                let r = self.commit_group(&buf, batches, last);
+                let led = Instant::now();
+                timing.queued = led - queued_from;
+                let r = self.commit_group(&buf, batches, last).map(|sync| {
+                    timing.sync = sync.unwrap_or_default();
+                    timing.commit = led.elapsed().saturating_sub(timing.sync);
+                });
                 q = self.commit.lock();
                 q.leader = false;
                 if q.buf.capacity() == 0 && buf.capacity() <= 1 << 20 {
@@ -1018,7 +1041,13 @@ impl Inner {
 
     /// The leader's work: one write and (for `Sync`) one fsync for the whole
     /// group, then the memtable inserts, then publish.
-    fn commit_group(&self, buf: &[u8], batches: Vec<(u64, WriteBatch)>, last: u64) -> Result<()> {
+    /// Returns the fsync's duration under `Sync`.
+    fn commit_group(
+        &self,
+        buf: &[u8],
+        batches: Vec<(u64, WriteBatch)>,
+        last: u64,
+    ) -> Result<Option<Duration>> {
         let mut wal = self.wal.lock();
         if self.sv.load().mem.size() >= self.opts.memtable_size {
             self.rotate(&mut wal)?;
@@ -1051,7 +1080,7 @@ impl Inner {
             insert_entries(&sv.mem, &b.body, seq).expect("well-formed batch");
         }
         self.visible_seq.store(last, Ordering::Release);
-        Ok(())
+        Ok(sync)
     }
 
     /// Swap in a new WAL and memtable; the old memtable waits for flush.

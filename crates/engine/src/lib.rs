@@ -38,7 +38,7 @@ pub use events::{Event, EventListener, EventLog, StallReason};
 pub use iterator::DbIterator;
 pub use manifest::write_atomically;
 pub use options::{Durability, Options};
-pub use stats::{LevelStats, StatsSnapshot};
+pub use stats::{LevelStats, StatsSnapshot, WriteTiming};
 
 /// Format constants, for tools and documentation tests.
 pub mod format {

@@ -2,6 +2,24 @@
 //! returns. Owns only numbers; must not decide anything from them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Where one write call's time went, for callers that report each
+/// request's stages (`Db::write_batches_timed`). The parts add up to the
+/// call's time, less the checks before them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteTiming {
+    /// Held back while flush and compaction caught up (a stall or a
+    /// slowdown).
+    pub stall: Duration,
+    /// Waiting for earlier commit groups (another caller's fsync); all of
+    /// the rest when another caller committed this write.
+    pub queued: Duration,
+    /// The WAL's fsync of this call's group (zero unless `Sync`).
+    pub sync: Duration,
+    /// The group's WAL write and memtable inserts.
+    pub commit: Duration,
+}
 
 /// Live counters, updated with relaxed atomics.
 #[derive(Default, Debug)]

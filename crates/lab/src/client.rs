@@ -33,6 +33,8 @@ pub struct Conn {
     end: usize,
     /// The last request went out twice (see `resent`).
     resent: bool,
+    /// The last answer's `Server-Timing` value, as sent (empty: none).
+    timing: Vec<u8>,
 }
 
 const READ_BUF: usize = 64 * 1024;
@@ -48,7 +50,14 @@ impl Conn {
             start: 0,
             end: 0,
             resent: false,
+            timing: Vec::with_capacity(256),
         }
+    }
+
+    /// The last answer's `Server-Timing` header value (empty when it had
+    /// none), for the caller to parse when it keeps the request.
+    pub fn server_timing(&self) -> &[u8] {
+        &self.timing
     }
 
     async fn open(&mut self) -> io::Result<()> {
@@ -205,6 +214,15 @@ impl Conn {
                     Ok(httparse::Status::Complete(n)) => {
                         let status = resp.code.unwrap_or(0);
                         let body = BodyKind::of(status, resp.headers);
+                        self.timing.clear();
+                        if let Some(h) = resp
+                            .headers
+                            .iter()
+                            .find(|h| h.name.eq_ignore_ascii_case(strata_api::timing::HEADER))
+                        {
+                            self.timing
+                                .extend_from_slice(&h.value[..h.value.len().min(1024)]);
+                        }
                         break (status, n, body);
                     }
                     Ok(httparse::Status::Partial) => {}

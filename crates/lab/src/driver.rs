@@ -22,6 +22,7 @@ use hdrhistogram::Histogram;
 use crate::client::Conn;
 use crate::nodes::Nodes;
 use crate::schedule::{Arrivals, Schedule};
+use crate::slowest::{SlowHeap, SlowRequest};
 use crate::workload::{Generator, KeyCounter, Op, Workload};
 
 /// Operation names, in the order histograms are kept. The last is not an
@@ -184,6 +185,15 @@ pub struct Outcome {
     pub distinct_exact: bool,
     /// One per node of the plan (counted requests only).
     pub per_node: Vec<NodeTotals>,
+    /// The slowest 1 % of the counted requests (unanswered ones too).
+    pub slowest: Vec<SlowRequest>,
+    /// Counted sends the generator's timer made late (more than 1 ms)
+    /// while a connection was free: the generator's own lateness.
+    pub generator_late: u64,
+    /// The generator threads' time on a CPU and runnable but waiting for
+    /// one (their schedstat), summed over the threads.
+    pub generator_on_cpu: Duration,
+    pub generator_run_queue: Duration,
 }
 
 impl Outcome {
@@ -250,6 +260,13 @@ struct ThreadTotals {
     node_requests: Vec<u64>,
     node_errors: Vec<u64>,
     node_connections: Vec<u64>,
+    /// Sends the timer made late with a connection free.
+    generator_late: u64,
+    /// The thread's schedstat over the run: on a CPU, waiting for one.
+    on_cpu: Duration,
+    run_queue: Duration,
+    /// Its slowest requests.
+    slow: Vec<SlowRequest>,
 }
 
 enum Msg {
@@ -501,18 +518,23 @@ struct ThreadCtx {
     /// Every worker task of the thread, those opened later too, with
     /// its request in flight.
     tasks: RefCell<Vec<(tokio::task::JoinHandle<()>, Current)>>,
+    /// The thread's slowest counted requests.
+    slow: RefCell<SlowHeap>,
 }
 
 impl ThreadCtx {
     /// Send `op` on `w` and record it if `counted` (a request still
     /// unanswered `drop_after` past the end is abandoned by the thread,
     /// which aborts its task: no timer per request).
+    /// `late`: how late the send started, split into the wait for a free
+    /// connection and the timer's own lateness.
     async fn send_and_record(
         &self,
         w: &mut Worker,
         next: &crate::workload::Next,
         intended: Instant,
         counted: bool,
+        late: Late,
     ) {
         self.sent.fetch_add(1, Ordering::Relaxed);
         let op = op_index(&next.op);
@@ -538,8 +560,34 @@ impl ThreadCtx {
             if let Some(k) = next.key_index {
                 self.keys.touch(k);
             }
+            drop(r);
+            let latency = Instant::now().saturating_duration_since(intended);
+            let mut slow = self.slow.borrow_mut();
+            if status.is_some() && slow.wants(latency) {
+                let raw = w.conn.server_timing();
+                let timing = (!raw.is_empty())
+                    .then(|| std::str::from_utf8(raw).ok())
+                    .flatten()
+                    .map(strata_api::timing::ServerTiming::parse);
+                slow.offer(SlowRequest {
+                    latency,
+                    node: w.node,
+                    conn_wait: late.conn_wait,
+                    timer_late: late.timer,
+                    timing,
+                    unanswered: false,
+                });
+            }
         }
     }
+}
+
+/// How late a send started: waiting for a free connection (the target
+/// held every one), then the timer's own lateness.
+#[derive(Clone, Copy, Debug, Default)]
+struct Late {
+    conn_wait: Duration,
+    timer: Duration,
 }
 
 /// Open one more connection of the pool (its worker waits for the pacer
@@ -581,6 +629,9 @@ async fn open_loop(
         pool.idle.set(pool.idle.get() + 1);
         let slot = {
             let mut p = pacer.lock().await;
+            // From here this connection is free and waits for the timer:
+            // lateness before this was the target's (no connection free).
+            let free_at = Instant::now();
             pool.idle.set(pool.idle.get() - 1);
             loop {
                 let off = p.schedule.next_offset();
@@ -599,11 +650,17 @@ async fn open_loop(
                     }
                     continue;
                 }
-                break Some(t);
+                break Some((t, free_at));
             }
         };
-        let Some(intended) = slot else { break };
+        let Some((intended, free_at)) = slot else {
+            break;
+        };
         let now = Instant::now();
+        let late = Late {
+            conn_wait: free_at.saturating_duration_since(intended),
+            timer: now.saturating_duration_since(free_at.max(intended)),
+        };
         let counted = intended >= ctx.clock.counted_start;
         // No connection left waiting for the next slot: open another.
         if pool.idle.get() == 0 && !grow(&pool, &pacer, &ctx, &make) && counted {
@@ -611,11 +668,14 @@ async fn open_loop(
         }
         let next = w.gen.next(now - ctx.clock.start);
         if counted {
-            ctx.rec
-                .borrow_mut()
-                .late(now.saturating_duration_since(intended));
+            let mut r = ctx.rec.borrow_mut();
+            r.late(now.saturating_duration_since(intended));
+            if late.timer > LATE {
+                r.totals.generator_late += 1;
+            }
         }
-        ctx.send_and_record(&mut w, &next, intended, counted).await;
+        ctx.send_and_record(&mut w, &next, intended, counted, late)
+            .await;
     }
 }
 
@@ -627,8 +687,14 @@ async fn closed_loop(mut w: Worker, think: Duration, ctx: Rc<ThreadCtx>) {
             break;
         }
         let next = w.gen.next(sent - ctx.clock.start);
-        ctx.send_and_record(&mut w, &next, sent, sent >= ctx.clock.counted_start)
-            .await;
+        ctx.send_and_record(
+            &mut w,
+            &next,
+            sent,
+            sent >= ctx.clock.counted_start,
+            Late::default(),
+        )
+        .await;
         if !think.is_zero() {
             tokio::time::sleep(think).await;
         }
@@ -670,6 +736,13 @@ fn thread_main(
         .build()
         .map_err(|e| e.to_string())?;
     let local = tokio::task::LocalSet::new();
+    let sched = thread_schedstat();
+    // Its share of the slowest 1 % of the requests it expects to count.
+    let expected = match plan.pace {
+        Pace::Open { rate, .. } => rate * plan.duration.as_secs_f64(),
+        Pace::Closed { clients, .. } => 10_000.0 * clients as f64,
+    };
+    let slow_cap = crate::slowest::per_thread(expected, plan.threads);
     local.block_on(&rt, async move {
         let ctx = Rc::new(ThreadCtx {
             clock: clock.clone(),
@@ -683,6 +756,7 @@ fn thread_main(
             sent,
             drop_after: plan.drop_after,
             tasks: RefCell::new(Vec::new()),
+            slow: RefCell::new(SlowHeap::new(slow_cap)),
         });
         let values = Rc::new(Values(RefCell::new(Rc::from(vec![b'v'; 4096]))));
         let make: Rc<dyn Fn(usize) -> Worker> = {
@@ -755,6 +829,14 @@ fn thread_main(
                         let mut r = ctx.rec.borrow_mut();
                         r.totals.unfinished += 1;
                         r.record(node, op, None, intended);
+                        ctx.slow.borrow_mut().offer(SlowRequest {
+                            latency: Instant::now().saturating_duration_since(intended),
+                            node,
+                            conn_wait: Duration::ZERO,
+                            timer_late: Duration::ZERO,
+                            timing: None,
+                            unanswered: true,
+                        });
                     }
                 }
             }
@@ -784,10 +866,26 @@ fn thread_main(
             index,
             data: Box::new(data),
         });
-        let totals = Box::new(std::mem::take(&mut rec.totals));
+        let mut totals = Box::new(std::mem::take(&mut rec.totals));
+        totals.slow = ctx.slow.replace(SlowHeap::new(1)).into_vec();
+        if let (Some(a), Some(b)) = (sched, thread_schedstat()) {
+            totals.on_cpu = b.0.saturating_sub(a.0);
+            totals.run_queue = b.1.saturating_sub(a.1);
+        }
         let _ = tx.send(Msg::Done { thread, totals });
         Ok(())
     })
+}
+
+/// This thread's time on a CPU and runnable but waiting for one
+/// (`/proc/thread-self/schedstat`, nanoseconds).
+fn thread_schedstat() -> Option<(Duration, Duration)> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut f = s.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((
+        Duration::from_nanos(f.next()??),
+        Duration::from_nanos(f.next()??),
+    ))
 }
 
 /// Seconds reported by some threads, waiting for the others.
@@ -1001,6 +1099,10 @@ pub fn run(
                 totals.dropped += t.dropped;
                 totals.unfinished += t.unfinished;
                 totals.capped += t.capped;
+                totals.generator_late += t.generator_late;
+                totals.on_cpu += t.on_cpu;
+                totals.run_queue += t.run_queue;
+                totals.slow.extend(t.slow);
                 add_into(&mut totals.node_connections, &t.node_connections);
                 totals.max_lag = totals.max_lag.max(t.max_lag);
                 totals.last_answer = totals.last_answer.max(t.last_answer);
@@ -1085,6 +1187,10 @@ pub fn run(
         distinct_keys: keys.count(),
         distinct_exact: keys.exact(),
         per_node,
+        slowest: crate::slowest::slowest(totals.slow, counted),
+        generator_late: totals.generator_late,
+        generator_on_cpu: totals.on_cpu,
+        generator_run_queue: totals.run_queue,
     })
 }
 

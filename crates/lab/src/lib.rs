@@ -20,6 +20,7 @@ pub mod report;
 pub mod schedule;
 pub mod scrape;
 pub mod slo;
+pub mod slowest;
 pub mod soak;
 pub mod stream;
 pub mod sweep;

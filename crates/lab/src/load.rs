@@ -399,6 +399,15 @@ pub fn to_trial(
         server_rss_bytes: rss,
         server,
         per_node,
+        slowest: crate::slowest::breakdown(&o.slowest, &plan.nodes.urls),
+        generator_late_sends: o.generator_late,
+        // Of each thread's wall time, waiting for a CPU.
+        generator_run_queue_share: (!(o.generator_on_cpu + o.generator_run_queue).is_zero()).then(
+            || {
+                o.generator_run_queue.as_secs_f64()
+                    / (o.elapsed.as_secs_f64() * plan.threads.max(1) as f64).max(1e-3)
+            },
+        ),
     }
 }
 

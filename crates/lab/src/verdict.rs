@@ -515,6 +515,9 @@ mod tests {
             server_cpu_cores: cpu,
             server_rss_bytes: None,
             per_node: vec![],
+            slowest: None,
+            generator_late_sends: 0,
+            generator_run_queue_share: None,
         }
     }
 

@@ -14,6 +14,8 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
+use strata_api::timing::{ServerTiming, Stage};
+use strata_cluster::trace::Trace;
 use strata_cluster::{Cluster, ClusterError, Replication};
 
 use crate::admission::{Admission, Refused, Ticket};
@@ -217,9 +219,58 @@ pub async fn handle(
         node.guard.note_refusal();
     }
     probes::request__done!(|| (id, status));
-    node.metrics
-        .observe(method.as_str(), status, waited + start.elapsed());
+    let total = waited + start.elapsed();
+    node.metrics.observe(method.as_str(), status, total);
+    // Where the time went: the socket's queue, then what the handler
+    // measured (entity requests), the rest as "other".
+    let mut timing = ServerTiming::default();
+    timing.add(Stage::Queue, waited, None);
+    if let Some(t) = r.extensions_mut().remove::<ServerTiming>() {
+        timing.entries.extend(t.entries);
+    }
+    timing.finish(total);
+    if let Ok(v) = HeaderValue::from_str(&timing.encode()) {
+        r.headers_mut().insert(strata_api::timing::HEADER, v);
+    }
     Ok(r)
+}
+
+/// The cluster's critical path as stages: this node's own part, then the
+/// wait for the peer that completed the quorum, split into what that peer
+/// reported of its own work (its fsync first) and the rest.
+fn add_trace(st: &mut ServerTiming, t: &Trace) {
+    if let Some(l) = t.local {
+        st.add(Stage::Applier, l.queued, None);
+        st.add(Stage::Stall, l.stall, None);
+        st.add(Stage::Fsync, l.fsync, None);
+        st.add(Stage::Apply, l.apply, None);
+    }
+    if let Some(r) = t.read {
+        st.add(Stage::Read, r, None);
+    }
+    if let Some(p) = &t.peer {
+        let node = Some(p.url.as_str());
+        let mut left = p.waited;
+        if let Some(o) = p.own {
+            for (stage, d) in [
+                (Stage::PeerFsync, o.fsync),
+                (Stage::PeerApplier, o.queued),
+                (Stage::PeerStall, o.stall),
+                (Stage::PeerApply, o.apply),
+            ] {
+                let d = d.min(left);
+                st.add(stage, d, node);
+                left -= d;
+            }
+        }
+        st.add(Stage::Replica, left, node);
+    }
+}
+
+/// An answer carrying its stages to `handle`, which writes the header.
+fn with_stages(mut r: Response<Body>, st: ServerTiming) -> Response<Body> {
+    r.extensions_mut().insert(st);
+    r
 }
 
 async fn profile(req: &Request<Incoming>) -> Answer {
@@ -335,26 +386,32 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
     }
     // Held until the answer is ready. A refused PUT's small body is read
     // first, so that the connection can close cleanly if it is shed.
+    let admitting = Instant::now();
+    let mut st = ServerTiming::default();
     let _ticket = match admit(node, id, waited).await {
         Ok(t) => t,
         Err(refusal) => {
             if method == Method::PUT {
                 drain(req).await;
             }
-            return Err(refusal);
+            st.add(Stage::Admit, admitting.elapsed(), None);
+            return Err(with_stages(refusal, st));
         }
     };
+    st.add(Stage::Admit, admitting.elapsed(), None);
     match method {
-        Method::GET => match node
-            .cluster
-            .get(id, &key, rep)
-            .await
-            .map_err(cluster_error)?
-        {
-            Some(v) => Ok(full(StatusCode::OK, v)),
-            None => Ok(text(StatusCode::NOT_FOUND, "not found")),
-        },
+        Method::GET => {
+            let (r, trace) = node.cluster.get_traced(id, &key, rep).await;
+            add_trace(&mut st, &trace);
+            let r = match r {
+                Ok(Some(v)) => full(StatusCode::OK, v),
+                Ok(None) => text(StatusCode::NOT_FOUND, "not found"),
+                Err(e) => cluster_error(e),
+            };
+            Ok(with_stages(r, st))
+        }
         Method::PUT => {
+            let reading = Instant::now();
             let body = Limited::new(req.into_body(), max).collect();
             let value = match tokio::time::timeout(node.config.body_timeout, body).await {
                 Err(_) => {
@@ -374,18 +431,33 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
                 }
                 Ok(Ok(b)) => b.to_bytes(),
             };
+            st.add(Stage::Body, reading.elapsed(), None);
             probes::persist__start!(|| id);
-            let r = node.cluster.put(id, Bytes::from(key), value, rep).await;
+            let (r, trace) = node
+                .cluster
+                .write_traced(id, Bytes::from(key), Some(value), rep)
+                .await;
             probes::persist__done!(|| id);
-            r.map_err(write_error)?;
-            Ok(full(StatusCode::CREATED, Bytes::new()))
+            add_trace(&mut st, &trace);
+            let r = match r {
+                Ok(()) => full(StatusCode::CREATED, Bytes::new()),
+                Err(e) => write_error(e),
+            };
+            Ok(with_stages(r, st))
         }
         _ => {
             probes::persist__start!(|| id);
-            let r = node.cluster.delete(id, Bytes::from(key), rep).await;
+            let (r, trace) = node
+                .cluster
+                .write_traced(id, Bytes::from(key), None, rep)
+                .await;
             probes::persist__done!(|| id);
-            r.map_err(write_error)?;
-            Ok(full(StatusCode::ACCEPTED, Bytes::new()))
+            add_trace(&mut st, &trace);
+            let r = match r {
+                Ok(()) => full(StatusCode::ACCEPTED, Bytes::new()),
+                Err(e) => write_error(e),
+            };
+            Ok(with_stages(r, st))
         }
     }
 }

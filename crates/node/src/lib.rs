@@ -4,7 +4,8 @@
 //! the work in service and waiting, `arrival` times when a request
 //! reached its socket, `overload` keeps the queue of connections waiting
 //! to be read short, `api` maps HTTP to cluster calls, `peer` opens internal connections, `metrics` serves
-//! Prometheus metrics, `probes` fires USDT probes, `profile`
+//! Prometheus metrics, `evidence` measures the process's pauses and its
+//! wait for a CPU, `probes` fires USDT probes, `profile`
 //! serves CPU profiles, `backup` serves checkpoints of the store (taken by
 //! the engine) file by file, `server` runs the process. Must not touch the
 //! store's own files directly.
@@ -14,6 +15,7 @@ pub mod api;
 pub mod arrival;
 pub mod backup;
 pub mod config;
+pub mod evidence;
 pub mod metrics;
 pub mod overload;
 pub mod peer;

@@ -133,8 +133,11 @@ impl strata_cluster::Observer for ClusterObserver {
         self.latency
             .get_or_create(&l)
             .observe(elapsed.as_secs_f64());
+        // Created at the first answer, so that a peer's errors are served
+        // as 0 before the first one.
+        let errors = self.errors.get_or_create(&l);
         if !ok {
-            self.errors.get_or_create(&l).inc();
+            errors.inc();
         }
     }
 }
@@ -217,6 +220,13 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             wait,
         );
+        let pauses = crate::evidence::pauses();
+        self.registry.register_with_unit(
+            "strata_pause_lateness",
+            "How late the pause detector's thread woke from each 5 ms sleep: a stopped or CPU-starved process wakes late",
+            prometheus_client::registry::Unit::Seconds,
+            pauses.lateness.clone(),
+        );
         let runtime = tokio::runtime::Handle::try_current()
             .ok()
             .map(|h| h.metrics());
@@ -225,6 +235,7 @@ impl Metrics {
             guard,
             cluster,
             runtime,
+            pauses,
         }));
     }
 
@@ -258,6 +269,7 @@ struct StateCollector {
     cluster: Arc<Cluster>,
     /// The runtime serving HTTP, when the node was built inside one.
     runtime: Option<tokio::runtime::RuntimeMetrics>,
+    pauses: Arc<crate::evidence::Pauses>,
 }
 
 impl std::fmt::Debug for StateCollector {
@@ -614,6 +626,7 @@ impl Collector for StateCollector {
                     .sum::<f64>(),
             )?;
         }
+        self.encode_evidence(&mut e)?;
         let p = process();
         gauge(
             &mut e,
@@ -656,6 +669,47 @@ impl Collector for StateCollector {
 }
 
 impl StateCollector {
+    /// The pause detector, the threads' wait for a CPU, the machine's
+    /// pressure, the writers waiting on the WAL.
+    fn encode_evidence(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        use crate::evidence::{pressure, run_queue_wait};
+        use strata_api::metrics as m;
+        gauge(
+            e,
+            m::PAUSE_MAX_SECONDS,
+            "The latest the pause detector woke over the last 10 seconds",
+            self.pauses.max_lateness().as_secs_f64(),
+        )?;
+        if let Some(w) = run_queue_wait() {
+            counter(
+                e,
+                m::RUN_QUEUE_WAIT_SECONDS,
+                "Time this process's threads were runnable but waiting for a CPU (schedstat, live threads)",
+                w.as_secs_f64(),
+            )?;
+        }
+        for (name, res) in [
+            (m::PRESSURE_CPU_SECONDS, "cpu"),
+            (m::PRESSURE_IO_SECONDS, "io"),
+            (m::PRESSURE_MEMORY_SECONDS, "memory"),
+        ] {
+            if let Some(d) = pressure(res) {
+                counter(
+                    e,
+                    name,
+                    &format!("The machine's pressure stall time: at least one task waited for {res} (/proc/pressure/{res}, some)"),
+                    d.as_secs_f64(),
+                )?;
+            }
+        }
+        gauge(
+            e,
+            m::WAL_WRITERS_WAITING,
+            "Writes handed to the applier and not yet durable: the writers waiting on the WAL",
+            self.cluster.writers_waiting() as f64,
+        )
+    }
+
     fn encode_cluster(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
         let c = &self.cluster;
         let st = c.stats();

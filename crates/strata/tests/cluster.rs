@@ -267,6 +267,38 @@ fn exactly_f_copies(n: usize) {
     }
 }
 
+/// A replicated write says where its time went: this node's own part and
+/// the peer whose answer completed the quorum, by its URL; the replica
+/// metrics the lab reads are served.
+#[test]
+fn a_replicated_answer_names_the_peer_it_waited_for() {
+    use strata_api::timing::ServerTiming;
+    let c = ClusterProcs::start(3, &[]);
+    let a = c.node(0);
+    let peers: Vec<String> = (1..3)
+        .map(|i| format!("http://{}", c.node(i).addr))
+        .collect();
+    let r = a.request("PUT", "/v0/entity?id=t&ack=3&from=3", b"v");
+    assert_eq!(r.status, 201);
+    let v = r.header("server-timing").expect("Server-Timing");
+    let t = ServerTiming::parse(v);
+    let on_peer: Vec<_> = t.entries.iter().filter(|e| e.stage.on_peer()).collect();
+    assert!(!on_peer.is_empty(), "{v}");
+    for e in on_peer {
+        assert!(peers.contains(e.node.as_ref().unwrap()), "{v}");
+    }
+    let r = a.request("GET", "/v0/entity?id=t&ack=3&from=3", b"");
+    let t = ServerTiming::parse(r.header("server-timing").unwrap());
+    assert!(
+        t.entries.iter().any(|e| e.stage.name() == "replica"),
+        "{t:?}"
+    );
+    let text = String::from_utf8(a.request("GET", "/metrics", b"").body).unwrap();
+    for name in strata_api::metrics::CLUSTER_ONLY {
+        assert!(support::serves(&text, name), "{name}:\n{text}");
+    }
+}
+
 /// A counter from node `n`'s `/metrics`.
 fn metric(n: &NodeProc, name: &str) -> f64 {
     let r = n.request("GET", "/metrics", b"");

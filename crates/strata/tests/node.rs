@@ -270,6 +270,16 @@ fn metrics_count_requests_admission_engine_and_process() {
     assert!(value("process_resident_memory_bytes") > 1e6);
     assert!(value("process_open_fds") > 3.0);
     assert!(text.trim_end().ends_with("# EOF"));
+    // Every name the lab reads is served (those of peers: by a cluster,
+    // tests/cluster.rs).
+    for name in strata_api::metrics::ALL {
+        if !strata_api::metrics::CLUSTER_ONLY.contains(name) {
+            assert!(
+                support::serves(&text, name),
+                "{name} is not served:\n{text}"
+            );
+        }
+    }
     // Every metric name follows the conventions.
     for l in text.lines().filter(|l| l.starts_with("# TYPE")) {
         let mut f = l.split(' ').skip(2);
@@ -286,6 +296,33 @@ fn metrics_count_requests_admission_engine_and_process() {
             );
         }
     }
+}
+
+/// Every answer says where its time went (`Server-Timing`): a synced PUT
+/// names its fsync and the stages add up to the total.
+#[test]
+fn every_answer_carries_its_stages() {
+    use strata_api::timing::{ServerTiming, Stage};
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &[]);
+    let r = node.request("PUT", "/v0/entity?id=timed", b"v");
+    assert_eq!(r.status, 201);
+    let v = r.header("server-timing").expect("a Server-Timing header");
+    let t = ServerTiming::parse(v);
+    assert!(t.total > std::time::Duration::ZERO, "{v}");
+    let stages: Vec<Stage> = t.entries.iter().map(|e| e.stage).collect();
+    assert!(stages.contains(&Stage::Fsync), "{v}");
+    let sum: std::time::Duration = t.entries.iter().map(|e| e.dur).sum();
+    // Each entry is rounded to the microsecond.
+    let slack = std::time::Duration::from_micros(t.entries.len() as u64);
+    assert!(sum <= t.total + slack && sum + slack >= t.total, "{v}");
+    let r = node.request("GET", "/v0/entity?id=timed", b"");
+    let t = ServerTiming::parse(r.header("server-timing").unwrap());
+    assert!(t.entries.iter().any(|e| e.stage == Stage::Read), "{t:?}");
+    // Not only the data API: every answer.
+    let r = node.request("GET", "/v0/status", b"");
+    assert!(r.header("server-timing").unwrap().contains("total;dur="));
+    assert_eq!(node.stop(), Some(0));
 }
 
 #[test]

@@ -103,6 +103,51 @@ pub struct Trial {
     /// in reports from before several nodes could be given).
     #[serde(default)]
     pub per_node: Vec<NodeSummary>,
+    /// Where the slowest 1 % of the requests spent their time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest: Option<Slowest>,
+    /// The generator's own evidence: sends its timer made late while a
+    /// connection was free, and its threads' wait for a CPU as a share
+    /// of their time.
+    #[serde(default)]
+    pub generator_late_sends: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_run_queue_share: Option<f64>,
+}
+
+/// Where the slowest 1 % of a trial's requests spent their time
+/// (`slowest::breakdown`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slowest {
+    /// How many requests, of which never answered, and with the server's
+    /// stages.
+    pub requests: u64,
+    pub unanswered: u64,
+    pub with_timing: u64,
+    /// The fastest of them (the trial's p99), and their mean, ms.
+    pub from_ms: f64,
+    pub mean_ms: f64,
+    /// Each part's share of their summed latency, largest first.
+    pub parts: Vec<SlowPart>,
+    /// How many of them each node answered (or left unanswered), most
+    /// first.
+    pub by_node: Vec<(String, u64)>,
+}
+
+/// One part of the slowest requests' time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlowPart {
+    /// A `Server-Timing` stage (`fsync`, `peer-fsync`, `replica`, ...) or
+    /// `generator`, `connection-wait`, `network`, `unanswered`.
+    pub what: String,
+    /// `node-N` (or a peer's URL); none for the generator's.
+    pub node: Option<String>,
+    /// Of the summed latency, in [0, 1].
+    pub share: f64,
+    /// Per slow request, ms.
+    pub mean_ms: f64,
+    /// In words: "waiting for node-2's WAL fsync".
+    pub words: String,
 }
 
 /// One node's share of a trial.

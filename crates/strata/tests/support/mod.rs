@@ -383,3 +383,11 @@ pub fn range_workload(dir: &Path) -> PathBuf {
     .unwrap();
     path
 }
+
+/// Whether a `/metrics` text has a sample of `name` (with labels or not).
+pub fn serves(text: &str, name: &str) -> bool {
+    text.lines().any(|l| {
+        l.strip_prefix(name)
+            .is_some_and(|r| r.starts_with([' ', '{']))
+    })
+}

@@ -1,0 +1,107 @@
+//! The names, as `/metrics` exposes them, of what the lab reads to judge a
+//! run: one constant each, so that the node's test can check that every
+//! one is served (a renamed metric fails there, not silently in a report).
+//! Owns the names; must not parse or serve anything.
+
+/// Served by a node only once it has called a peer (families whose
+/// members are peers).
+pub const CLUSTER_ONLY: &[&str] = &[REPLICA_ERRORS, REPLICA_SUM, REPLICA_COUNT, HINTS_PENDING];
+
+/// Every name below, for the node's test.
+pub const ALL: &[&str] = &[
+    CPU_SECONDS,
+    RESIDENT_BYTES,
+    OPEN_FDS,
+    PROCESS_CPUS,
+    RESIDENT_ANON_BYTES,
+    RUN_QUEUE_WAIT_SECONDS,
+    PRESSURE_CPU_SECONDS,
+    PRESSURE_IO_SECONDS,
+    PRESSURE_MEMORY_SECONDS,
+    PAUSE_LATENESS_SUM,
+    PAUSE_LATENESS_COUNT,
+    PAUSE_MAX_SECONDS,
+    ADMISSION_IN_SERVICE,
+    ADMISSION_WAITING,
+    ADMISSION_LIMIT,
+    ADMITTED_AT_ONCE,
+    ADMITTED_AFTER_WAIT,
+    REFUSED_QUEUE_FULL,
+    REFUSED_TIMEOUT,
+    CONNECTIONS_OPEN,
+    CONNECTIONS_LIMIT,
+    CONNECTIONS_SHED,
+    FLUSHES,
+    COMPACTIONS,
+    WRITE_STALLS,
+    WRITE_STALL_SECONDS,
+    MEMTABLE_BYTES,
+    IMMUTABLE_MEMTABLES,
+    FSYNC_SUM,
+    FSYNC_COUNT,
+    FSYNC_BUCKET,
+    COMMIT_GROUP_SUM,
+    COMMIT_GROUP_COUNT,
+    WAL_WRITERS_WAITING,
+    REPLICA_ERRORS,
+    REPLICA_SUM,
+    REPLICA_COUNT,
+    NOT_ENOUGH_REPLICAS,
+    HINTS_PENDING,
+];
+
+// The process.
+pub const CPU_SECONDS: &str = "process_cpu_seconds_total";
+pub const RESIDENT_BYTES: &str = "process_resident_memory_bytes";
+pub const OPEN_FDS: &str = "process_open_fds";
+pub const PROCESS_CPUS: &str = "strata_process_cpus";
+pub const RESIDENT_ANON_BYTES: &str = "strata_process_resident_anon_bytes";
+/// Time the node's threads were runnable but waiting for a CPU
+/// (`/proc/self/task/*/schedstat`, summed).
+pub const RUN_QUEUE_WAIT_SECONDS: &str = "strata_process_run_queue_wait_seconds_total";
+/// The machine's pressure stall information (`/proc/pressure/*`, "some"):
+/// time at least one task waited for the resource.
+pub const PRESSURE_CPU_SECONDS: &str = "strata_host_pressure_cpu_waiting_seconds_total";
+pub const PRESSURE_IO_SECONDS: &str = "strata_host_pressure_io_waiting_seconds_total";
+pub const PRESSURE_MEMORY_SECONDS: &str = "strata_host_pressure_memory_waiting_seconds_total";
+
+// The pause detector: a thread that ticks every few milliseconds and
+// records how late it woke.
+pub const PAUSE_LATENESS_SUM: &str = "strata_pause_lateness_seconds_sum";
+pub const PAUSE_LATENESS_COUNT: &str = "strata_pause_lateness_seconds_count";
+/// The latest wake-up over the last 10 seconds.
+pub const PAUSE_MAX_SECONDS: &str = "strata_pause_max_seconds";
+
+// Admission and connections.
+pub const ADMISSION_IN_SERVICE: &str = "strata_admission_in_service";
+pub const ADMISSION_WAITING: &str = "strata_admission_waiting";
+pub const ADMISSION_LIMIT: &str = "strata_admission_limit";
+pub const ADMITTED_AT_ONCE: &str = "strata_admission_admitted_at_once_total";
+pub const ADMITTED_AFTER_WAIT: &str = "strata_admission_admitted_after_wait_total";
+pub const REFUSED_QUEUE_FULL: &str = "strata_admission_refused_queue_full_total";
+pub const REFUSED_TIMEOUT: &str = "strata_admission_refused_timeout_total";
+pub const CONNECTIONS_OPEN: &str = "strata_connections_open";
+pub const CONNECTIONS_LIMIT: &str = "strata_connections_limit";
+pub const CONNECTIONS_SHED: &str = "strata_connections_shed_total";
+
+// The engine.
+pub const FLUSHES: &str = "strata_engine_flushes_total";
+pub const COMPACTIONS: &str = "strata_engine_compactions_total";
+pub const WRITE_STALLS: &str = "strata_engine_write_stalls_total";
+pub const WRITE_STALL_SECONDS: &str = "strata_engine_write_stall_seconds_total";
+pub const MEMTABLE_BYTES: &str = "strata_engine_memtable_bytes";
+pub const IMMUTABLE_MEMTABLES: &str = "strata_engine_immutable_memtables";
+pub const FSYNC_SUM: &str = "strata_engine_wal_fsync_duration_seconds_sum";
+pub const FSYNC_COUNT: &str = "strata_engine_wal_fsync_duration_seconds_count";
+pub const FSYNC_BUCKET: &str = "strata_engine_wal_fsync_duration_seconds_bucket";
+pub const COMMIT_GROUP_SUM: &str = "strata_engine_commit_group_writes_sum";
+pub const COMMIT_GROUP_COUNT: &str = "strata_engine_commit_group_writes_count";
+/// Writes handed to the applier and not yet answered.
+pub const WAL_WRITERS_WAITING: &str = "strata_wal_writers_waiting";
+
+// The cluster.
+pub const REPLICA_ERRORS: &str = "strata_replica_errors_total";
+pub const REPLICA_SUM: &str = "strata_replica_duration_seconds_sum";
+pub const REPLICA_COUNT: &str = "strata_replica_duration_seconds_count";
+pub const NOT_ENOUGH_REPLICAS: &str = "strata_cluster_not_enough_replicas_total";
+pub const HINTS_PENDING: &str = "strata_hints_pending";

@@ -1,0 +1,137 @@
+//! What the node reports of its own scheduling, so that a stopped or
+//! starved process is seen from the inside: a pause detector (a thread
+//! that ticks every few milliseconds and records how late it woke), the
+//! time its threads waited for a CPU (`/proc/self/task/*/schedstat`), and
+//! the machine's pressure stall information (`/proc/pressure/*`). Owns
+//! the measuring; must not decide anything from the numbers (the lab's
+//! verdict does).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+
+/// The detector's tick.
+pub const TICK: Duration = Duration::from_millis(5);
+/// Seconds of maxima the detector keeps (`max_lateness` is the largest).
+const WINDOW: usize = 10;
+
+/// The pause detector's record.
+pub struct Pauses {
+    /// How late each tick woke, in seconds (0.5 ms .. 8 s).
+    pub lateness: Histogram,
+    /// The largest lateness of each of the last `WINDOW` seconds, in
+    /// microseconds, by second (`second % WINDOW`), with the second.
+    maxima: [(AtomicU64, AtomicU64); WINDOW],
+    origin: Instant,
+}
+
+impl Pauses {
+    fn new() -> Pauses {
+        Pauses {
+            lateness: Histogram::new(exponential_buckets(0.0005, 2.0, 15)),
+            maxima: Default::default(),
+            origin: Instant::now(),
+        }
+    }
+
+    fn record(&self, late: Duration, at: Instant) {
+        self.lateness.observe(late.as_secs_f64());
+        let sec = at.duration_since(self.origin).as_secs();
+        let (max, when) = &self.maxima[(sec as usize) % WINDOW];
+        let us = late.as_micros() as u64;
+        if when.swap(sec, Ordering::Relaxed) != sec {
+            max.store(us, Ordering::Relaxed);
+        } else {
+            max.fetch_max(us, Ordering::Relaxed);
+        }
+    }
+
+    /// The latest wake-up over the last `WINDOW` seconds.
+    pub fn max_lateness(&self) -> Duration {
+        let now = self.origin.elapsed().as_secs();
+        let us = self
+            .maxima
+            .iter()
+            .filter(|(_, when)| now.saturating_sub(when.load(Ordering::Relaxed)) < WINDOW as u64)
+            .map(|(max, _)| max.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
+        Duration::from_micros(us)
+    }
+}
+
+/// The process's pause detector, started on first use (one thread).
+pub fn pauses() -> Arc<Pauses> {
+    static P: OnceLock<Arc<Pauses>> = OnceLock::new();
+    P.get_or_init(|| {
+        let p = Arc::new(Pauses::new());
+        let q = p.clone();
+        std::thread::Builder::new()
+            .name("strata-pause".into())
+            .spawn(move || loop {
+                let before = Instant::now();
+                std::thread::sleep(TICK);
+                let now = Instant::now();
+                q.record(now.duration_since(before).saturating_sub(TICK), now);
+            })
+            .expect("spawn the pause detector");
+        p
+    })
+    .clone()
+}
+
+/// Time this process's threads spent runnable but waiting for a CPU,
+/// summed over its threads (the second field of each
+/// `/proc/self/task/TID/schedstat`, in nanoseconds). Threads that have
+/// exited are not counted, so the sum can fall; a reader takes the
+/// increase.
+pub fn run_queue_wait() -> Option<Duration> {
+    let mut ns = 0u64;
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+        ns += s
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(Duration::from_nanos(ns))
+}
+
+/// The machine's pressure of `resource` (cpu, io, memory): total time at
+/// least one task waited for it ("some ... total=", microseconds).
+pub fn pressure(resource: &str) -> Option<Duration> {
+    let s = std::fs::read_to_string(format!("/proc/pressure/{resource}")).ok()?;
+    let some = s.lines().find(|l| l.starts_with("some "))?;
+    let total = some
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?;
+    Some(Duration::from_micros(total.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_thread_is_seen_late() {
+        let p = Pauses::new();
+        let t = Instant::now();
+        p.record(Duration::from_micros(200), t);
+        p.record(Duration::from_millis(150), t);
+        p.record(Duration::from_micros(300), t);
+        assert_eq!(p.max_lateness(), Duration::from_millis(150));
+    }
+
+    #[test]
+    fn schedstat_and_pressure_read() {
+        // This process has threads; their wait is a number (maybe zero).
+        assert!(run_queue_wait().is_some());
+        // Pressure is there on kernels with PSI; when it is, it parses.
+        if std::path::Path::new("/proc/pressure/cpu").exists() {
+            assert!(pressure("cpu").is_some());
+        }
+    }
+}
