@@ -12,11 +12,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use strata_api::metrics as M;
+
 use crate::client::Target;
 use crate::report::model::ServerSample;
 
 /// Sum of every sample of each metric name (labels ignored), from the
-/// Prometheus text format.
+/// Prometheus text format. The buckets of the WAL fsync histogram are also
+/// kept one by one, as `NAME|LE` (see `bucket_key`).
 pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
     let mut m = HashMap::new();
     for line in text.lines() {
@@ -25,9 +28,12 @@ pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
         }
         let name_end = line.find(['{', ' ']).unwrap_or(line.len());
         let name = &line[..name_end];
-        let rest = match line[name_end..].find('}') {
-            Some(i) if line[name_end..].starts_with('{') => &line[name_end + i + 1..],
-            _ => &line[name_end..],
+        let (labels, rest) = match line[name_end..].find('}') {
+            Some(i) if line[name_end..].starts_with('{') => (
+                &line[name_end + 1..name_end + i],
+                &line[name_end + i + 1..],
+            ),
+            _ => ("", &line[name_end..]),
         };
         if let Some(v) = rest
             .split_whitespace()
@@ -35,9 +41,61 @@ pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
             .and_then(|v| v.parse::<f64>().ok())
         {
             *m.entry(name.to_string()).or_insert(0.0) += v;
+            if name == M::FSYNC_BUCKET {
+                if let Some(le) = labels
+                    .split(',')
+                    .find_map(|l| l.trim().strip_prefix("le=\""))
+                {
+                    m.insert(bucket_key(name, le.trim_end_matches('"')), v);
+                }
+            }
         }
     }
     m
+}
+
+/// The key of one bucket of a histogram in `parse_metrics`'s map.
+fn bucket_key(name: &str, le: &str) -> String {
+    format!("{name}|{le}")
+}
+
+/// The p99 of a histogram's observations between two scrapes, from its
+/// buckets: the upper bound of the bucket that holds it, in the unit of
+/// the histogram (`None` without observations).
+fn interval_p99(
+    prev: &HashMap<String, f64>,
+    m: &HashMap<String, f64>,
+    name: &str,
+) -> Option<f64> {
+    let prefix = format!("{name}|");
+    let mut buckets: Vec<(f64, f64)> = m
+        .iter()
+        .filter_map(|(k, v)| {
+            let le = k.strip_prefix(&prefix)?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, v - prev.get(k).copied().unwrap_or(0.0)))
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = buckets.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let (le, _) = buckets.iter().find(|(_, c)| *c >= 0.99 * total)?;
+    // Past the last finite bound: say the last finite bound.
+    Some(if le.is_finite() {
+        *le
+    } else {
+        buckets
+            .iter()
+            .rev()
+            .find(|(l, _)| l.is_finite())
+            .map_or(0.0, |b| b.0)
+    })
 }
 
 /// The `/metrics` text of the node at `url` (`http://HOST:PORT`).
@@ -56,10 +114,44 @@ pub fn http_get(target: &Target, path: &str, timeout: Duration) -> Result<String
 }
 
 /// Counter names whose per-interval increase a sample carries.
-const CPU: &str = "process_cpu_seconds_total";
-const RSS: &str = "process_resident_memory_bytes";
+const CPU: &str = M::CPU_SECONDS;
+const RSS: &str = M::RESIDENT_BYTES;
 
 fn sample(
+    prev: Option<&(Instant, HashMap<String, f64>)>,
+    now: Instant,
+    m: &HashMap<String, f64>,
+    t_s: f64,
+) -> ServerSample {
+    let base = sample_base(prev, now, m, t_s);
+    let Some((t0, p)) = prev else { return base };
+    let secs = now.duration_since(*t0).as_secs_f64().max(1e-3);
+    let get = |k: &str| m.get(k).copied();
+    let delta = |k: &str| Some((m.get(k)? - p.get(k).copied().unwrap_or(0.0)).max(0.0));
+    let per_sec = |k: &str| delta(k).map(|d| d / secs);
+    let fsyncs = delta(M::FSYNC_COUNT);
+    ServerSample {
+        run_queue_cores: per_sec(M::RUN_QUEUE_WAIT_SECONDS),
+        pressure_cpu: per_sec(M::PRESSURE_CPU_SECONDS),
+        pressure_io: per_sec(M::PRESSURE_IO_SECONDS),
+        pressure_memory: per_sec(M::PRESSURE_MEMORY_SECONDS),
+        paused_share: per_sec(M::PAUSE_LATENESS_SUM),
+        pause_max_ms: get(M::PAUSE_MAX_SECONDS).map(|s| s * 1000.0),
+        writers_waiting: get(M::WAL_WRITERS_WAITING),
+        fsyncs,
+        fsync_p99_ms: interval_p99(p, m, M::FSYNC_BUCKET).map(|s| s * 1000.0),
+        writes_per_fsync: delta(M::COMMIT_GROUP_SUM)
+            .zip(delta(M::COMMIT_GROUP_COUNT))
+            .and_then(|(w, g)| (g > 0.0).then(|| w / g)),
+        stall_share: per_sec(M::WRITE_STALL_SECONDS),
+        memtable_bytes: get(M::MEMTABLE_BYTES),
+        immutables: get(M::IMMUTABLE_MEMTABLES),
+        shed: delta(M::CONNECTIONS_SHED),
+        ..base
+    }
+}
+
+fn sample_base(
     prev: Option<&(Instant, HashMap<String, f64>)>,
     now: Instant,
     m: &HashMap<String, f64>,
@@ -98,6 +190,7 @@ fn sample(
         open_fds: get("process_open_fds"),
         client_connections: get("strata_connections_open"),
         rss_anon_bytes: get("strata_process_resident_anon_bytes"),
+        ..Default::default()
     }
 }
 
@@ -215,6 +308,7 @@ fn scrape_loop(
     while !stop.load(Ordering::Acquire) {
         let now = Instant::now();
         if let Ok(text) = http_get(node, "/metrics", SCRAPE_TIMEOUT) {
+            let took = now.elapsed();
             let m = parse_metrics(&text);
             if !m.is_empty() {
                 let mut t = texts.lock().unwrap();
@@ -226,7 +320,8 @@ fn scrape_loop(
             let t_s = now.saturating_duration_since(origin).as_secs_f64()
                 - origin.saturating_duration_since(now).as_secs_f64();
             if prev.is_some() {
-                let s = sample(prev.as_ref(), now, &m, t_s);
+                let mut s = sample(prev.as_ref(), now, &m, t_s);
+                s.scrape_ms = Some(took.as_secs_f64() * 1000.0);
                 samples.lock().unwrap().push((tick, s));
             }
             prev = Some((now, m));
@@ -267,6 +362,10 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         (Some(x), Some(y)) => Some(x + y),
         (x, y) => x.or(y),
     };
+    let max = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
     ServerSample {
         t_s: a.t_s.min(b.t_s),
         cpu_cores: sum(a.cpu_cores, b.cpu_cores),
@@ -292,6 +391,22 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         open_fds: sum(a.open_fds, b.open_fds),
         client_connections: sum(a.client_connections, b.client_connections),
         rss_anon_bytes: sum(a.rss_anon_bytes, b.rss_anon_bytes),
+        run_queue_cores: sum(a.run_queue_cores, b.run_queue_cores),
+        // The machine's, and the worst node's.
+        pressure_cpu: max(a.pressure_cpu, b.pressure_cpu),
+        pressure_io: max(a.pressure_io, b.pressure_io),
+        pressure_memory: max(a.pressure_memory, b.pressure_memory),
+        paused_share: max(a.paused_share, b.paused_share),
+        pause_max_ms: max(a.pause_max_ms, b.pause_max_ms),
+        writers_waiting: sum(a.writers_waiting, b.writers_waiting),
+        fsyncs: sum(a.fsyncs, b.fsyncs),
+        fsync_p99_ms: max(a.fsync_p99_ms, b.fsync_p99_ms),
+        writes_per_fsync: max(a.writes_per_fsync, b.writes_per_fsync),
+        stall_share: max(a.stall_share, b.stall_share),
+        memtable_bytes: sum(a.memtable_bytes, b.memtable_bytes),
+        immutables: sum(a.immutables, b.immutables),
+        shed: sum(a.shed, b.shed),
+        scrape_ms: max(a.scrape_ms, b.scrape_ms),
     }
 }
 
@@ -328,6 +443,31 @@ mod tests {
         assert_eq!(s.flushes, Some(3.0));
         assert_eq!(s.rss_bytes, Some(1e6));
         assert_eq!(s.stalls, None);
+    }
+
+    #[test]
+    fn the_fsync_tail_of_an_interval_comes_from_its_buckets() {
+        let text = |fast: u64, slow: u64| {
+            let b = M::FSYNC_BUCKET;
+            format!(
+                "{b}{{le=\"0.001024\"}} {fast}\n{b}{{le=\"0.016384\"}} {}\n{b}{{le=\"+Inf\"}} {}\n{} {}\n",
+                fast + slow,
+                fast + slow,
+                M::FSYNC_COUNT,
+                fast + slow
+            )
+        };
+        let t0 = Instant::now();
+        let p = parse_metrics(&text(1000, 0));
+        // 980 fast and 20 slow ones since: the p99 is in the slow bucket.
+        let m = parse_metrics(&text(1980, 20));
+        let s = sample(Some(&(t0, p.clone())), t0 + Duration::from_secs(1), &m, 1.0);
+        assert_eq!(s.fsyncs, Some(1000.0));
+        assert!((s.fsync_p99_ms.unwrap() - 16.384).abs() < 1e-9, "{s:?}");
+        // 995 fast and 5 slow: the p99 is fast.
+        let m = parse_metrics(&text(1995, 5));
+        let s = sample(Some(&(t0, p)), t0 + Duration::from_secs(1), &m, 1.0);
+        assert!((s.fsync_p99_ms.unwrap() - 1.024).abs() < 1e-9, "{s:?}");
     }
 
     #[test]

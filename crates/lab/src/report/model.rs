@@ -316,6 +316,50 @@ pub struct ServerSample {
     /// Of `rss_bytes`, anonymous memory (the heap).
     #[serde(default)]
     pub rss_anon_bytes: Option<f64>,
+    /// The node's threads' wait for a CPU, seconds per second (cores'
+    /// worth of runnable threads not running).
+    #[serde(default)]
+    pub run_queue_cores: Option<f64>,
+    /// The machine's pressure: share of the interval at least one task
+    /// waited for a CPU, for I/O, for memory.
+    #[serde(default)]
+    pub pressure_cpu: Option<f64>,
+    #[serde(default)]
+    pub pressure_io: Option<f64>,
+    #[serde(default)]
+    pub pressure_memory: Option<f64>,
+    /// The pause detector: share of the interval its ticks woke late by,
+    /// and its latest wake-up over the node's last 10 s, ms.
+    #[serde(default)]
+    pub paused_share: Option<f64>,
+    #[serde(default)]
+    pub pause_max_ms: Option<f64>,
+    /// Writes waiting on the WAL (a gauge).
+    #[serde(default)]
+    pub writers_waiting: Option<f64>,
+    /// WAL fsyncs in the interval, their p99 (from the histogram's
+    /// buckets: an upper bound), and writes per fsync.
+    #[serde(default)]
+    pub fsyncs: Option<f64>,
+    #[serde(default)]
+    pub fsync_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub writes_per_fsync: Option<f64>,
+    /// Share of the interval writes were stalled.
+    #[serde(default)]
+    pub stall_share: Option<f64>,
+    /// Memtable bytes and immutable memtables waiting for flush (gauges).
+    #[serde(default)]
+    pub memtable_bytes: Option<f64>,
+    #[serde(default)]
+    pub immutables: Option<f64>,
+    /// Client connections closed by the node's connection limit.
+    #[serde(default)]
+    pub shed: Option<f64>,
+    /// How long the lab's scrape of `/metrics` took, ms (a node that
+    /// stops answers late, or not at all: then there is no sample).
+    #[serde(default)]
+    pub scrape_ms: Option<f64>,
 }
 
 impl Second {
