@@ -36,8 +36,9 @@ pub struct DemoArgs {
     /// How long each trial is counted (4s; a bare number is seconds).
     #[arg(long, default_value_t = 4.0, value_parser = crate::units::seconds)]
     pub trial: f64,
-    /// Most trials (each about trial + 2 seconds).
-    #[arg(long, default_value_t = 12)]
+    /// Most trials (each about trial + 2 seconds), the repeats of the
+    /// deciding rates included.
+    #[arg(long, default_value_t = 18)]
     pub max_trials: usize,
     /// The faults of the checked run after the sweep, as `strata load
     /// --fault` takes them (repeatable: kill:3@5s+5s, pause:1@5s+3s,
@@ -84,7 +85,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         keys: 1_000_000,
         value_size: 100,
         connections: 64,
-        max_connections: 10_000,
+        max_connections: 256,
         drop_after: 1.0,
         threads: 1,
         arrivals: "constant".into(),
@@ -109,6 +110,8 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         pause: 0.5,
         check: false,
         check_clients: 4,
+        repeats: 3,
+        tail_samples: 100,
     };
     let swept = sweep::run(&args, &mut |line| println!("{line}")).and_then(|(r, scrapes)| {
         crate::report::write_dir(&report, &r, &scrapes)

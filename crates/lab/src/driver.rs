@@ -626,12 +626,15 @@ async fn open_loop(
     loop {
         // The connection holding the pacer waits for the next slot; the
         // other idle ones queue on the lock in order, without spinning.
+        // From here this connection is free: it queues for the pacer
+        // (first come, first served), then waits for its slot. A slot it
+        // takes after its time was late by the wait for a free connection
+        // until then (the target held them all), and by the generator's
+        // own delay after (the pacer's hand-over, the timer).
         pool.idle.set(pool.idle.get() + 1);
+        let free_at = Instant::now();
         let slot = {
             let mut p = pacer.lock().await;
-            // From here this connection is free and waits for the timer:
-            // lateness before this was the target's (no connection free).
-            let free_at = Instant::now();
             pool.idle.set(pool.idle.get() - 1);
             loop {
                 let off = p.schedule.next_offset();

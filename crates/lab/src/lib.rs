@@ -19,6 +19,7 @@ pub mod preload;
 pub mod report;
 pub mod schedule;
 pub mod scrape;
+pub mod search;
 pub mod slo;
 pub mod slowest;
 pub mod soak;

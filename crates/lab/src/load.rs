@@ -41,8 +41,11 @@ pub struct TargetArgs {
     #[arg(long, default_value_t = 64)]
     pub connections: usize,
     /// Open loop: the most connections the generator may open (each
-    /// thread its share).
-    #[arg(long, default_value_t = 10_000)]
+    /// thread its share). Sends that find every one held wait (their
+    /// latency still counts from their intended time); opening hundreds
+    /// more into a stalled target would only turn a stall into a collapse
+    /// that the target's cores spend accepting connections.
+    #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
     /// A send that cannot start within this of its intended time (every
     /// connection busy, up to the cap, or the generator short of CPU) is
@@ -401,6 +404,8 @@ pub fn to_trial(
         per_node,
         slowest: crate::slowest::breakdown(&o.slowest, &plan.nodes.urls),
         generator_late_sends: o.generator_late,
+        resources: Vec::new(),
+        repeat: None,
         // Of each thread's wall time, waiting for a CPU.
         generator_run_queue_share: (!(o.generator_on_cpu + o.generator_run_queue).is_zero()).then(
             || {
@@ -509,6 +514,9 @@ pub fn run_on<T: crate::cluster::schedule::Target + Send>(
         trials: vec![trial],
         breaking_point: None,
         verdict: None,
+        cause: None,
+        cause_node: None,
+        breaking_range: None,
     };
     Ok(LoadRun {
         outcome,

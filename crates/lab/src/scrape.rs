@@ -29,10 +29,9 @@ pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
         let name_end = line.find(['{', ' ']).unwrap_or(line.len());
         let name = &line[..name_end];
         let (labels, rest) = match line[name_end..].find('}') {
-            Some(i) if line[name_end..].starts_with('{') => (
-                &line[name_end + 1..name_end + i],
-                &line[name_end + i + 1..],
-            ),
+            Some(i) if line[name_end..].starts_with('{') => {
+                (&line[name_end + 1..name_end + i], &line[name_end + i + 1..])
+            }
             _ => ("", &line[name_end..]),
         };
         if let Some(v) = rest
@@ -62,11 +61,7 @@ fn bucket_key(name: &str, le: &str) -> String {
 /// The p99 of a histogram's observations between two scrapes, from its
 /// buckets: the upper bound of the bucket that holds it, in the unit of
 /// the histogram (`None` without observations).
-fn interval_p99(
-    prev: &HashMap<String, f64>,
-    m: &HashMap<String, f64>,
-    name: &str,
-) -> Option<f64> {
+fn interval_p99(prev: &HashMap<String, f64>, m: &HashMap<String, f64>, name: &str) -> Option<f64> {
     let prefix = format!("{name}|");
     let mut buckets: Vec<(f64, f64)> = m
         .iter()

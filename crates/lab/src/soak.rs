@@ -544,6 +544,8 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
                 pause: 1.0,
                 check: false,
                 check_clients: 4,
+                repeats: 3,
+                tail_samples: 100,
             };
             let (r, scrapes) = sweep::run(&args, &mut |line| println!("{line}"))?;
             crate::report::write_dir(&sweep_out, &r, &scrapes)

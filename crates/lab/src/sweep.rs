@@ -1,20 +1,23 @@
 //! `strata sweep URL[,URL...]`: finds the breaking point by itself. Each trial
-//! offers one constant rate for a fixed time; the rate doubles from a start
+//! offers one constant rate (long enough to hold `--tail-samples` requests
+//! past the SLO's percentile); `search` says which rate next: doubling
 //! until a trial fails the SLO (or achieves less than 95% of what it
-//! offered), then bisects between the last
-//! pass and the first failure. One row per trial, as in libri's experiment
-//! table (with each node's share under it when there are several), then a
-//! verdict naming what saturated. Every trial runs against the same list
-//! of nodes. Owns the search; must not pace requests or read metrics
-//! itself.
+//! offered), bisection, then the deciding rates again until each has its
+//! majority. One row per trial, as in libri's experiment table (with each
+//! node's share under it when there are several), then the breaking point
+//! with its range and a verdict naming why the target broke, from each
+//! trial's resource readings and its slowest requests. Every trial runs
+//! against the same list of nodes. Owns the sequence of trials; must not
+//! pace requests or read metrics itself.
 
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::load::{rfc3339, run_trial, Progress, TargetArgs};
 use crate::report::model::{Report, RunKind, Trial};
 use crate::scrape::{Sampler, Scrapes};
+use crate::search::Search;
 use crate::slo::{fmt_num, positive, SloArgs};
-use crate::verdict::{verdict, Evidence};
+use crate::verdict::{verdict, Evidence, Machine};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SweepArgs {
@@ -35,9 +38,20 @@ pub struct SweepArgs {
     /// Stop bisecting when the bracket is narrower than this fraction.
     #[arg(long, default_value_t = 0.05)]
     pub precision: f64,
-    /// At most this many trials.
-    #[arg(long, default_value_t = 14)]
+    /// At most this many trials (repeats included).
+    #[arg(long, default_value_t = 20)]
     pub max_trials: usize,
+    /// Runs of each of the two rates that decide the breaking point (the
+    /// highest that passed, the lowest that failed): each is decided by
+    /// its majority, and the breaking point's range is read from them. 1
+    /// turns repeats off.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: u32,
+    /// Requests each trial must hold past the SLO's highest percentile
+    /// (100: a p99 from 10,000 requests); a trial at a low rate runs longer
+    /// than --duration for them, up to 4 times as long.
+    #[arg(long, default_value_t = 100)]
+    pub tail_samples: u64,
     /// Rest between trials, so queues drain (1s, 500ms; a bare number is
     /// seconds).
     #[arg(long, default_value_t = 1.0, value_parser = crate::units::seconds)]
@@ -49,26 +63,6 @@ pub struct SweepArgs {
     /// Closed-loop clients of --check (their requests add to the load).
     #[arg(long, default_value_t = 4)]
     pub check_clients: u32,
-}
-
-/// The next rate to try, or `None` when the search is over.
-/// `pass` is the highest passing rate, `fail` the lowest failing one.
-pub fn next_rate(
-    pass: Option<f64>,
-    fail: Option<f64>,
-    start: f64,
-    max: f64,
-    precision: f64,
-) -> Option<f64> {
-    match (pass, fail) {
-        (None, None) => Some(start.min(max)),
-        (Some(p), None) => (p < max).then(|| (p * 2.0).min(max)),
-        (None, Some(f)) => {
-            let r = f / 2.0;
-            (r >= 1.0).then_some(r)
-        }
-        (Some(p), Some(f)) => ((f - p) / p > precision).then(|| (p + f) / 2.0),
-    }
 }
 
 /// The table's header and one row per trial.
@@ -162,7 +156,17 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let progress = Progress::new(t.quiet || t.json);
     let mut trials: Vec<Trial> = Vec::new();
     let mut reasons: Vec<Vec<String>> = Vec::new();
-    let (mut pass, mut fail): (Option<f64>, Option<f64>) = (None, None);
+    let mut search = Search::new(a.start_rate, a.max_rate, a.precision, a.repeats);
+    // The SLO's highest percentile: a trial holds `tail_samples` past it.
+    let q = slo
+        .bounds
+        .iter()
+        .map(|b| b.quantile)
+        .fold(0.99f64, f64::max)
+        .min(0.99999);
+    let duration_at = |rate: f64| {
+        (a.tail_samples as f64 / ((1.0 - q) * rate)).clamp(a.duration, 4.0 * a.duration)
+    };
     on_line(&header());
     let during = crate::during::DuringArgs {
         check: a.check,
@@ -171,7 +175,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     };
     // The checker's clients run until the last trial ends, at most this.
     let expected = Duration::from_secs_f64(
-        a.max_trials as f64 * (a.duration + t.warmup + a.pause + t.drop_after + 1.0),
+        a.max_trials as f64 * (4.0 * a.duration + t.warmup + a.pause + t.drop_after + 1.0),
     );
     let (result, found) = crate::during::around::<crate::cluster::control::Control, _>(
         &during,
@@ -182,15 +186,14 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         || {
             (|| -> Result<(), String> {
                 while trials.len() < a.max_trials {
-                    let Some(rate) = next_rate(pass, fail, a.start_rate, a.max_rate, a.precision)
-                    else {
+                    let Some(rate) = search.next() else {
                         break;
                     };
                     if !trials.is_empty() && a.pause > 0.0 {
                         std::thread::sleep(Duration::from_secs_f64(a.pause));
                     }
                     let seed = t.seed.wrapping_add(trials.len() as u64);
-                    let plan = t.plan(&nodes, &workload, t.open(rate), a.duration, seed);
+                    let plan = t.plan(&nodes, &workload, t.open(rate), duration_at(rate), seed);
                     let span = crate::cpu::Span::start();
                     let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
                     let (outcome, mut trial) =
@@ -206,19 +209,17 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
                     if trial.per_node.len() > 1 {
                         on_line(&node_row(&trial));
                     }
-                    if why.is_empty() {
-                        pass = Some(pass.map_or(rate, |p: f64| p.max(rate)));
-                    } else if trials.is_empty() && a.max_trials > 1 {
-                        // The first trial meets a cold target (connections,
-                        // caches, the first files); one failure there
-                        // would send the whole search below it. It runs
-                        // once more, and the second decides.
+                    search.record(rate, why.is_empty());
+                    let runs = search.at(rate);
+                    if runs.len() > 1 {
+                        trial.repeat = Some(runs.len() as u32);
                         on_line(&format!(
-                            "{:>10} (the first trial failed on a cold target: once more at the same rate)",
-                            ""
+                            "{:>10} run {} at this rate: {} of {} met the SLO",
+                            "",
+                            runs.len(),
+                            runs.iter().filter(|m| **m).count(),
+                            runs.len()
                         ));
-                    } else {
-                        fail = Some(fail.map_or(rate, |f: f64| f.min(rate)));
                     }
                     trials.push(trial);
                     reasons.push(why);
@@ -229,31 +230,40 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     )?;
     let scrapes = sampler.stop();
     result?;
-    let first_failure = fail.and_then(|f| trials.iter().rposition(|t| t.offered_rate == Some(f)));
+    let (pass, range) = search.breaking_point();
+    let (_, fail) = search.bracket();
+    // The deciding trial: the last failing run at the lowest failing rate.
+    let first_failure = fail.and_then(|f| {
+        trials
+            .iter()
+            .rposition(|t| t.offered_rate == Some(f) && t.meets_slo == Some(false))
+    });
+    let machine = Machine { cores };
+    for t in &mut trials {
+        t.resources = crate::verdict::readings::readings(t, machine);
+    }
     let v = verdict(&Evidence {
+        trials: &trials,
+        deciding: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
         breaking_point: pass,
-        first_failure: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
-        cores,
-        generator_cores: first_failure.and_then(|i| trials[i].generator_cpu_cores),
-        // A target that collapses past its limit uses less CPU than at
-        // it: the busier of the first failing trial and the highest
-        // passing one says whether the machine was full.
-        machine_cores: first_failure.and_then(|i| {
-            let best = pass.and_then(|p| trials.iter().rposition(|t| t.offered_rate == Some(p)));
-            let m = |k: usize| trials[k].machine_cpu_cores;
-            match (m(i), best.and_then(m)) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            }
-        }),
+        range,
+        machine,
     });
     on_line("");
     on_line(&format!(
         "Breaking point: {}",
-        pass.map(|p| format!("{} req/s", fmt_num(p)))
-            .unwrap_or_else(|| "none: no rate met the SLO".into())
+        match (pass, range) {
+            (Some(p), Some((lo, hi, n))) => format!(
+                "{} req/s ({}–{} over {n} repeats)",
+                fmt_num(p),
+                fmt_num(lo),
+                fmt_num(hi)
+            ),
+            (Some(p), None) => format!("{} req/s", fmt_num(p)),
+            (None, _) => "none: no rate met the SLO".into(),
+        }
     ));
-    on_line(&v);
+    on_line(&v.text);
     let check = found.checked.as_ref().map(crate::during::check_summary);
     if let Some(c) = &check {
         on_line(crate::during::summary(&[], Some(c)).trim_end());
@@ -270,7 +280,10 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         slo: Some(slo.describe()),
         trials,
         breaking_point: pass,
-        verdict: Some(v),
+        verdict: Some(v.text),
+        cause: Some(v.cause),
+        cause_node: v.node,
+        breaking_range: range,
     };
     Ok((report, scrapes))
 }
@@ -298,46 +311,4 @@ pub fn main(a: &SweepArgs) -> Result<(), String> {
         return Err("the consistency check failed (see the report's section)".into());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Drive `next_rate` against a server that passes below `limit`.
-    fn search(limit: f64, start: f64, max: f64) -> (Option<f64>, Vec<f64>) {
-        let (mut pass, mut fail) = (None, None);
-        let mut tried = Vec::new();
-        while let Some(r) = next_rate(pass, fail, start, max, 0.05) {
-            tried.push(r);
-            if r <= limit {
-                pass = Some(pass.map_or(r, |p: f64| p.max(r)));
-            } else {
-                fail = Some(fail.map_or(r, |f: f64| f.min(r)));
-            }
-            assert!(tried.len() < 40, "the search must end: {tried:?}");
-        }
-        (pass, tried)
-    }
-
-    #[test]
-    fn doubles_then_bisects_to_within_the_precision() {
-        let (pass, tried) = search(41_000.0, 1000.0, 1e6);
-        assert_eq!(
-            &tried[..7],
-            &[1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0, 64000.0]
-        );
-        let p = pass.unwrap();
-        assert!((41_000.0 / 1.05..=41_000.0).contains(&p), "{p}");
-    }
-
-    #[test]
-    fn halves_when_the_start_fails_and_stops_at_the_ceiling() {
-        let (pass, tried) = search(300.0, 1000.0, 1e6);
-        assert_eq!(&tried[..3], &[1000.0, 500.0, 250.0]);
-        assert!(pass.unwrap() > 280.0);
-        let (pass, tried) = search(1e9, 1000.0, 5000.0);
-        assert_eq!(tried, vec![1000.0, 2000.0, 4000.0, 5000.0]);
-        assert_eq!(pass, Some(5000.0));
-    }
 }

@@ -36,6 +36,17 @@ pub struct Report {
     pub breaking_point: Option<f64>,
     /// Sweep: plain words, what saturated and what to try next.
     pub verdict: Option<String>,
+    /// Sweep: the cause the verdict names (`fsync`, `cpu`, `pause`,
+    /// `stalls`, `admission`, `network`, `generator`; `unknown` when it
+    /// cannot tell), and the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause_node: Option<String>,
+    /// Sweep: the breaking point's range over the repeats of the
+    /// deciding rates (lowest, highest), and how many repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaking_range: Option<(f64, f64, u32)>,
     /// Faults injected during the run (`--fault`), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultMark>,
@@ -106,6 +117,14 @@ pub struct Trial {
     /// Where the slowest 1 % of the requests spent their time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowest: Option<Slowest>,
+    /// Each resource's reading in this trial, against its threshold (the
+    /// sweep fills them; `verdict::readings`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceReading>,
+    /// How many times this rate was run, and how many of those met the
+    /// SLO (this trial is one of them); absent for a rate run once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     /// The generator's own evidence: sends its timer made late while a
     /// connection was free, and its threads' wait for a CPU as a share
     /// of their time.
@@ -132,6 +151,23 @@ pub struct Slowest {
     /// How many of them each node answered (or left unanswered), most
     /// first.
     pub by_node: Vec<(String, u64)>,
+}
+
+/// One resource's utilization or saturation in one trial.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceReading {
+    /// `fsync`, `cpu`, `pause`, `stalls`, `admission`, `generator`.
+    pub resource: String,
+    /// `node-N`; none for the generator and the machine.
+    pub node: Option<String>,
+    /// The figure judged (its unit depends on the resource: a share of
+    /// time, cores waiting, milliseconds), and the threshold it is judged
+    /// against.
+    pub value: f64,
+    pub threshold: f64,
+    pub crossed: bool,
+    /// The numbers in words, for the verdict to quote.
+    pub quote: String,
 }
 
 /// One part of the slowest requests' time.

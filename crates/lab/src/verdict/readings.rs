@@ -1,0 +1,263 @@
+//! Each resource's utilization or saturation in one trial, node by node,
+//! against a stated threshold (the USE method's reading, taken from the
+//! nodes' own `/metrics` samples and the generator's evidence):
+//!
+//! | resource | figure | threshold |
+//! | --- | --- | --- |
+//! | `fsync` | share of the time the WAL spent in fsync | 0.7 |
+//! | `stalls` | share of the time writes were stalled (or 2 stalls) | 0.01 |
+//! | `cpu` | cores used of the node's own, or its threads' wait for a CPU against their time on one (someone else held it) | 0.85 of its cores; a wait as long as the run, of at least 0.25 cores |
+//! | `pause` | the latest the pause detector woke, ms (a scrape that took as long counts) | 50 |
+//! | `admission` | share of samples with every place in service taken or requests waiting | 0.5 |
+//! | `generator` | share of sends the generator made late with a connection free, or of its threads' time waiting for a CPU | 0.01, 0.5 |
+//! | `machine` | the whole machine's busy cores, when the nodes run on it | 0.85 of its cores |
+//!
+//! Owns the figures and the thresholds; must not weigh one resource
+//! against another (`verdict` does).
+
+use crate::report::model::{ResourceReading, ServerSample, Trial};
+use crate::slo::fmt_num;
+
+pub const FSYNC_BUSY: f64 = 0.7;
+pub const STALL_SHARE: f64 = 0.01;
+pub const CPU_USED: f64 = 0.85;
+/// Threads waiting for a CPU as long as they ran on one...
+pub const CPU_WAITING: f64 = 1.0;
+/// ...and at least this many cores' worth (a few threads handing work
+/// to each other wait a little at every hand-over, however idle the
+/// machine).
+pub const CPU_WAITING_FLOOR: f64 = 0.25;
+pub const PAUSE_MS: f64 = 50.0;
+pub const ADMISSION_SHARE: f64 = 0.5;
+pub const GENERATOR_LATE: f64 = 0.01;
+pub const GENERATOR_WAITING: f64 = 0.5;
+
+/// What the readings need beyond the trial.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Machine {
+    /// Cores of the machine the nodes run on, when they run on the
+    /// generator's (a local target).
+    pub cores: Option<f64>,
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (mut s, mut n) = (0.0, 0usize);
+    for x in xs {
+        s += x;
+        n += 1;
+    }
+    (n > 0).then(|| s / n as f64)
+}
+
+fn max(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    xs.fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+}
+
+fn reading(
+    resource: &str,
+    node: Option<String>,
+    value: f64,
+    threshold: f64,
+    quote: String,
+) -> ResourceReading {
+    ResourceReading {
+        resource: resource.into(),
+        node,
+        value,
+        threshold,
+        crossed: value >= threshold,
+        quote,
+    }
+}
+
+/// A node's samples in a trial: its own, or the trial's for one node.
+pub fn node_samples(t: &Trial, i: usize) -> &[ServerSample] {
+    match t.per_node.get(i) {
+        Some(n) if !n.server.is_empty() || t.per_node.len() > 1 => &n.server,
+        _ => &t.server,
+    }
+}
+
+/// How many nodes a trial has.
+pub fn node_count(t: &Trial) -> usize {
+    t.per_node.len().max(1)
+}
+
+/// Every reading of a trial: each node's resources, then the generator's
+/// and the machine's.
+pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
+    let mut out = Vec::new();
+    for i in 0..node_count(t) {
+        out.extend(node_readings(node_samples(t, i), i, m));
+    }
+    let late = t.generator_late_sends as f64 / t.requests.max(1) as f64;
+    let waiting = t.generator_run_queue_share.unwrap_or(0.0);
+    // The worse of its two figures, as a share of its threshold.
+    let (value, threshold) = if late / GENERATOR_LATE >= waiting / GENERATOR_WAITING {
+        (late, GENERATOR_LATE)
+    } else {
+        (waiting, GENERATOR_WAITING)
+    };
+    out.push(reading(
+        "generator",
+        None,
+        value,
+        threshold,
+        format!(
+            "the generator's timer made {:.1}% of sends late with a connection free, and its threads waited for a CPU {:.0}% of the time",
+            late * 100.0,
+            waiting * 100.0
+        ),
+    ));
+    if let (Some(busy), Some(cores)) = (t.machine_cpu_cores, m.cores) {
+        out.push(reading(
+            "machine",
+            None,
+            busy / cores,
+            CPU_USED,
+            format!(
+                "the machine's {} cores were {:.0}% busy (the nodes {}, the generator {})",
+                fmt_num(cores),
+                100.0 * busy / cores,
+                t.server_cpu_cores
+                    .map(fmt_num)
+                    .unwrap_or_else(|| "?".into()),
+                t.generator_cpu_cores
+                    .map(fmt_num)
+                    .unwrap_or_else(|| "?".into())
+            ),
+        ));
+    }
+    out
+}
+
+/// One node's readings from its samples.
+fn node_readings(xs: &[ServerSample], i: usize, m: Machine) -> Vec<ResourceReading> {
+    let mut out = Vec::new();
+    if xs.is_empty() {
+        return out;
+    }
+    let name = Some(format!("node-{}", i + 1));
+    let field = |f: fn(&ServerSample) -> Option<f64>| xs.iter().filter_map(f);
+    // The WAL's fsync.
+    if let Some(busy) = mean(field(|x| x.fsync_busy)) {
+        out.push(reading(
+            "fsync",
+            name.clone(),
+            busy,
+            FSYNC_BUSY,
+            format!(
+                "its WAL fsync was busy {:.0}% of the time (p99 fsync {} ms, {} writes per fsync, up to {} writers waiting)",
+                busy * 100.0,
+                max(field(|x| x.fsync_p99_ms)).map(fmt_num).unwrap_or_else(|| "?".into()),
+                mean(field(|x| x.writes_per_fsync)).map(fmt_num).unwrap_or_else(|| "?".into()),
+                max(field(|x| x.writers_waiting)).map(fmt_num).unwrap_or_else(|| "?".into()),
+            ),
+        ));
+    }
+    // Write stalls: flush and compaction behind.
+    let stalls: f64 = field(|x| x.stalls).sum();
+    let share = mean(field(|x| x.stall_share)).unwrap_or(0.0);
+    let value = if stalls >= 2.0 {
+        share.max(STALL_SHARE)
+    } else {
+        share
+    };
+    out.push(reading(
+        "stalls",
+        name.clone(),
+        value,
+        STALL_SHARE,
+        format!(
+            "its writes were stalled {:.1}% of the time ({} stalls; {} flushes, {} compactions, up to {} memtables waiting for flush)",
+            share * 100.0,
+            fmt_num(stalls),
+            fmt_num(field(|x| x.flushes).sum()),
+            fmt_num(field(|x| x.compactions).sum()),
+            max(field(|x| x.immutables)).map(fmt_num).unwrap_or_else(|| "?".into()),
+        ),
+    ));
+    // The CPU: what it used of its own cores, and how long its threads
+    // waited for one (whoever else took it).
+    let used = mean(field(|x| x.cpu_cores)).unwrap_or(0.0);
+    let cpus = max(field(|x| x.cpus)).unwrap_or(1.0).max(1.0);
+    let waiting = mean(field(|x| x.run_queue_cores)).unwrap_or(0.0);
+    let pressure = mean(field(|x| x.pressure_cpu));
+    // On the generator's machine a node's cores are shared: its use of
+    // them alone says nothing (the machine's reading does).
+    let own = if m.cores.is_some() { 0.0 } else { used / cpus };
+    let held_off = if waiting >= CPU_WAITING_FLOOR {
+        waiting / used.max(0.01)
+    } else {
+        0.0
+    };
+    let (value, threshold) = if own / CPU_USED >= held_off / CPU_WAITING {
+        (own, CPU_USED)
+    } else {
+        (held_off, CPU_WAITING)
+    };
+    out.push(reading(
+        "cpu",
+        name.clone(),
+        value,
+        threshold,
+        format!(
+            "it used {} of its {} cores and its threads waited for a CPU {} s per second{}",
+            fmt_num(used),
+            fmt_num(cpus),
+            fmt_num(waiting),
+            pressure
+                .map(|p| format!(" (the machine's CPU pressure {:.0}%)", p * 100.0))
+                .unwrap_or_default()
+        ),
+    ));
+    // Pauses: seen from inside (the detector), and from outside (a scrape
+    // that took long, or ticks with no sample at all). A pause that the
+    // node's own wait for a CPU explains is the CPU's, not a pause.
+    let inside = max(field(|x| x.pause_max_ms)).unwrap_or(0.0);
+    let slow_scrape = max(field(|x| x.scrape_ms)).unwrap_or(0.0);
+    let gaps = xs.windows(2).filter(|w| w[1].t_s - w[0].t_s > 1.8).count();
+    let paused = if held_off >= CPU_WAITING {
+        0.0
+    } else {
+        inside
+            .max(slow_scrape)
+            .max(if gaps > 0 { PAUSE_MS } else { 0.0 })
+    };
+    out.push(reading(
+        "pause",
+        name.clone(),
+        paused,
+        PAUSE_MS,
+        format!(
+            "it stopped for up to {} ms (its pause detector; the lab's scrapes took up to {} ms, {} missed)",
+            fmt_num(inside),
+            fmt_num(slow_scrape),
+            gaps
+        ),
+    ));
+    // Admission.
+    let busy = xs
+        .iter()
+        .filter(|x| {
+            x.waiting.unwrap_or(0.0) > 0.0
+                || x.admitted_after_wait.unwrap_or(0.0) > 0.0
+                || x.refused.unwrap_or(0.0) > 0.0
+                || matches!((x.in_service, x.limit), (Some(s), Some(l)) if l > 0.0 && s >= l)
+        })
+        .count() as f64
+        / xs.len() as f64;
+    out.push(reading(
+        "admission",
+        name,
+        busy,
+        ADMISSION_SHARE,
+        format!(
+            "all {} places in service were taken or requests waited in {:.0}% of samples ({} refused)",
+            max(field(|x| x.limit)).map(fmt_num).unwrap_or_else(|| "?".into()),
+            busy * 100.0,
+            fmt_num(field(|x| x.refused).sum())
+        ),
+    ));
+    out
+}

@@ -1,0 +1,305 @@
+//! The verdict on trials built by hand: each cause named from its
+//! evidence, the generator only on its own, "cannot tell" when nothing
+//! crossed.
+
+use super::*;
+use crate::report::model::{NodeSummary, Percentiles, ServerSample, SlowPart};
+
+fn trial(rate: f64, nodes: usize, f: impl Fn(usize, &mut ServerSample)) -> Trial {
+    let per_node = (0..nodes)
+        .map(|i| NodeSummary {
+            url: format!("http://127.0.0.1:{}", 7001 + i),
+            connections: 16,
+            requests: 10_000,
+            errors: 0,
+            server: (0..5)
+                .map(|k| {
+                    let mut x = ServerSample {
+                        t_s: k as f64,
+                        cpu_cores: Some(0.3),
+                        cpus: Some(2.0),
+                        in_service: Some(1.0),
+                        limit: Some(64.0),
+                        waiting: Some(0.0),
+                        fsync_busy: Some(0.2),
+                        run_queue_cores: Some(0.01),
+                        pause_max_ms: Some(2.0),
+                        scrape_ms: Some(3.0),
+                        stall_share: Some(0.0),
+                        stalls: Some(0.0),
+                        ..Default::default()
+                    };
+                    f(i, &mut x);
+                    x
+                })
+                .collect(),
+            server_cpu_cores: Some(0.3),
+            server_rss_bytes: None,
+        })
+        .collect();
+    Trial {
+        offered_rate: Some(rate),
+        clients: None,
+        started_s: 0.0,
+        duration_s: 5.0,
+        requests: (rate * 5.0) as u64,
+        achieved_rate: rate,
+        errors: 0,
+        error_pct: 0.0,
+        latency: Percentiles {
+            p50_ms: 1.0,
+            p99_ms: 20.0,
+            ..Default::default()
+        },
+        per_op: vec![],
+        spectrum: vec![],
+        timeline: vec![],
+        server: vec![],
+        meets_slo: Some(false),
+        late_sends: 0,
+        max_lag_ms: 0.0,
+        dropped_sends: 0,
+        unfinished: 0,
+        connections_opened: Some(16),
+        capped_sends: 0,
+        generator_cpu_cores: Some(0.2),
+        machine_cpu_cores: None,
+        distinct_keys: None,
+        server_cpu_cores: Some(0.3),
+        server_rss_bytes: None,
+        per_node,
+        slowest: None,
+        generator_late_sends: 0,
+        generator_run_queue_share: Some(0.0),
+        resources: vec![],
+        repeat: None,
+    }
+}
+
+fn slow(parts: &[(&str, Option<&str>, f64)]) -> Slowest {
+    Slowest {
+        requests: 100,
+        unanswered: 0,
+        with_timing: 100,
+        from_ms: 12.0,
+        mean_ms: 15.0,
+        parts: parts
+            .iter()
+            .map(|(w, n, s)| SlowPart {
+                what: w.to_string(),
+                node: n.map(str::to_string),
+                share: *s,
+                mean_ms: 15.0 * s,
+                words: crate::slowest::words(w, *n),
+            })
+            .collect(),
+        by_node: vec![],
+    }
+}
+
+fn judge(trials: &[Trial], cores: Option<f64>) -> Verdict {
+    let why = vec!["p99 20 ms > 10 ms".to_string()];
+    let last = trials.last().unwrap();
+    verdict(&Evidence {
+        trials,
+        deciding: Some((last, &why)),
+        breaking_point: Some(1000.0),
+        range: None,
+        machine: Machine { cores },
+    })
+}
+
+#[test]
+fn a_busy_fsync_confirmed_by_the_slowest_is_named_with_its_node() {
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.fsync_busy = Some(0.91);
+        x.fsync_p99_ms = Some(16.384);
+    });
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.6),
+        ("applier", Some("node-1"), 0.3),
+        ("network", Some("node-1"), 0.1),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("busy 91% of the time"), "{}", v.text);
+    assert!(v.text.contains("Confirmed by the slowest 1%"), "{}", v.text);
+    assert!(v.text.contains("interval"), "{}", v.text);
+}
+
+#[test]
+fn the_knee_is_the_first_crossing_and_admission_yields_to_the_work_behind_it() {
+    // Node 2's fsync crossed at 1,000; at 2,000 its admission filled too,
+    // and most of the slowest time was spent waiting for admission.
+    let low = trial(1000.0, 3, |i, x| {
+        if i == 1 {
+            x.fsync_busy = Some(0.8);
+        }
+    });
+    let mut high = trial(2000.0, 3, |i, x| {
+        if i == 1 {
+            x.fsync_busy = Some(0.97);
+            x.waiting = Some(12.0);
+            x.in_service = Some(64.0);
+        }
+    });
+    high.slowest = Some(slow(&[
+        ("admit", Some("node-2"), 0.55),
+        ("peer-fsync", Some("node-2"), 0.35),
+        ("network", Some("node-1"), 0.1),
+    ]));
+    let v = judge(&[low, high], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-2")),
+        "{}",
+        v.text
+    );
+    assert!(
+        v.text
+            .contains("crossed its threshold first at 1,000 req/s"),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("admission of node-2"), "{}", v.text);
+}
+
+#[test]
+fn admission_alone_is_admission() {
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.waiting = Some(30.0);
+        x.in_service = Some(1.0);
+        x.limit = Some(1.0);
+    });
+    t.slowest = Some(slow(&[
+        ("admit", Some("node-1"), 0.8),
+        ("fsync", Some("node-1"), 0.2),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "admission", "{}", v.text);
+    assert!(v.text.contains("--max-in-service"), "{}", v.text);
+}
+
+#[test]
+fn the_generator_only_on_its_own_evidence() {
+    // Sends late because every connection was held: the target's.
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.fsync_busy = Some(0.95);
+    });
+    t.late_sends = 9000;
+    t.capped_sends = 9000;
+    t.slowest = Some(slow(&[
+        ("connection-wait", Some("node-1"), 0.7),
+        ("fsync", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(v.cause, "fsync", "{}", v.text);
+    assert!(
+        v.text.contains("collapsed rather than slowed down"),
+        "{}",
+        v.text
+    );
+    // Its timer late with connections free, its threads waiting: its own.
+    let mut t = trial(2000.0, 1, |_, _| {});
+    t.generator_late_sends = 2000;
+    t.generator_run_queue_share = Some(0.45);
+    t.slowest = Some(slow(&[
+        ("generator", None, 0.8),
+        ("network", Some("node-1"), 0.2),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "generator", "{}", v.text);
+    assert!(
+        v.text.contains("the load generator, not the target"),
+        "{}",
+        v.text
+    );
+}
+
+#[test]
+fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
+    let mut t = trial(2000.0, 3, |i, x| {
+        if i == 2 {
+            x.pause_max_ms = Some(151.0);
+            x.cpu_cores = Some(0.05);
+        }
+    });
+    t.slowest = Some(slow(&[
+        ("replica", Some("node-3"), 0.5),
+        ("queue", Some("node-3"), 0.3),
+        ("unanswered", Some("node-3"), 0.2),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("pause", Some("node-3")),
+        "{}",
+        v.text
+    );
+    // Late wake-ups with threads waiting for a CPU: the CPU's.
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.pause_max_ms = Some(80.0);
+        x.run_queue_cores = Some(0.6);
+    });
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.5),
+        ("other", Some("node-1"), 0.5),
+    ]));
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+}
+
+#[test]
+fn stalls_the_machine_and_the_network() {
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.stall_share = Some(0.2);
+        x.stalls = Some(3.0);
+        x.fsync_busy = Some(0.75);
+    });
+    t.slowest = Some(slow(&[
+        ("stall", Some("node-1"), 0.6),
+        ("fsync", Some("node-1"), 0.3),
+    ]));
+    assert_eq!(judge(&[t], None).cause, "stalls");
+    // The whole machine busy, the nodes' work in the slowest time.
+    let mut t = trial(8000.0, 3, |_, x| x.cpu_cores = Some(0.55));
+    t.machine_cpu_cores = Some(1.95);
+    t.slowest = Some(slow(&[
+        ("other", Some("node-1"), 0.4),
+        ("queue", Some("node-2"), 0.4),
+    ]));
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("the machine's CPU"), "{}", v.text);
+    // Nothing crossed, most of the time in flight: the network.
+    let mut t = trial(2000.0, 1, |_, _| {});
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.8),
+        ("fsync", Some("node-1"), 0.2),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("network", Some("node-1")),
+        "{}",
+        v.text
+    );
+}
+
+#[test]
+fn nothing_crossed_and_nothing_dominant_is_cannot_tell() {
+    let mut t = trial(2000.0, 1, |_, _| {});
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.2),
+        ("network", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "unknown", "{}", v.text);
+    assert!(v.text.contains("cannot tell"), "{}", v.text);
+    assert!(v.text.contains("Seen:"), "{}", v.text);
+}
