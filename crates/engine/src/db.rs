@@ -1066,7 +1066,7 @@ impl Inner {
         }
         if self.opts.listener.is_some() {
             self.emit(Event::WalCommit {
-                writes: batches.len(),
+                writes: batches.iter().map(|(_, b)| b.count as usize).sum(),
                 bytes: buf.len() as u64,
                 sync,
             });

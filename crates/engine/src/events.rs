@@ -40,8 +40,9 @@ pub enum Event {
         reason: StallReason,
         duration: Duration,
     },
-    /// One commit group reached the WAL: `writes` batches of `bytes` in one
-    /// `write`, and (under `sync`) one fsync that took `sync`. Emitted on the
+    /// One commit group reached the WAL: `writes` records (puts and
+    /// deletes, of one batch or several) of `bytes` in one `write`, and
+    /// (under `sync`) one fsync that took `sync`. Emitted on the
     /// commit path, so a listener must be quick (an atomic add or two).
     WalCommit {
         writes: usize,

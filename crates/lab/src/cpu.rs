@@ -69,6 +69,13 @@ fn ticks_of(stat: &str) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// The machine's online CPUs, whatever this process's affinity.
+pub fn online_cores() -> Option<f64> {
+    // SAFETY: sysconf reads a constant.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0).then_some(n as f64)
+}
+
 /// Readings at the start of a span, to turn into cores at its end.
 pub struct Span {
     wall: Instant,

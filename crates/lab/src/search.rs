@@ -22,9 +22,11 @@ pub fn next_rate(
     match (pass, fail) {
         (None, None) => Some(start.min(max)),
         (Some(p), None) => (p < max).then(|| (p * 2.0).min(max)),
+        // Down to a hundredth of the start (and 1 req/s): a target that
+        // fails there fails at any rate worth sweeping.
         (None, Some(f)) => {
             let r = f / 2.0;
-            (r >= 1.0).then_some(r)
+            (r >= 1.0 && r >= start / 100.0).then_some(r)
         }
         (Some(p), Some(f)) => ((f - p) / p > precision).then(|| (p + f) / 2.0),
     }

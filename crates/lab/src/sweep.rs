@@ -143,13 +143,9 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let workload = t.workload()?;
     t.maybe_preload(&nodes, &workload)?;
     let local = nodes.all_loopback();
-    let cores = local
-        .then(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get() as f64)
-                .ok()
-        })
-        .flatten();
+    // The machine's cores (all of them: the generator may be pinned to
+    // some, and the nodes to others).
+    let cores = local.then(crate::cpu::online_cores).flatten();
     let origin = Instant::now();
     let started_at = rfc3339(SystemTime::now());
     let sampler = Sampler::start(&nodes.targets, origin, Duration::from_secs(1));

@@ -169,7 +169,7 @@ impl Metrics {
         );
         registry.register(
             "strata_engine_commit_group_writes",
-            "Writes per WAL commit group (group commit batch size)",
+            "Records (puts and deletes) per WAL commit group: how many writes one fsync carries",
             events.commit_group.clone(),
         );
         let replica_latency = Family::<ReplicaLabels, Histogram>::new_with_constructor(|| {

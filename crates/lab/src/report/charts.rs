@@ -2,7 +2,8 @@
 //! percentiles against offered rate, achieved against offered rate, latency
 //! and throughput over time with server events, availability over time,
 //! each node's p99 over time (several nodes), and the percentile spectrum;
-//! every chart over time marks the faults injected. Owns the drawing only;
+//! every chart over time marks the faults injected; a sweep's evidence
+//! (`evidence.rs`) after them. Owns the drawing only;
 //! must not compute statistics beyond picking what to plot, nor write files
 //! or HTML around the SVG.
 
@@ -20,18 +21,18 @@ pub struct Chart {
     pub svg: String,
 }
 
-const W: u32 = 960;
-const H: u32 = 420;
+pub(crate) const W: u32 = 960;
+pub(crate) const H: u32 = 420;
 /// The spectrum chart shows at most this many trials.
 pub const MAX_SPECTRUM_TRIALS: usize = 8;
 
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 const P50: RGBColor = RGBColor(31, 119, 180);
 const P95: RGBColor = RGBColor(44, 160, 44);
 const P99: RGBColor = RGBColor(255, 127, 14);
 const P999: RGBColor = RGBColor(214, 39, 40);
-const GRAY: RGBColor = RGBColor(150, 150, 150);
-const LIGHT: RGBColor = RGBColor(238, 238, 238);
+pub(crate) const GRAY: RGBColor = RGBColor(150, 150, 150);
+pub(crate) const LIGHT: RGBColor = RGBColor(238, 238, 238);
 const FLUSH: RGBColor = RGBColor(23, 190, 207);
 const COMPACTION: RGBColor = RGBColor(148, 103, 189);
 const STALL: RGBColor = RGBColor(214, 39, 40);
@@ -51,9 +52,9 @@ pub(crate) const NODES: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-type Res<T> = Result<T, String>;
+pub(crate) type Res<T> = Result<T, String>;
 
-fn err<E: std::fmt::Debug>(e: E) -> String {
+pub(crate) fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("chart: {e:?}")
 }
 
@@ -69,11 +70,19 @@ pub fn all(r: &Report) -> Res<Vec<Chart>> {
         out.push(node_latency(r)?);
     }
     out.push(spectrum(r)?);
+    if r.kind == RunKind::Sweep {
+        if let Some(c) = super::evidence::resources_vs_rate(r)? {
+            out.push(c);
+        }
+        if let Some(c) = super::evidence::slowest_parts(r)? {
+            out.push(c);
+        }
+    }
     Ok(out)
 }
 
 /// Draw into an SVG string of the standard size.
-fn svg(
+pub(crate) fn svg(
     draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> Res<()>,
 ) -> Res<String> {
     let mut buf = String::new();
@@ -106,7 +115,7 @@ fn ms_label(v: &f64) -> String {
     fmt_ms(*v)
 }
 
-fn rate_label(v: &f64) -> String {
+pub(crate) fn rate_label(v: &f64) -> String {
     if *v >= 10_000.0 {
         format!("{:.0}k", v / 1000.0)
     } else if *v >= 1000.0 {

@@ -642,9 +642,16 @@ pub fn result(r: &Report) -> Vec<String> {
     let mut out = Vec::new();
     match (r.kind, r.breaking_point, &r.slo) {
         (_, Some(bp), slo) => out.push(format!(
-            "Breaking point: {} is the highest offered rate that met the SLO{}.",
+            "Breaking point: {} is the highest offered rate that met the SLO{}{}.",
             fmt_rate(bp),
-            slo.as_ref().map(|s| format!(" ({s})")).unwrap_or_default()
+            slo.as_ref().map(|s| format!(" ({s})")).unwrap_or_default(),
+            r.breaking_range
+                .map(|(lo, hi, n)| format!(
+                    "; over {n} repeats of the deciding rates, {}–{}",
+                    fmt_rate(lo),
+                    fmt_rate(hi)
+                ))
+                .unwrap_or_default()
         )),
         (RunKind::Sweep, None, Some(slo)) => out.push(format!(
             "Breaking point: none; no offered rate met the SLO ({slo})."

@@ -1,12 +1,14 @@
 //! Reports of lab runs: the data model a load run or sweep fills
 //! (`model`), its renderings as Markdown (`markdown`) and as a
-//! self-contained HTML page with charts (`html`, `charts`), and HdrHistogram
+//! self-contained HTML page with charts (`html`, `charts`, and a sweep's
+//! evidence: `evidence`), and HdrHistogram
 //! interval logs that let several load machines' runs be merged
 //! (`hdrlog`), a node's heap profile drawn as a flame graph (`heap`). This file only writes a report directory; it must not run
 //! load or measure anything.
 
 pub mod charts;
 pub mod dashboard;
+pub mod evidence;
 pub mod hdrlog;
 pub mod heap;
 pub mod html;

@@ -9,7 +9,7 @@
 //! | `cpu` | cores used of the node's own, or its threads' wait for a CPU against their time on one (someone else held it) | 0.85 of its cores; a wait as long as the run, of at least 0.25 cores |
 //! | `pause` | the latest the pause detector woke, ms (a scrape that took as long counts) | 50 |
 //! | `admission` | share of samples with every place in service taken or requests waiting | 0.5 |
-//! | `generator` | share of sends the generator made late with a connection free, or of its threads' time waiting for a CPU | 0.01, 0.5 |
+//! | `generator` | share of sends the generator made late with a connection free, or of its threads' time waiting for a CPU | 0.05, 0.5 |
 //! | `machine` | the whole machine's busy cores, when the nodes run on it | 0.85 of its cores |
 //!
 //! Owns the figures and the thresholds; must not weigh one resource
@@ -29,7 +29,7 @@ pub const CPU_WAITING: f64 = 1.0;
 pub const CPU_WAITING_FLOOR: f64 = 0.25;
 pub const PAUSE_MS: f64 = 50.0;
 pub const ADMISSION_SHARE: f64 = 0.5;
-pub const GENERATOR_LATE: f64 = 0.01;
+pub const GENERATOR_LATE: f64 = 0.05;
 pub const GENERATOR_WAITING: f64 = 0.5;
 
 /// What the readings need beyond the trial.

@@ -177,6 +177,9 @@ pub struct ClusterProcs {
     pub urls: Vec<String>,
     pub dirs: Vec<PathBuf>,
     pub extra: Vec<String>,
+    /// How node i's `strata` is run (a wrapper such as strace or
+    /// taskset); the binary itself when none.
+    pub wrap: Option<Box<dyn Fn(usize) -> Command>>,
     _tmp: tempfile::TempDir,
 }
 
@@ -193,6 +196,15 @@ pub fn free_port() -> u16 {
 
 impl ClusterProcs {
     pub fn start(n: usize, extra: &[&str]) -> ClusterProcs {
+        Self::start_wrapped(n, extra, None)
+    }
+
+    /// `start`, each node's `strata` run through `wrap(i)`.
+    pub fn start_wrapped(
+        n: usize,
+        extra: &[&str],
+        wrap: Option<Box<dyn Fn(usize) -> Command>>,
+    ) -> ClusterProcs {
         let tmp = tempfile::tempdir().unwrap();
         let urls: Vec<String> = (0..n)
             .map(|_| format!("http://127.0.0.1:{}", free_port()))
@@ -205,6 +217,7 @@ impl ClusterProcs {
             urls,
             dirs,
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            wrap,
             _tmp: tmp,
         };
         for i in 0..n {
@@ -233,7 +246,10 @@ impl ClusterProcs {
         args.push(&listen);
         let extra: Vec<&str> = self.extra.iter().map(|s| s.as_str()).collect();
         args.extend(extra);
-        let p = NodeProc::start(&self.dirs[i], &args);
+        let p = match &self.wrap {
+            Some(w) => NodeProc::start_with(w(i), &self.dirs[i], &args),
+            None => NodeProc::start(&self.dirs[i], &args),
+        };
         self.nodes[i] = Some(p);
     }
 
