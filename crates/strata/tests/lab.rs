@@ -40,6 +40,10 @@ fn a_sweep_ends_in_a_verdict_and_a_report() {
         "3",
         "--pause",
         "0",
+        // At 200 req/s, 3 requests past the p99 take 1.5 s: no trial is
+        // made longer for its tail.
+        "--tail-samples",
+        "3",
         "--slo",
         // Loose: a debug build on a busy 2-core machine must still pass.
         "p99<=5s",
@@ -85,9 +89,17 @@ fn a_sweep_ends_in_a_verdict_and_a_report() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_eq!(
         html.matches("<figure").count(),
-        5,
-        "five charts (availability among them)"
+        6,
+        "six charts (availability and the resources against offered rate among them)"
     );
+    assert!(html.contains("resources-vs-rate"), "the knee's chart");
+    // Each trial kept its readings and its slowest requests' stages.
+    for t in trials {
+        assert!(!t["resources"].as_array().unwrap().is_empty(), "{t}");
+        let slow = &t["slowest"];
+        assert!(slow["requests"].as_u64().unwrap() >= 3, "{t}");
+        assert!(slow["with_timing"].as_u64().unwrap() >= 1, "{t}");
+    }
     assert!(std::fs::read_to_string(dir.join("report.md"))
         .unwrap()
         .contains("| trial |"));
@@ -169,7 +181,7 @@ fn the_demo_starts_a_cluster_sweeps_it_faults_it_and_stops_it() {
     // of naming a saturated resource. Either is a finished sweep; a named
     // one must name the cluster's nodes.
     assert!(
-        stdout.contains("Server: 3 nodes") || stdout.contains("Every trial met the SLO"),
+        stdout.contains("Verdict: ") || stdout.contains("Every trial met the SLO"),
         "{stdout}"
     );
     assert!(stdout.contains("Report: "), "{stdout}");

@@ -44,10 +44,13 @@ pub fn resources_vs_rate(r: &Report) -> Res<Option<Chart>> {
             }
         }
     }
-    // Lines that never come near their threshold only crowd the chart.
-    lines.retain(|(_, pts)| pts.iter().any(|p| p.1 >= 0.25));
     if lines.is_empty() {
         return Ok(None);
+    }
+    // Lines that never come near their threshold only crowd the chart
+    // (all of them are drawn when none does).
+    if lines.iter().any(|(_, pts)| pts.iter().any(|p| p.1 >= 0.25)) {
+        lines.retain(|(_, pts)| pts.iter().any(|p| p.1 >= 0.25));
     }
     let x_hi = rates.last().copied().unwrap_or(1.0) * 1.1;
     let svg = svg(|root| {
