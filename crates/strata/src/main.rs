@@ -159,6 +159,10 @@ enum ClusterCmd {
     /// faulted node is level, every node's own store; the totals as a
     /// table. Exits non-zero if any run failed.
     Campaign(Box<strata_lab::cluster::campaign::CampaignArgs>),
+    /// A TCP relay that adds a fixed delay to each direction: a distant
+    /// network path in front of a node (run it in a network namespace;
+    /// this is what netem would do). Runs until killed.
+    Delay(strata_lab::cluster::delay::DelayArgs),
 }
 
 #[derive(Subcommand)]
@@ -267,6 +271,7 @@ fn cluster(what: ClusterCmd) -> ExitCode {
             "strata cluster up",
             own_exe().and_then(|exe| strata_lab::cluster::up::up(&a, Command::new(exe))),
         ),
+        ClusterCmd::Delay(a) => exit("strata cluster delay", strata_lab::cluster::delay::main(&a)),
         ClusterCmd::Status(a) => exit(
             "strata cluster status",
             strata_lab::cluster::status::status(&a),

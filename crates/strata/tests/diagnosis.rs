@@ -12,12 +12,14 @@
 //! | a CPU hog on the node's core | the node and a busy loop pinned to one core | `cpu` of node-1 |
 //! | a slow replica disk | node 2 of 3 under the fsync delay | `fsync` of node-2 |
 //! | write stalls | 64 KiB PUTs into 1 MiB memtables | `stalls` of node-1 |
+//! | a delayed network path | the node in a network namespace behind `strata cluster delay` (2.5 ms each way), 16 connections | `network` to node-1 |
 //!
 //! The first four run with the tests; the rest, and all of them in a row
 //! with a table of what each verdict said, run with
 //! `cargo test --release -p strata --test diagnosis -- --ignored --nocapture`
 //! (docs/benchmarks.md, "Diagnosis"). A scenario needs `strace` and
-//! `taskset`; without them it fails, it does not pass.
+//! `taskset`, the network one `ip` (iproute2) and root; without them it
+//! fails, it does not pass.
 
 mod support;
 
@@ -261,6 +263,107 @@ fn scenario_slow_replica_disk() -> Said {
     said
 }
 
+/// A network namespace joined to this one by a veth pair: the node and a
+/// delaying relay (`strata cluster delay`) run inside it, the generator
+/// outside; deleted when dropped.
+struct Namespace {
+    name: String,
+    inside: Vec<Child>,
+}
+
+impl Namespace {
+    /// `n` picks the addresses 10.77.n.1 (outside) and 10.77.n.2 (inside).
+    fn new(n: u8) -> Namespace {
+        need("ip");
+        let name = format!("strata-diag-{n}-{}", std::process::id());
+        let host = format!("sd{n}h{}", std::process::id() % 10000);
+        let peer = format!("sd{n}n{}", std::process::id() % 10000);
+        let ip = |args: &[&str]| {
+            let o = Command::new("ip").args(args).output().expect("run ip");
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        ip(&["netns", "add", &name]);
+        let ns = Namespace {
+            name: name.clone(),
+            inside: Vec::new(),
+        };
+        ip(&["link", "add", &host, "type", "veth", "peer", "name", &peer]);
+        ip(&["link", "set", &peer, "netns", &name]);
+        ip(&["addr", "add", &format!("10.77.{n}.1/24"), "dev", &host]);
+        ip(&["link", "set", &host, "up"]);
+        let inside = |args: &[&str]| {
+            let mut a = vec!["netns", "exec", &name, "ip"];
+            a.extend(args);
+            ip(&a);
+        };
+        inside(&["addr", "add", &format!("10.77.{n}.2/24"), "dev", &peer]);
+        inside(&["link", "set", &peer, "up"]);
+        inside(&["link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// A command run inside the namespace.
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, program]);
+        c
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        for c in &mut self.inside {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Deleting the namespace takes its end of the veth pair, and the
+        // pair with it.
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.name])
+            .status();
+    }
+}
+
+fn scenario_delayed_network() -> Said {
+    let ns = Namespace::new(7);
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start_with(ns.command(env!("CARGO_BIN_EXE_strata")), data.path(), &[]);
+    let mut ns = ns;
+    let mut relay = ns
+        .command(env!("CARGO_BIN_EXE_strata"))
+        .args(["cluster", "delay", "--listen", "10.77.7.2:8000", "--to"])
+        .arg(node.addr.to_string())
+        .args(["--delay", "2.5ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the delaying relay");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(relay.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("relaying"), "{line}");
+    ns.inside.push(relay);
+    // 16 connections, as a client with a pool of 16 would hold.
+    sweep(
+        "http://10.77.7.2:8000",
+        None,
+        &[
+            "--start-rate",
+            "500",
+            "--connections",
+            "16",
+            "--max-connections",
+            "16",
+        ],
+    )
+}
+
 fn scenario_write_stalls() -> Said {
     let data = tempfile::tempdir().unwrap();
     let n = NodeProc::start(
@@ -333,6 +436,14 @@ fn write_stalls_are_named() {
     expect("write stalls", &said, "stalls", Some("node-1"));
 }
 
+#[test]
+#[ignore = "part of the full suite: cargo test --release -p strata --test diagnosis -- --ignored"]
+fn a_delayed_network_path_is_named() {
+    let _one = one_at_a_time();
+    let said = scenario_delayed_network();
+    expect("a delayed network path", &said, "network", Some("node-1"));
+}
+
 /// The whole suite in a row, with its table (the benchmark).
 #[test]
 #[ignore = "the benchmark: cargo test --release -p strata --test diagnosis -- --ignored --nocapture full_suite"]
@@ -343,7 +454,7 @@ fn full_suite() {
         &'static str,
         Option<&'static str>,
     );
-    let all: [Scenario; 7] = [
+    let all: [Scenario; 8] = [
         (
             "slow fsync (+3 ms)",
             scenario_slow_fsync,
@@ -384,6 +495,12 @@ fn full_suite() {
             "64 KiB PUTs into 1 MiB memtables",
             scenario_write_stalls,
             "stalls",
+            Some("node-1"),
+        ),
+        (
+            "5 ms more per round trip (a relay in a network namespace), 16 connections",
+            scenario_delayed_network,
+            "network",
             Some("node-1"),
         ),
     ];

@@ -20,12 +20,14 @@
 //! | `backup.rs` | `strata backup` (a node's checkpoint downloaded file by file) and `strata restore` |
 //! | `change.rs` | `strata cluster join` / `leave`: a layout change started and followed, keys moved against the ideal |
 //! | `repair.rs` | `strata cluster repair`: anti-entropy on demand, the exchanges as a table |
+//! | `delay.rs` | `strata cluster delay`: a TCP relay that adds a fixed delay each way (a distant network path, in a namespace; this kernel has no netem) |
 //! | `fake_node.rs` | tests only: a stand-in node for the tests of the above |
 
 pub mod backup;
 pub mod campaign;
 pub mod change;
 pub mod control;
+pub mod delay;
 #[cfg(test)]
 mod fake_node;
 pub mod fault;

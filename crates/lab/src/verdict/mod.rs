@@ -106,18 +106,28 @@ fn speaks_for(what: &str, node: Option<&str>) -> Vec<Key> {
 /// Each resource's share of the slowest requests' time: a part speaking
 /// for several goes to those that crossed, equally (to the first of them
 /// when none did).
+/// Waiting for a free connection is the other requests' slowness,
+/// whatever it was: the shares are of the rest of the time.
 fn support(s: &Slowest, crossed: &BTreeMap<Key, (f64, ResourceReading)>) -> BTreeMap<Key, f64> {
     let mut out: BTreeMap<Key, f64> = BTreeMap::new();
+    let waiting: f64 = s
+        .parts
+        .iter()
+        .filter(|p| p.what == "connection-wait")
+        .map(|p| p.share)
+        .sum();
+    let rest = (1.0 - waiting).max(1e-9);
     for p in &s.parts {
+        let share = p.share / rest;
         let keys = speaks_for(&p.what, p.node.as_deref());
         let hit: Vec<&Key> = keys.iter().filter(|k| crossed.contains_key(*k)).collect();
         if hit.is_empty() {
             if let Some(k) = keys.first() {
-                *out.entry(k.clone()).or_default() += p.share;
+                *out.entry(k.clone()).or_default() += share;
             }
         } else {
             for k in &hit {
-                *out.entry((*k).clone()).or_default() += p.share / hit.len() as f64;
+                *out.entry((*k).clone()).or_default() += share / hit.len() as f64;
             }
         }
     }
@@ -180,7 +190,7 @@ fn words(resource: &str, node: Option<&str>, quote: &str) -> (String, String) {
         ),
         "network" => (
             format!("the network path to {n}: {quote}"),
-            format!("{n} itself had room; shorten the path (the same rack or zone), or offer the load over more connections"),
+            format!("{n} itself had room; shorten the path (the same rack or zone), or offer the load over more connections (each one holds its request for the whole round trip)"),
         ),
         _ => (quote.to_string(), String::new()),
     }
