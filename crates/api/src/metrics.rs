@@ -15,6 +15,8 @@ pub const ALL: &[&str] = &[
     PROCESS_CPUS,
     RESIDENT_ANON_BYTES,
     RUN_QUEUE_WAIT_SECONDS,
+    CPU_THROTTLED_SECONDS,
+    ALLOWED_CPUS_BUSY_SECONDS,
     PRESSURE_CPU_SECONDS,
     PRESSURE_IO_SECONDS,
     PRESSURE_MEMORY_SECONDS,
@@ -32,11 +34,15 @@ pub const ALL: &[&str] = &[
     CONNECTIONS_LIMIT,
     CONNECTIONS_SHED,
     FLUSHES,
+    FLUSH_BYTES,
+    COMPACTION_WRITTEN_BYTES,
+    WAL_WRITTEN_BYTES,
     COMPACTIONS,
     WRITE_STALLS,
     WRITE_STALL_SECONDS,
     MEMTABLE_BYTES,
     IMMUTABLE_MEMTABLES,
+    TABLES,
     FSYNC_SUM,
     FSYNC_COUNT,
     FSYNC_BUCKET,
@@ -59,6 +65,11 @@ pub const RESIDENT_ANON_BYTES: &str = "strata_process_resident_anon_bytes";
 /// Time the node's threads were runnable but waiting for a CPU
 /// (`/proc/self/task/*/schedstat`, summed).
 pub const RUN_QUEUE_WAIT_SECONDS: &str = "strata_process_run_queue_wait_seconds_total";
+/// Busy time of the CPUs the node may run on (its affinity), whoever used
+/// them; with `PROCESS_CPUS`, whether its cores were full.
+pub const ALLOWED_CPUS_BUSY_SECONDS: &str = "strata_host_allowed_cpus_busy_seconds_total";
+/// Time the node's cgroup was held back by its CPU quota.
+pub const CPU_THROTTLED_SECONDS: &str = "strata_process_cpu_throttled_seconds_total";
 /// The machine's pressure stall information (`/proc/pressure/*`, "some"):
 /// time at least one task waited for the resource.
 pub const PRESSURE_CPU_SECONDS: &str = "strata_host_pressure_cpu_waiting_seconds_total";
@@ -86,11 +97,16 @@ pub const CONNECTIONS_SHED: &str = "strata_connections_shed_total";
 
 // The engine.
 pub const FLUSHES: &str = "strata_engine_flushes_total";
+pub const FLUSH_BYTES: &str = "strata_engine_flush_bytes_total";
+pub const COMPACTION_WRITTEN_BYTES: &str = "strata_engine_compaction_written_bytes_total";
+pub const WAL_WRITTEN_BYTES: &str = "strata_engine_wal_written_bytes_total";
 pub const COMPACTIONS: &str = "strata_engine_compactions_total";
 pub const WRITE_STALLS: &str = "strata_engine_write_stalls_total";
 pub const WRITE_STALL_SECONDS: &str = "strata_engine_write_stall_seconds_total";
 pub const MEMTABLE_BYTES: &str = "strata_engine_memtable_bytes";
 pub const IMMUTABLE_MEMTABLES: &str = "strata_engine_immutable_memtables";
+/// Tables per level (`level="0"`: the debt flush leaves to compaction).
+pub const TABLES: &str = "strata_engine_tables";
 pub const FSYNC_SUM: &str = "strata_engine_wal_fsync_duration_seconds_sum";
 pub const FSYNC_COUNT: &str = "strata_engine_wal_fsync_duration_seconds_count";
 pub const FSYNC_BUCKET: &str = "strata_engine_wal_fsync_duration_seconds_bucket";

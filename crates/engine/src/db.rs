@@ -1058,6 +1058,9 @@ impl Inner {
         if self.opts.durability == Durability::Sync {
             let t = Instant::now();
             synced(wal.file.sync_data(), &wal.path)?;
+            if !self.opts.test_sync_delay.is_zero() {
+                std::thread::sleep(self.opts.test_sync_delay);
+            }
             let d = t.elapsed();
             self.stats
                 .add(&self.stats.wal_sync_nanos, d.as_nanos() as u64);

@@ -99,6 +99,10 @@ pub struct Options {
     pub manifest_checkpoint_size: u64,
     /// Receives flush, compaction and stall events.
     pub listener: Option<Arc<dyn EventListener>>,
+    /// Test only, a fail point: sleep this long after each WAL fsync of
+    /// the write path, as a slow disk would (the diagnosis tests' slow
+    /// replica). Zero in every real use.
+    pub test_sync_delay: Duration,
 }
 
 impl Default for Options {
@@ -122,6 +126,7 @@ impl Default for Options {
             target_file_size: 64 << 20,
             manifest_checkpoint_size: 4 << 20,
             listener: None,
+            test_sync_delay: Duration::ZERO,
         }
     }
 }

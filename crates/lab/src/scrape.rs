@@ -40,6 +40,9 @@ pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
             .and_then(|v| v.parse::<f64>().ok())
         {
             *m.entry(name.to_string()).or_insert(0.0) += v;
+            if name == M::TABLES && labels.trim() == "level=\"0\"" {
+                m.insert(L0_KEY.to_string(), v);
+            }
             if name == M::FSYNC_BUCKET {
                 if let Some(le) = labels
                     .split(',')
@@ -52,6 +55,9 @@ pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
     }
     m
 }
+
+/// Level 0's tables in `parse_metrics`'s map.
+const L0_KEY: &str = "strata_engine_tables|level0";
 
 /// The key of one bucket of a histogram in `parse_metrics`'s map.
 fn bucket_key(name: &str, le: &str) -> String {
@@ -127,6 +133,13 @@ fn sample(
     let fsyncs = delta(M::FSYNC_COUNT);
     ServerSample {
         run_queue_cores: per_sec(M::RUN_QUEUE_WAIT_SECONDS),
+        throttled_share: per_sec(M::CPU_THROTTLED_SECONDS),
+        allowed_cpus_busy: per_sec(M::ALLOWED_CPUS_BUSY_SECONDS)
+            .zip(get(M::PROCESS_CPUS))
+            .map(|(b, n)| b / n.max(1.0)),
+        wal_bytes_per_s: per_sec(M::WAL_WRITTEN_BYTES),
+        flush_bytes_per_s: per_sec(M::FLUSH_BYTES),
+        compaction_bytes_per_s: per_sec(M::COMPACTION_WRITTEN_BYTES),
         pressure_cpu: per_sec(M::PRESSURE_CPU_SECONDS),
         pressure_io: per_sec(M::PRESSURE_IO_SECONDS),
         pressure_memory: per_sec(M::PRESSURE_MEMORY_SECONDS),
@@ -141,6 +154,7 @@ fn sample(
         stall_share: per_sec(M::WRITE_STALL_SECONDS),
         memtable_bytes: get(M::MEMTABLE_BYTES),
         immutables: get(M::IMMUTABLE_MEMTABLES),
+        l0_tables: get(L0_KEY),
         shed: delta(M::CONNECTIONS_SHED),
         ..base
     }
@@ -387,6 +401,11 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         client_connections: sum(a.client_connections, b.client_connections),
         rss_anon_bytes: sum(a.rss_anon_bytes, b.rss_anon_bytes),
         run_queue_cores: sum(a.run_queue_cores, b.run_queue_cores),
+        throttled_share: max(a.throttled_share, b.throttled_share),
+        allowed_cpus_busy: max(a.allowed_cpus_busy, b.allowed_cpus_busy),
+        wal_bytes_per_s: sum(a.wal_bytes_per_s, b.wal_bytes_per_s),
+        flush_bytes_per_s: sum(a.flush_bytes_per_s, b.flush_bytes_per_s),
+        compaction_bytes_per_s: sum(a.compaction_bytes_per_s, b.compaction_bytes_per_s),
         // The machine's, and the worst node's.
         pressure_cpu: max(a.pressure_cpu, b.pressure_cpu),
         pressure_io: max(a.pressure_io, b.pressure_io),
@@ -400,6 +419,7 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         stall_share: max(a.stall_share, b.stall_share),
         memtable_bytes: sum(a.memtable_bytes, b.memtable_bytes),
         immutables: sum(a.immutables, b.immutables),
+        l0_tables: max(a.l0_tables, b.l0_tables),
         shed: sum(a.shed, b.shed),
         scrape_ms: max(a.scrape_ms, b.scrape_ms),
     }

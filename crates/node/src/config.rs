@@ -183,6 +183,10 @@ pub struct ServeArgs {
         default_missing_value = "true"
     )]
     pub test_unsafe_wall_clock: Option<bool>,
+    /// Test only, a fail point: each WAL fsync of the write path takes
+    /// this many ms more (a slow disk).
+    #[arg(long, env = "STRATA_TEST_FSYNC_DELAY_MS", hide = true)]
+    pub test_fsync_delay_ms: Option<u64>,
 }
 
 fn de_parse<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durability>, D::Error> {
@@ -212,6 +216,8 @@ pub struct Config {
     pub min_connections: usize,
     pub memtable_bytes: usize,
     pub block_cache_bytes: usize,
+    /// Test only: added to each WAL fsync.
+    pub test_fsync_delay: Duration,
     pub worker_threads: usize,
     pub log_level: String,
     pub cluster: strata_cluster::ClusterConfig,
@@ -287,6 +293,7 @@ impl Config {
             min_connections: pick!(min_connections, 16),
             memtable_bytes: pick!(memtable_bytes, 64 << 20),
             block_cache_bytes: pick!(block_cache_bytes, 256 << 20),
+            test_fsync_delay: Duration::from_millis(pick!(test_fsync_delay_ms, 0)),
             worker_threads: pick!(worker_threads, cores),
             log_level: pick!(log_level, "info".to_string()),
             cluster: strata_cluster::ClusterConfig::default(),
@@ -428,6 +435,7 @@ impl Config {
             durability: self.durability,
             memtable_size: self.memtable_bytes,
             block_cache_size: self.block_cache_bytes,
+            test_sync_delay: self.test_fsync_delay,
             ..strata_engine::Options::default()
         }
     }

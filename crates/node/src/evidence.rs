@@ -1,8 +1,9 @@
 //! What the node reports of its own scheduling, so that a stopped or
 //! starved process is seen from the inside: a pause detector (a thread
 //! that ticks every few milliseconds and records how late it woke), the
-//! time its threads waited for a CPU (`/proc/self/task/*/schedstat`), and
-//! the machine's pressure stall information (`/proc/pressure/*`). Owns
+//! time its threads waited for a CPU (`/proc/self/task/*/schedstat`), the
+//! time its cgroup's CPU quota held it back (`cpu.stat`), and the
+//! machine's pressure stall information (`/proc/pressure/*`). Owns
 //! the measuring; must not decide anything from the numbers (the lab's
 //! verdict does).
 
@@ -100,6 +101,80 @@ pub fn run_queue_wait() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
+/// Busy time of the CPUs this process may run on (its affinity mask), from
+/// `/proc/stat`'s per-CPU lines (user, nice, system, irq, softirq, steal):
+/// whether the cores it has are full, whoever keeps them busy.
+pub fn allowed_cpus_busy() -> Option<Duration> {
+    // SAFETY: sched_getaffinity fills the set we pass; all-zero is valid.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is this thread; the size is the set's.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return None;
+    }
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as f64 } else { 100.0 };
+    let mut ticks = 0u64;
+    for line in stat.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let Some(cpu) = f.next().and_then(|c| c.parse::<usize>().ok()) else {
+            continue;
+        };
+        // SAFETY: CPU_ISSET reads the set within its size.
+        if cpu >= libc::CPU_SETSIZE as usize || !unsafe { libc::CPU_ISSET(cpu, &set) } {
+            continue;
+        }
+        let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
+        // user nice system idle iowait irq softirq steal
+        ticks += [0, 1, 2, 5, 6, 7]
+            .iter()
+            .filter_map(|&i| v.get(i))
+            .sum::<u64>();
+    }
+    Some(Duration::from_secs_f64(ticks as f64 / hz))
+}
+
+/// Time this process's cgroup was held back by its CPU quota (CFS
+/// bandwidth throttling): `throttled_usec` of cgroup v2's `cpu.stat`, or
+/// `throttled_time` (ns) of v1's; `None` when neither can be read.
+pub fn cpu_throttled() -> Option<Duration> {
+    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in groups.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let (file, key, unit_ns) = if controllers.is_empty() {
+            (
+                format!("/sys/fs/cgroup{path}/cpu.stat"),
+                "throttled_usec",
+                1_000,
+            )
+        } else if controllers.split(',').any(|c| c == "cpu") {
+            (
+                format!("/sys/fs/cgroup/cpu{path}/cpu.stat"),
+                "throttled_time",
+                1,
+            )
+        } else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(file.replace("//", "/")) else {
+            continue;
+        };
+        if let Some(v) = stat.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == key).then(|| v.trim().parse::<u64>().ok()).flatten()
+        }) {
+            return Some(Duration::from_nanos(v * unit_ns));
+        }
+    }
+    None
+}
+
 /// The machine's pressure of `resource` (cpu, io, memory): total time at
 /// least one task waited for it ("some ... total=", microseconds).
 pub fn pressure(resource: &str) -> Option<Duration> {
@@ -129,6 +204,10 @@ mod tests {
     fn schedstat_and_pressure_read() {
         // This process has threads; their wait is a number (maybe zero).
         assert!(run_queue_wait().is_some());
+        // Some cgroup's cpu.stat is there (v1 or v2), and reads.
+        assert!(cpu_throttled().is_some());
+        // The CPUs this process may run on have been busy some time.
+        assert!(allowed_cpus_busy().is_some_and(|d| d > Duration::ZERO));
         // Pressure is there on kernels with PSI; when it is, it parses.
         if std::path::Path::new("/proc/pressure/cpu").exists() {
             assert!(pressure("cpu").is_some());

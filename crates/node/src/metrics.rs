@@ -688,6 +688,22 @@ impl StateCollector {
                 w.as_secs_f64(),
             )?;
         }
+        if let Some(b) = crate::evidence::allowed_cpus_busy() {
+            counter(
+                e,
+                m::ALLOWED_CPUS_BUSY_SECONDS,
+                "Busy time of the CPUs this process may run on (its affinity), whoever used them (/proc/stat)",
+                b.as_secs_f64(),
+            )?;
+        }
+        if let Some(t) = crate::evidence::cpu_throttled() {
+            counter(
+                e,
+                m::CPU_THROTTLED_SECONDS,
+                "Time this process's cgroup was held back by its CPU quota (cpu.stat's throttled time)",
+                t.as_secs_f64(),
+            )?;
+        }
         for (name, res) in [
             (m::PRESSURE_CPU_SECONDS, "cpu"),
             (m::PRESSURE_IO_SECONDS, "io"),

@@ -10,9 +10,9 @@
 //! | a node that pauses | SIGSTOP/SIGCONT of node 3 of 3, 150 ms every second | `pause` of node-3 |
 //! | a starved generator | two busy loops (`yes`) pinned to the generator's core | `generator` |
 //! | a CPU hog on the node's core | the node and a busy loop pinned to one core | `cpu` of node-1 |
-//! | a slow replica disk | node 2 of 3 under the fsync delay | `fsync` of node-2 |
-//! | write stalls | 64 KiB PUTs into 1 MiB memtables | `stalls` of node-1 |
-//! | a delayed network path | the node in a network namespace behind `strata cluster delay` (2.5 ms each way), 16 connections | `network` to node-1 |
+//! | a slow replica disk | node 2 of 3 with the engine's fail point: each WAL fsync 3 ms longer | `fsync` of node-2 |
+//! | write stalls | 64 KiB PUTs into 1 MiB memtables: flushes and compactions taking the disk | `stalls` or `io` of node-1 |
+//! | a delayed network path | the node in a network namespace behind `strata cluster delay` (2.5 ms each way), 16 connections, p99 <= 20 ms | `network` to node-1 |
 //!
 //! The first four run with the tests; the rest, and all of them in a row
 //! with a table of what each verdict said, run with
@@ -42,6 +42,11 @@ struct Said {
 /// `strata sweep` of `urls`, the generator pinned to `lab_cpu` when given;
 /// short trials (this is a test of the verdict, not a measurement).
 fn sweep(urls: &str, lab_cpu: Option<&str>, extra: &[&str]) -> Said {
+    sweep_to(urls, lab_cpu, "p99<=10ms", extra)
+}
+
+/// `sweep` to another objective.
+fn sweep_to(urls: &str, lab_cpu: Option<&str>, slo: &str, extra: &[&str]) -> Said {
     let out = tempfile::tempdir().unwrap();
     let mut cmd = match lab_cpu {
         Some(c) => {
@@ -51,7 +56,7 @@ fn sweep(urls: &str, lab_cpu: Option<&str>, extra: &[&str]) -> Said {
         }
         None => Command::new(env!("CARGO_BIN_EXE_strata")),
     };
-    cmd.args(["sweep", urls, "--slo", "p99<=10ms", "--max-errors", "0.1%"])
+    cmd.args(["sweep", urls, "--slo", slo, "--max-errors", "0.1%"])
         .args(["--duration", "2", "--tail-samples", "30", "--pause", "0.3"])
         .args(["--max-trials", "12", "--quiet", "--json", "--out"])
         .arg(out.path())
@@ -192,12 +197,18 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `cause` may name several, `a|b`: either is right.
 fn expect(name: &str, said: &Said, cause: &str, node: Option<&str>) {
     eprintln!(
         "{name}: cause {} {:?}, breaking point {:?}\n  {}",
         said.cause, said.node, said.breaking_point, said.verdict
     );
-    assert_eq!(said.cause, cause, "{name}: {}", said.verdict);
+    assert!(
+        cause.split('|').any(|c| c == said.cause),
+        "{name}: expected {cause}, the verdict named {}: {}",
+        said.cause,
+        said.verdict
+    );
     if let Some(n) = node {
         assert_eq!(said.node.as_deref(), Some(n), "{name}: {}", said.verdict);
     }
@@ -250,17 +261,17 @@ fn scenario_slow_replica_disk() -> Said {
     let c = ClusterProcs::start_wrapped(
         3,
         &[],
+        // The engine's fail point (strace's own CPU, on a machine this
+        // busy with three nodes, would be a second cause).
         Some(Box::new(|i| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
             if i == 1 {
-                slow_fsync(3)
-            } else {
-                Command::new(env!("CARGO_BIN_EXE_strata"))
+                c.env("STRATA_TEST_FSYNC_DELAY_MS", "3");
             }
+            c
         })),
     );
-    let said = sweep(&c.urls.join(","), None, &["--start-rate", "500"]);
-    kill_children(c.node(1).child.id());
-    said
+    sweep(&c.urls.join(","), None, &["--start-rate", "500"])
 }
 
 /// A network namespace joined to this one by a veth pair: the node and a
@@ -433,7 +444,7 @@ fn a_slow_replica_disk_is_named() {
 fn write_stalls_are_named() {
     let _one = one_at_a_time();
     let said = scenario_write_stalls();
-    expect("write stalls", &said, "stalls", Some("node-1"));
+    expect("write stalls", &said, "stalls|io", Some("node-1"));
 }
 
 #[test]
@@ -494,7 +505,7 @@ fn full_suite() {
         (
             "64 KiB PUTs into 1 MiB memtables",
             scenario_write_stalls,
-            "stalls",
+            "stalls|io",
             Some("node-1"),
         ),
         (
@@ -509,7 +520,8 @@ fn full_suite() {
     let mut right = 0;
     for (name, run, cause, node) in all {
         let said = run();
-        let ok = said.cause == cause && (node.is_none() || said.node.as_deref() == node);
+        let ok = cause.split('|').any(|c| c == said.cause)
+            && (node.is_none() || said.node.as_deref() == node);
         right += ok as usize;
         rows.push(format!(
             "| {name} | {cause}{} | {}{} | {} | {} |",

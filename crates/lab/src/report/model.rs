@@ -356,6 +356,22 @@ pub struct ServerSample {
     /// worth of runnable threads not running).
     #[serde(default)]
     pub run_queue_cores: Option<f64>,
+    /// How busy the CPUs the node may run on were, whoever used them (a
+    /// share of them all).
+    #[serde(default)]
+    pub allowed_cpus_busy: Option<f64>,
+    /// What the node's engine wrote per second: WAL, flushes and
+    /// compactions, bytes.
+    #[serde(default)]
+    pub wal_bytes_per_s: Option<f64>,
+    #[serde(default)]
+    pub flush_bytes_per_s: Option<f64>,
+    #[serde(default)]
+    pub compaction_bytes_per_s: Option<f64>,
+    /// Share of the interval the node's cgroup was held back by its CPU
+    /// quota.
+    #[serde(default)]
+    pub throttled_share: Option<f64>,
     /// The machine's pressure: share of the interval at least one task
     /// waited for a CPU, for I/O, for memory.
     #[serde(default)]
@@ -389,6 +405,9 @@ pub struct ServerSample {
     pub memtable_bytes: Option<f64>,
     #[serde(default)]
     pub immutables: Option<f64>,
+    /// Level 0's tables (a gauge): the debt flush leaves to compaction.
+    #[serde(default)]
+    pub l0_tables: Option<f64>,
     /// Client connections closed by the node's connection limit.
     #[serde(default)]
     pub shed: Option<f64>,

@@ -37,9 +37,9 @@ pub struct Evidence<'a> {
 /// The verdict: the cause, machine-readable, and in words.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
-    /// `fsync`, `stalls`, `pause`, `cpu`, `admission`, `network`,
-    /// `generator`; `unknown` when it cannot tell; `none` when every trial
-    /// met the SLO.
+    /// `fsync`, `stalls`, `pause`, `cpu`, `io`, `memory`, `admission`,
+    /// `network`, `generator`; `unknown` when it cannot tell; `none` when
+    /// every trial met the SLO.
     pub cause: String,
     /// The node it happened on, `node-N`.
     pub node: Option<String>,
@@ -47,10 +47,12 @@ pub struct Verdict {
 }
 
 /// Causes before their effects, when the evidence weighs the same.
-const PRIORITY: [&str; 8] = [
+const PRIORITY: [&str; 10] = [
     "pause",
+    "memory",
     "stalls",
     "fsync",
+    "io",
     "generator",
     "cpu",
     "machine",
@@ -89,11 +91,18 @@ fn speaks_for(what: &str, node: Option<&str>) -> Vec<Key> {
     let on = |r: &str| (r.to_string(), node.map(str::to_string));
     let machine = ("machine".to_string(), None);
     match what {
-        "fsync" | "applier" | "peer-fsync" | "peer-applier" => vec![on("fsync")],
+        "fsync" | "applier" | "peer-fsync" | "peer-applier" => vec![on("fsync"), on("io")],
         "stall" | "peer-stall" => vec![on("stalls")],
         "admit" => vec![on("admission")],
-        "queue" => vec![on("cpu"), on("pause"), on("admission"), machine],
-        "apply" | "read" | "other" | "body" | "peer-apply" => vec![on("cpu"), machine],
+        "queue" => vec![
+            on("cpu"),
+            on("pause"),
+            on("admission"),
+            on("memory"),
+            machine,
+        ],
+        "read" => vec![on("cpu"), on("io"), on("memory"), machine],
+        "apply" | "other" | "body" | "peer-apply" => vec![on("cpu"), on("memory"), machine],
         "replica" => vec![on("network"), on("pause"), on("cpu"), machine],
         "network" => vec![on("network")],
         "generator" => vec![("generator".into(), None)],
@@ -180,6 +189,14 @@ fn words(resource: &str, node: Option<&str>, quote: &str) -> (String, String) {
             format!("the machine's CPU: {quote}"),
             "more cores, or the nodes and the generator on machines of their own; profile with /debug/pprof/profile".into(),
         ),
+        "io" => (
+            format!("the disk under {n}: {quote}"),
+            format!("a faster disk for {n}, or less else on it; reads that miss the cache (`--block-cache-bytes`) and compactions share it with the WAL"),
+        ),
+        "memory" => (
+            format!("memory on {n}'s machine: {quote}"),
+            format!("more memory for {n}'s machine, a smaller block cache and memtables, or fewer processes beside it"),
+        ),
         "admission" => (
             format!("admission on {n}: {quote}, while its CPU and disk had room"),
             format!("raise `--max-in-service` on {n}, or try `--admission adaptive`"),
@@ -196,12 +213,12 @@ fn words(resource: &str, node: Option<&str>, quote: &str) -> (String, String) {
     }
 }
 
-/// Whether the deciding trial collapsed rather than saturated: most
-/// requests failed, or the median waited for more than a tenth of a
-/// second, or every connection the generator may open was held.
+/// Whether the deciding trial collapsed rather than saturated: 5 % of its
+/// requests failed, or the median waited for a tenth of a second, or a
+/// tenth of the sends found every connection the generator may open held.
 fn collapse(t: &Trial) -> Option<String> {
     let capped = t.capped_sends as f64 / t.requests.max(1) as f64;
-    (t.error_pct >= 5.0 || t.latency.p50_ms >= 100.0 || capped >= 0.01).then(|| {
+    (t.error_pct >= 5.0 || t.latency.p50_ms >= 100.0 || capped >= 0.1).then(|| {
         format!(
             "collapsed rather than slowed down (p50 {} ms, {}% errors{}): a queue that did not drain",
             fmt_num(t.latency.p50_ms),
@@ -320,15 +337,28 @@ pub fn verdict(e: &Evidence) -> Verdict {
             .then(priority(&a.0 .0).cmp(&priority(&b.0 .0)))
     });
     // Admission is a queue in front of the work: named only when the work
-    // behind it (the node's disk, CPU, pauses) did not cross.
+    // behind it (the node's disk, CPU, pauses) did not cross, or when the
+    // limit itself kept that work from batching (commit groups as large as
+    // the places in service allow: a WAL kept busy one write at a time).
     if let Some(pos) = ranked
         .first()
         .map(|(k, _)| k)
         .filter(|k| k.0 == "admission")
     {
         let node = pos.1.clone();
+        let capped = node
+            .as_deref()
+            .and_then(|n| n.strip_prefix("node-")?.parse::<usize>().ok())
+            .map(|i| readings::node_samples(t, i.saturating_sub(1)))
+            .is_some_and(|xs| {
+                xs.iter().any(|x| {
+                    matches!((x.writes_per_fsync, x.limit), (Some(w), Some(l)) if l > 0.0 && w >= 0.8 * l)
+                })
+            });
         if let Some(i) = ranked.iter().position(|(k, _)| {
-            k.1 == node && ["fsync", "stalls", "pause", "cpu"].contains(&k.0.as_str())
+            k.1 == node
+                && ["fsync", "stalls", "pause", "cpu", "io", "memory"].contains(&k.0.as_str())
+                && !(capped && k.0 == "fsync")
         }) {
             let cause = ranked.remove(i);
             ranked.insert(0, cause);

@@ -6,7 +6,10 @@
 //! | --- | --- | --- |
 //! | `fsync` | share of the time the WAL spent in fsync | 0.7 |
 //! | `stalls` | share of the time writes were stalled (or 2 stalls) | 0.01 |
-//! | `cpu` | cores used of the node's own, or its threads' wait for a CPU against their time on one (someone else held it) | 0.85 of its cores; a wait as long as the run, of at least 0.25 cores |
+//! | `cpu` | how busy the CPUs the node may run on were, whoever used them (or, on a machine of its own, what it used of them) | 0.85 |
+//! | `cpu` (a quota) | share of the time the node's cgroup was held back by its CPU quota | 0.1 |
+//! | `io` | the machine's I/O pressure: share of the time some task waited for the disk | 0.3 |
+//! | `memory` | the machine's memory pressure: share of the time some task waited for memory | 0.1 |
 //! | `pause` | the latest the pause detector woke, ms (a scrape that took as long counts) | 50 |
 //! | `admission` | share of samples with every place in service taken or requests waiting | 0.5 |
 //! | `generator` | share of sends the generator made late with a connection free, or of its threads' time waiting for a CPU | 0.05, 0.5 |
@@ -21,13 +24,10 @@ use crate::slo::fmt_num;
 pub const FSYNC_BUSY: f64 = 0.7;
 pub const STALL_SHARE: f64 = 0.01;
 pub const CPU_USED: f64 = 0.85;
-/// Threads waiting for a CPU as long as they ran on one...
-pub const CPU_WAITING: f64 = 1.0;
-/// ...and at least this many cores' worth (a few threads handing work
-/// to each other wait a little at every hand-over, however idle the
-/// machine).
-pub const CPU_WAITING_FLOOR: f64 = 0.25;
 pub const PAUSE_MS: f64 = 50.0;
+pub const THROTTLED: f64 = 0.1;
+pub const IO_PRESSURE: f64 = 0.3;
+pub const MEMORY_PRESSURE: f64 = 0.1;
 pub const ADMISSION_SHARE: f64 = 0.5;
 pub const GENERATOR_LATE: f64 = 0.05;
 pub const GENERATOR_WAITING: f64 = 0.5;
@@ -169,55 +169,109 @@ fn node_readings(xs: &[ServerSample], i: usize, m: Machine) -> Vec<ResourceReadi
         value,
         STALL_SHARE,
         format!(
-            "its writes were stalled {:.1}% of the time ({} stalls; {} flushes, {} compactions, up to {} memtables waiting for flush)",
+            "its writes were stalled {:.1}% of the time ({} stalls; {} flushes, {} compactions, up to {} memtables waiting for flush and {} tables in level 0)",
             share * 100.0,
             fmt_num(stalls),
             fmt_num(field(|x| x.flushes).sum()),
             fmt_num(field(|x| x.compactions).sum()),
             max(field(|x| x.immutables)).map(fmt_num).unwrap_or_else(|| "?".into()),
+            max(field(|x| x.l0_tables)).map(fmt_num).unwrap_or_else(|| "?".into()),
         ),
     ));
-    // The CPU: what it used of its own cores, and how long its threads
-    // waited for one (whoever else took it).
+    // The CPU: whether the cores it may run on were full (whoever kept
+    // them busy: itself, or a neighbour), or its quota held it back. How
+    // long its threads waited for a CPU is quoted, not judged: threads
+    // that hand work to each other wait a little at every hand-over, so
+    // the wait grows with the rate on an idle machine too.
     let used = mean(field(|x| x.cpu_cores)).unwrap_or(0.0);
     let cpus = max(field(|x| x.cpus)).unwrap_or(1.0).max(1.0);
     let waiting = mean(field(|x| x.run_queue_cores)).unwrap_or(0.0);
     let pressure = mean(field(|x| x.pressure_cpu));
-    // On the generator's machine a node's cores are shared: its use of
-    // them alone says nothing (the machine's reading does).
+    let full = mean(field(|x| x.allowed_cpus_busy));
+    // On a machine of its own, what it used of its cores says it too.
     let own = if m.cores.is_some() { 0.0 } else { used / cpus };
-    let held_off = if waiting >= CPU_WAITING_FLOOR {
-        waiting / used.max(0.01)
-    } else {
-        0.0
-    };
-    let (value, threshold) = if own / CPU_USED >= held_off / CPU_WAITING {
-        (own, CPU_USED)
-    } else {
-        (held_off, CPU_WAITING)
-    };
+    let throttled = mean(field(|x| x.throttled_share)).unwrap_or(0.0);
+    // The worst of its figures, as a share of its threshold.
+    let (value, threshold) = [
+        (full.unwrap_or(0.0).max(own), CPU_USED),
+        (throttled, THROTTLED),
+    ]
+    .into_iter()
+    .max_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)))
+    .expect("two");
+    let cpu_bound = value >= threshold;
     out.push(reading(
         "cpu",
         name.clone(),
         value,
         threshold,
         format!(
-            "it used {} of its {} cores and its threads waited for a CPU {} s per second{}",
+            "{}it used {} of them and its threads waited for a CPU {} s per second{}{}",
+            match full {
+                Some(f) => format!(
+                    "the {} cores it may run on were {:.0}% busy; ",
+                    fmt_num(cpus),
+                    f * 100.0
+                ),
+                None => format!("of its {} cores, ", fmt_num(cpus)),
+            },
             fmt_num(used),
-            fmt_num(cpus),
             fmt_num(waiting),
+            if throttled > 0.0 {
+                format!(
+                    "; its CPU quota held it back {:.0}% of the time",
+                    throttled * 100.0
+                )
+            } else {
+                String::new()
+            },
             pressure
                 .map(|p| format!(" (the machine's CPU pressure {:.0}%)", p * 100.0))
                 .unwrap_or_default()
         ),
     ));
+    // The machine's disk and memory, as this node sees them.
+    let wal = mean(field(|x| x.wal_bytes_per_s));
+    let flush = mean(field(|x| x.flush_bytes_per_s));
+    let compaction = mean(field(|x| x.compaction_bytes_per_s));
+    let engine_mb = |xs: &[Option<f64>]| xs.iter().flatten().sum::<f64>() / 1e6;
+    if let Some(io) = mean(field(|x| x.pressure_io)) {
+        out.push(reading(
+            "io",
+            name.clone(),
+            io,
+            IO_PRESSURE,
+            format!(
+                "some task on its machine waited for the disk {:.0}% of the time, while its engine wrote {} MB/s to it (WAL {}, flushes {}, compactions {}; {} flushes, {} compactions)",
+                io * 100.0,
+                fmt_num(engine_mb(&[wal, flush, compaction])),
+                fmt_num(engine_mb(&[wal])),
+                fmt_num(engine_mb(&[flush])),
+                fmt_num(engine_mb(&[compaction])),
+                fmt_num(field(|x| x.flushes).sum()),
+                fmt_num(field(|x| x.compactions).sum()),
+            ),
+        ));
+    }
+    if let Some(mem) = mean(field(|x| x.pressure_memory)) {
+        out.push(reading(
+            "memory",
+            name.clone(),
+            mem,
+            MEMORY_PRESSURE,
+            format!(
+                "some task on its machine waited for memory {:.0}% of the time (reclaim, swap)",
+                mem * 100.0
+            ),
+        ));
+    }
     // Pauses: seen from inside (the detector), and from outside (a scrape
     // that took long, or ticks with no sample at all). A pause that the
-    // node's own wait for a CPU explains is the CPU's, not a pause.
+    // node's own wait for a CPU, or its CPU quota, explains is the CPU's.
     let inside = max(field(|x| x.pause_max_ms)).unwrap_or(0.0);
     let slow_scrape = max(field(|x| x.scrape_ms)).unwrap_or(0.0);
     let gaps = xs.windows(2).filter(|w| w[1].t_s - w[0].t_s > 1.8).count();
-    let paused = if held_off >= CPU_WAITING {
+    let paused = if cpu_bound {
         0.0
     } else {
         inside

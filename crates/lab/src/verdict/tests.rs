@@ -170,6 +170,63 @@ fn the_knee_is_the_first_crossing_and_admission_yields_to_the_work_behind_it() {
 }
 
 #[test]
+fn a_limit_that_keeps_the_wal_from_batching_is_admission_not_fsync() {
+    // One place in service: one write per fsync, the WAL busy, requests
+    // queued for the place.
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.waiting = Some(30.0);
+        x.in_service = Some(1.0);
+        x.limit = Some(1.0);
+        x.fsync_busy = Some(0.95);
+        x.writes_per_fsync = Some(1.0);
+    });
+    t.slowest = Some(slow(&[
+        ("admit", Some("node-1"), 0.7),
+        ("fsync", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(v.cause, "admission", "{}", v.text);
+    // The same queue with 64 places and groups of 9: the WAL's.
+    for x in &mut t.per_node[0].server {
+        x.limit = Some(64.0);
+        x.in_service = Some(64.0);
+        x.writes_per_fsync = Some(9.0);
+    }
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "fsync", "{}", v.text);
+}
+
+#[test]
+fn throttling_io_and_memory_are_read() {
+    // A CPU quota holding the node back: the CPU's, not a pause.
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.throttled_share = Some(0.4);
+        x.pause_max_ms = Some(80.0);
+    });
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.6),
+        ("other", Some("node-1"), 0.4),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("CPU quota held it back 40%"), "{}", v.text);
+    // Reads waiting for the disk.
+    let mut t = trial(2000.0, 1, |_, x| x.pressure_io = Some(0.6));
+    t.slowest = Some(slow(&[
+        ("read", Some("node-1"), 0.8),
+        ("network", Some("node-1"), 0.2),
+    ]));
+    assert_eq!(judge(&[t], None).cause, "io");
+    // The machine short of memory.
+    let mut t = trial(2000.0, 1, |_, x| x.pressure_memory = Some(0.3));
+    t.slowest = Some(slow(&[
+        ("other", Some("node-1"), 0.5),
+        ("queue", Some("node-1"), 0.5),
+    ]));
+    assert_eq!(judge(&[t], None).cause, "memory");
+}
+
+#[test]
 fn admission_alone_is_admission() {
     let mut t = trial(2000.0, 1, |_, x| {
         x.waiting = Some(30.0);
@@ -241,10 +298,11 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
         "{}",
         v.text
     );
-    // Late wake-ups with threads waiting for a CPU: the CPU's.
+    // Late wake-ups while the cores it may run on were full: the CPU's.
     let mut t = trial(2000.0, 1, |_, x| {
         x.pause_max_ms = Some(80.0);
         x.run_queue_cores = Some(0.6);
+        x.allowed_cpus_busy = Some(0.97);
     });
     t.slowest = Some(slow(&[
         ("queue", Some("node-1"), 0.5),
@@ -252,6 +310,18 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
     ]));
     let v = judge(&[t], Some(2.0));
     assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("97% busy"), "{}", v.text);
+    // Threads waiting for a CPU alone (hand-overs on a machine with room)
+    // are not a cause.
+    let mut t = trial(2000.0, 1, |_, x| {
+        x.run_queue_cores = Some(0.8);
+        x.allowed_cpus_busy = Some(0.5);
+    });
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.2),
+        ("other", Some("node-1"), 0.2),
+    ]));
+    assert_eq!(judge(&[t], Some(2.0)).cause, "unknown");
 }
 
 #[test]

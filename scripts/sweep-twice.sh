@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Does the same sweep of the same target agree with itself? (issue 27)
+# Sweeps a target twice, back to back, with the sweep's defaults (10 s
+# trials sized for 100 tail samples, the deciding rates repeated to a
+# majority of 3) and prints both breaking points, their ranges and the
+# ratio, then the causes the verdicts named.
+#
+#   scripts/sweep-twice.sh node      # one node, sync durability (default)
+#   scripts/sweep-twice.sh cluster   # three local nodes, through every node
+#
+# Extra arguments go to both sweeps (e.g. --duration 5).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-node}
+shift || true
+cargo build --release -p strata >/dev/null 2>&1
+B=$PWD/target/release/strata
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+
+case $kind in
+node)
+    "$B" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level warn >"$work/serve.out" &
+    sleep 1
+    url=$(head -1 "$work/serve.out" | awk '{print $NF}')
+    ;;
+cluster)
+    "$B" cluster up --nodes 3 --data-dir "$work/cluster" >"$work/up.out" 2>&1 &
+    for _ in $(seq 60); do grep -q "http://" "$work/up.out" 2>/dev/null && break; sleep 0.5; done
+    sleep 2
+    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/up.out" | sort -u | paste -sd, -)
+    ;;
+*) echo "usage: $0 node|cluster [sweep args]" >&2; exit 2 ;;
+esac
+echo "target: $url"
+for run in 1 2; do
+    "$B" sweep "$url" --slo 'p99<=10ms' --max-errors 0.1% --quiet --out "$work/sweep$run" "$@" |
+        grep -E "^Breaking point|Verdict" | cut -c1-400
+done
+python3 - "$work" <<'PY'
+import json, sys
+a, b = (json.load(open(f"{sys.argv[1]}/sweep{i}/report.json")) for i in (1, 2))
+bp = [r["breaking_point"] for r in (a, b)]
+print(f"breaking points: {bp[0]:.0f} and {bp[1]:.0f} req/s; ratio {max(bp)/min(bp):.3f}")
+for r in (a, b):
+    print(f"  range {r.get('breaking_range')}, cause {r.get('cause')} {r.get('cause_node')}, trials {len(r['trials'])}")
+PY
