@@ -4,6 +4,22 @@
 //! clients) against one node or several (`nodes`); `sweep` finds the
 //! breaking point; `report` writes what they found. Must not know the
 //! node's internals: it speaks HTTP and reads `/metrics` only.
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `load` | `strata load`, its arguments, a trial's report |
+//! | `driver` | generator threads, pacing, recording (`schedule` says when, `workload` what, `timer` waits finely, `client` and `stream` speak HTTP) |
+//! | `slowest` | each run's slowest 1 % and where their time went (the answers' `Server-Timing`) |
+//! | `sweep`, `search` | `strata sweep`: its trials; which rate next, repeats, the breaking point's range |
+//! | `slo` | objectives and judging a trial |
+//! | `scrape` | the nodes' `/metrics` sampled during a run |
+//! | `cpu` | the generator's and the machine's CPU |
+//! | `verdict` | why the target broke, from the readings and the slowest requests |
+//! | `nodes` | the node list and each connection's node |
+//! | `preload`, `units` | YCSB's load phase; durations and sizes on the command line |
+//! | `during`, `check`, `cluster` | faults during a run, the consistency checker, local clusters and operator commands |
+//! | `demo`, `soak`, `calibrate` | `strata demo`, `strata soak`, `strata calibrate` |
+//! | `report` | the report's model and renderings |
 
 pub mod calibrate;
 pub mod check;

@@ -79,6 +79,9 @@ fn cause_name(resource: &str) -> &str {
 /// A share of the slowest requests' time is this much before it confirms
 /// a cause.
 pub const CONFIRMS: f64 = 0.25;
+/// With nothing over its threshold, a reading this near it (a share of
+/// the threshold) that the slowest requests confirm is named.
+pub const NEAR: f64 = 0.8;
 /// Time in flight with no server stage (the network) must be this share
 /// of the slowest requests' time to be named when no resource crossed.
 pub const NETWORK: f64 = 0.4;
@@ -87,7 +90,10 @@ type Key = (String, Option<String>);
 
 /// Which resources a part of the slowest requests' time speaks for, on
 /// which node: the first is the one it goes to when none of them crossed.
-fn speaks_for(what: &str, node: Option<&str>) -> Vec<Key> {
+/// `local`: the nodes run on the generator's machine, where time in
+/// flight is the kernel's loopback and the generator's reading of the
+/// answer (the machine's CPU), not a network.
+fn speaks_for(what: &str, node: Option<&str>, local: bool) -> Vec<Key> {
     let on = |r: &str| (r.to_string(), node.map(str::to_string));
     let machine = ("machine".to_string(), None);
     match what {
@@ -104,6 +110,7 @@ fn speaks_for(what: &str, node: Option<&str>) -> Vec<Key> {
         "read" => vec![on("cpu"), on("io"), on("memory"), machine],
         "apply" | "other" | "body" | "peer-apply" => vec![on("cpu"), on("memory"), machine],
         "replica" => vec![on("network"), on("pause"), on("cpu"), machine],
+        "network" if local => vec![machine, ("generator".into(), None)],
         "network" => vec![on("network")],
         "generator" => vec![("generator".into(), None)],
         "unanswered" => vec![on("pause"), on("cpu"), machine],
@@ -117,7 +124,11 @@ fn speaks_for(what: &str, node: Option<&str>) -> Vec<Key> {
 /// when none did).
 /// Waiting for a free connection is the other requests' slowness,
 /// whatever it was: the shares are of the rest of the time.
-fn support(s: &Slowest, crossed: &BTreeMap<Key, (f64, ResourceReading)>) -> BTreeMap<Key, f64> {
+fn support(
+    s: &Slowest,
+    crossed: &BTreeMap<Key, (f64, ResourceReading)>,
+    local: bool,
+) -> BTreeMap<Key, f64> {
     let mut out: BTreeMap<Key, f64> = BTreeMap::new();
     let waiting: f64 = s
         .parts
@@ -128,7 +139,7 @@ fn support(s: &Slowest, crossed: &BTreeMap<Key, (f64, ResourceReading)>) -> BTre
     let rest = (1.0 - waiting).max(1e-9);
     for p in &s.parts {
         let share = p.share / rest;
-        let keys = speaks_for(&p.what, p.node.as_deref());
+        let keys = speaks_for(&p.what, p.node.as_deref(), local);
         let hit: Vec<&Key> = keys.iter().filter(|k| crossed.contains_key(*k)).collect();
         if hit.is_empty() {
             if let Some(k) = keys.first() {
@@ -317,7 +328,7 @@ pub fn verdict(e: &Evidence) -> Verdict {
     };
     let empty = Slowest::default();
     let slow = tail.slowest.as_ref().unwrap_or(&empty);
-    let sup = support(slow, &crossed);
+    let sup = support(slow, &crossed, e.machine.cores.is_some());
     let share = |k: &Key| sup.get(k).copied().unwrap_or(0.0);
     // The best-supported crossed resource; then the first to cross.
     let mut ranked: Vec<(&Key, &(f64, ResourceReading))> = crossed.iter().collect();
@@ -413,7 +424,27 @@ pub fn verdict(e: &Evidence) -> Verdict {
                 );
                 Some((k, quote, s, None))
             }
-            _ => None,
+            // Nothing crossed: the reading nearest its threshold, if the
+            // slowest requests' time went to it, is named as such.
+            _ => {
+                let near = of(t, e.machine)
+                    .into_iter()
+                    .filter(|r| r.value >= NEAR * r.threshold)
+                    .map(|r| {
+                        let k = (r.resource.clone(), r.node.clone());
+                        (share(&k), k, r)
+                    })
+                    .filter(|(s, _, _)| *s >= CONFIRMS)
+                    .max_by(|a, b| a.0.total_cmp(&b.0));
+                near.map(|(s, k, r)| {
+                    let quote = format!(
+                        "{} (no resource crossed its threshold; this one came nearest, at {:.0}% of it, and the slowest requests' time went to it)",
+                        r.quote,
+                        100.0 * r.value / r.threshold.max(1e-12)
+                    );
+                    (k, quote, s, None)
+                })
+            }
         },
     };
     let Some((key, quote, confirmed, at)) = chosen else {

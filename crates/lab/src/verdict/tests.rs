@@ -362,6 +362,25 @@ fn stalls_the_machine_and_the_network() {
 }
 
 #[test]
+fn on_loopback_time_in_flight_is_the_machines_and_the_nearest_is_named() {
+    // The machine 81 % busy (threshold 85 %), most of the slowest
+    // requests' time in flight on loopback: the machine's CPU, nearest.
+    let mut t = trial(11000.0, 1, |_, _| {});
+    t.machine_cpu_cores = Some(1.62);
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.5),
+        ("connection-wait", Some("node-1"), 0.2),
+        ("fsync", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("came nearest"), "{}", v.text);
+    // The same off loopback: the network.
+    t.machine_cpu_cores = None;
+    assert_eq!(judge(&[t], None).cause, "network");
+}
+
+#[test]
 fn nothing_crossed_and_nothing_dominant_is_cannot_tell() {
     let mut t = trial(2000.0, 1, |_, _| {});
     t.slowest = Some(slow(&[
