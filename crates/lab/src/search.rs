@@ -3,9 +3,10 @@
 //! pass and the lowest failure; once the bracket is narrow enough, the
 //! two rates that decide it are run again until each has a majority of
 //! `repeats` runs (one short trial at a rate is a coin toss where rare
-//! tail events decide a p99). A rate's result is its runs' majority (a
-//! tie: its latest run), so a repeat that overturns a rate reopens the
-//! bisection. The breaking point is the highest rate whose majority
+//! tail events decide a p99). A rate's result is its runs' majority; a
+//! rate whose runs are tied has none and is run again before anything
+//! else, so a repeat that overturns a rate reopens the bisection only once
+//! a majority says so. The breaking point is the highest rate whose majority
 //! passed below the lowest whose majority failed; its range is the spread
 //! of what each round of repeats alone would have said. Owns the search;
 //! must not run trials.
@@ -68,7 +69,7 @@ impl Search {
             .collect()
     }
 
-    /// A rate's result: its majority, a tie going to its latest run.
+    /// A rate's result: its runs' majority; `None` for a tie (or no run).
     pub fn result(&self, rate: f64) -> Option<bool> {
         let runs = self.at(rate);
         let passed = runs.iter().filter(|m| **m).count();
@@ -76,7 +77,7 @@ impl Search {
         match passed.cmp(&failed) {
             std::cmp::Ordering::Greater => Some(true),
             std::cmp::Ordering::Less => Some(false),
-            std::cmp::Ordering::Equal => runs.last().copied(),
+            std::cmp::Ordering::Equal => None,
         }
     }
 
@@ -120,6 +121,10 @@ impl Search {
         // first files): a failure there runs once more, and the second
         // decides, rather than sending the whole search below it.
         if let [(r, false)] = self.runs[..] {
+            return Some(r);
+        }
+        // A tie is broken by one more run before anything else.
+        if let Some(r) = self.rates().into_iter().find(|&r| self.result(r).is_none()) {
             return Some(r);
         }
         let (pass, fail) = self.bracket();
@@ -244,10 +249,24 @@ mod tests {
         assert!(p <= 4000.0 && p > 3500.0, "{p} {:?}", s.runs);
         assert_eq!(s.result(6000.0), Some(false));
         assert!(range.is_some());
-        // A first failure on a cold target is run again.
+        // A first failure on a cold target is run again, and a tie once
+        // more.
         let s = search(|r, k| !(r == 1000.0 && k == 0) && r <= 3000.0);
-        assert_eq!(&s.runs[..2], &[(1000.0, false), (1000.0, true)]);
+        assert_eq!(
+            &s.runs[..3],
+            &[(1000.0, false), (1000.0, true), (1000.0, true)]
+        );
         assert!(s.breaking_point().0.unwrap() > 2500.0);
+    }
+
+    #[test]
+    fn a_rare_failure_below_the_limit_is_outvoted() {
+        // 8,000 fails on its first run only (a flush in that trial); the
+        // limit is 14,000.
+        let s = search(|r, k| r <= 14_000.0 && !(r == 8000.0 && k == 0));
+        assert_eq!(s.at(8000.0), vec![false, true, true]);
+        let bp = s.breaking_point().0.unwrap();
+        assert!((12_500.0..=14_000.0).contains(&bp), "{bp} {:?}", s.runs);
     }
 
     #[test]

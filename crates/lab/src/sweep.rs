@@ -227,7 +227,17 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let scrapes = sampler.stop();
     result?;
     let (pass, range) = search.breaking_point();
-    let (_, fail) = search.bracket();
+    // The lowest rate whose majority failed; if the trials ran out before
+    // one had a majority, the lowest rate above the breaking point that
+    // failed at all.
+    let fail = search.bracket().1.or_else(|| {
+        trials
+            .iter()
+            .filter(|t| t.meets_slo == Some(false))
+            .filter_map(|t| t.offered_rate)
+            .filter(|&r| pass.is_none_or(|p| r > p))
+            .min_by(f64::total_cmp)
+    });
     // The deciding trial: the last failing run at the lowest failing rate.
     let first_failure = fail.and_then(|f| {
         trials

@@ -199,7 +199,7 @@ pub async fn handle(
         "/v0/cluster/repair" => repair(&node, &req).await,
         "/v0/cluster/join" | "/v0/cluster/leave" => change(&node, &req).await,
         p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(&node, &req).await,
-        "/metrics" => metrics(&node, &req),
+        "/metrics" => metrics(&node, &req).await,
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
         "/debug/pprof/heap" => heap_profile(&req).await.unwrap_or_else(|r| r),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
@@ -319,11 +319,22 @@ async fn heap_profile(req: &Request<Incoming>) -> Answer {
     Ok(r)
 }
 
-fn metrics(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+/// `GET /metrics`, rendered on the blocking pool: a render reads `/proc`
+/// (every thread's schedstat, the CPUs, the cgroup) for a millisecond or
+/// more, which on a runtime worker would hold up the requests queued
+/// behind it once a second per scraper.
+async fn metrics(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
     }
-    let mut r = full(StatusCode::OK, node.metrics.render());
+    let n = node.clone();
+    let Ok(body) = tokio::task::spawn_blocking(move || n.metrics.render()).await else {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "rendering the metrics failed",
+        );
+    };
+    let mut r = full(StatusCode::OK, body);
     r.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
