@@ -375,6 +375,22 @@ pub fn verdict(e: &Evidence) -> Verdict {
             ranked.insert(0, cause);
         }
     }
+    // On a machine the nodes share with the generator, a generator short
+    // of CPU while the machine is full is the machine's doing when the
+    // nodes used most of it (they took the generator's cores), and its
+    // own when other processes did.
+    if ranked.first().is_some_and(|(k, _)| k.0 == "generator") {
+        let nodes_took_it = match (t.server_cpu_cores, t.machine_cpu_cores) {
+            (Some(n), Some(m)) => n >= 0.5 * m,
+            _ => false,
+        };
+        if let Some(i) = ranked.iter().position(|(k, _)| k.0 == "machine") {
+            if nodes_took_it {
+                let cause = ranked.remove(i);
+                ranked.insert(0, cause);
+            }
+        }
+    }
     let network = sup
         .iter()
         .filter(|(k, _)| k.0 == "network")

@@ -8,7 +8,7 @@
 //! | `stalls` | share of the time writes were stalled (or 2 stalls) | 0.01 |
 //! | `cpu` | how busy the CPUs the node may run on were, whoever used them (or, on a machine of its own, what it used of them) | 0.85 |
 //! | `cpu` (a quota) | share of the time the node's cgroup was held back by its CPU quota | 0.1 |
-//! | `io` | the machine's I/O pressure: share of the time some task waited for the disk | 0.3 |
+//! | `io` | the machine's I/O pressure: share of the time some task waited for the disk | 0.5 |
 //! | `memory` | the machine's memory pressure: share of the time some task waited for memory | 0.1 |
 //! | `pause` | the latest the pause detector woke, ms (a scrape that took as long counts) | 50 |
 //! | `admission` | share of samples with every place in service taken or requests waiting | 0.5 |
@@ -26,7 +26,7 @@ pub const STALL_SHARE: f64 = 0.01;
 pub const CPU_USED: f64 = 0.85;
 pub const PAUSE_MS: f64 = 50.0;
 pub const THROTTLED: f64 = 0.1;
-pub const IO_PRESSURE: f64 = 0.3;
+pub const IO_PRESSURE: f64 = 0.5;
 pub const MEMORY_PRESSURE: f64 = 0.1;
 pub const ADMISSION_SHARE: f64 = 0.5;
 pub const GENERATOR_LATE: f64 = 0.05;

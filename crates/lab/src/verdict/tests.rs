@@ -211,7 +211,7 @@ fn throttling_io_and_memory_are_read() {
     assert_eq!(v.cause, "cpu", "{}", v.text);
     assert!(v.text.contains("CPU quota held it back 40%"), "{}", v.text);
     // Reads waiting for the disk.
-    let mut t = trial(2000.0, 1, |_, x| x.pressure_io = Some(0.6));
+    let mut t = trial(2000.0, 1, |_, x| x.pressure_io = Some(0.7));
     t.slowest = Some(slow(&[
         ("read", Some("node-1"), 0.8),
         ("network", Some("node-1"), 0.2),
@@ -276,6 +276,29 @@ fn the_generator_only_on_its_own_evidence() {
         "{}",
         v.text
     );
+}
+
+#[test]
+fn a_generator_starved_by_the_nodes_is_the_machines_limit() {
+    // Three nodes on the generator's two cores: the machine full, mostly
+    // with the nodes; the generator's threads waiting for a CPU.
+    let mut t = trial(8500.0, 3, |_, x| x.cpu_cores = Some(0.43));
+    t.server_cpu_cores = Some(1.28);
+    t.machine_cpu_cores = Some(1.8);
+    t.generator_cpu_cores = Some(0.23);
+    t.generator_late_sends = t.requests / 3;
+    t.generator_run_queue_share = Some(0.8);
+    t.slowest = Some(slow(&[
+        ("generator", None, 0.4),
+        ("queue", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("the machine's CPU"), "{}", v.text);
+    // The same lateness with the machine full of someone else's work:
+    // the generator's.
+    t.server_cpu_cores = Some(0.3);
+    assert_eq!(judge(&[t], Some(2.0)).cause, "generator");
 }
 
 #[test]
