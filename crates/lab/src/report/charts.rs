@@ -2,8 +2,8 @@
 //! percentiles against offered rate, achieved against offered rate, latency
 //! and throughput over time with server events, availability over time,
 //! each node's p99 over time (several nodes), and the percentile spectrum;
-//! every chart over time marks the faults injected; a sweep's evidence
-//! (`evidence.rs`) after them. Owns the drawing only;
+//! every chart over time marks the faults injected (a sweep's evidence is
+//! drawn by `evidence.rs`, with these helpers). Owns the drawing only;
 //! must not compute statistics beyond picking what to plot, nor write files
 //! or HTML around the SVG.
 
@@ -70,14 +70,6 @@ pub fn all(r: &Report) -> Res<Vec<Chart>> {
         out.push(node_latency(r)?);
     }
     out.push(spectrum(r)?);
-    if r.kind == RunKind::Sweep {
-        if let Some(c) = super::evidence::resources_vs_rate(r)? {
-            out.push(c);
-        }
-        if let Some(c) = super::evidence::slowest_parts(r)? {
-            out.push(c);
-        }
-    }
     Ok(out)
 }
 

@@ -7,7 +7,18 @@
 use plotters::prelude::*;
 
 use super::charts::{err, rate_label, svg, Chart, Res, FONT, GRAY, LIGHT, NODES};
-use super::model::{Report, Trial};
+use super::model::{Report, RunKind, Trial};
+
+/// A sweep's evidence charts, in the order the page shows them after the
+/// others (none for a load run).
+pub fn all(r: &Report) -> Res<Vec<Chart>> {
+    let mut out = Vec::new();
+    if r.kind == RunKind::Sweep {
+        out.extend(resources_vs_rate(r)?);
+        out.extend(slowest_parts(r)?);
+    }
+    Ok(out)
+}
 
 /// The largest share of its threshold the chart shows (a reading far past
 /// it is drawn at the top).

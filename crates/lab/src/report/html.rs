@@ -87,7 +87,8 @@ fn figure(c: &Chart) -> String {
 
 /// The whole page. Fails only if a chart cannot be drawn.
 pub fn render(r: &Report) -> Result<String, String> {
-    let charts = charts::all(r)?;
+    let mut charts = charts::all(r)?;
+    charts.extend(super::evidence::all(r)?);
     let mut s = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
