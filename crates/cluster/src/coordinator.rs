@@ -230,7 +230,7 @@ impl Inner {
                 if let Some((m, timing)) = last.filter(|(m, _)| *m != self.me) {
                     let since = local_done.unwrap_or(began);
                     trace.peer = Some(PeerWait {
-                        url: self.topo().members[m].url.clone(),
+                        url: self.member_url(m),
                         waited: since.elapsed(),
                         own: Some(timing),
                     });
@@ -274,6 +274,12 @@ impl Inner {
             o.replica_answer(id, &peer.url, op, t.elapsed(), r.is_ok());
         }
         r.map_err(|e| ClusterError::Failed(format!("{}: {e}", peer.url)))
+    }
+
+    /// Member `m`'s URL, read under the topology's lock (no clone of it:
+    /// on the path of every replicated request).
+    fn member_url(&self, m: usize) -> String {
+        self.topo.read().members[m].url.clone()
     }
 
     fn unexpected(&self, m: usize, what: &str) -> ClusterError {
@@ -393,7 +399,7 @@ impl Inner {
                         answers.push((m, rec));
                         if answers.len() == r.ack {
                             trace.peer = Some(PeerWait {
-                                url: self.topo().members[m].url.clone(),
+                                url: self.member_url(m),
                                 waited: local_done.unwrap_or(began).elapsed(),
                                 own: None,
                             });

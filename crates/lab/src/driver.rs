@@ -291,7 +291,8 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn record(&mut self, node: usize, op: usize, status: Option<u16>, since: Instant) {
+    /// Count one answer (or its absence); returns its latency from `since`.
+    fn record(&mut self, node: usize, op: usize, status: Option<u16>, since: Instant) -> Duration {
         let now = Instant::now();
         self.totals.last_answer = Some(now);
         self.totals.op_requests[op] += 1;
@@ -335,6 +336,7 @@ impl Recorder {
             let h = self.interval.per_op[slot].get_or_insert_with(new_histogram);
             h.saturating_record(us);
         }
+        now.saturating_duration_since(since)
     }
 
     /// A counted send dropped: an error of its second, never sent.
@@ -556,12 +558,11 @@ impl ThreadCtx {
                     None
                 }
             };
-            r.record(w.node, op, status, intended);
+            let latency = r.record(w.node, op, status, intended);
             if let Some(k) = next.key_index {
                 self.keys.touch(k);
             }
             drop(r);
-            let latency = Instant::now().saturating_duration_since(intended);
             let mut slow = self.slow.borrow_mut();
             if status.is_some() && slow.wants(latency) {
                 let raw = w.conn.server_timing();
