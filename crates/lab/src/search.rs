@@ -3,10 +3,13 @@
 //! pass and the lowest failure; once the bracket is narrow enough, the
 //! two rates that decide it are run again until each has a majority of
 //! `repeats` runs (one short trial at a rate is a coin toss where rare
-//! tail events decide a p99). A rate's result is its runs' majority; a
-//! rate whose runs are tied has none and is run again before anything
-//! else, so a repeat that overturns a rate reopens the bisection only once
-//! a majority says so. The breaking point is the highest rate whose majority
+//! tail events decide a p99). A rate run more than once is judged on all
+//! its runs together when the sweep says how they did (their merged
+//! latencies: a p99 from three times the requests, and three times the
+//! rare stalls that decide it), else by its runs' majority; a rate whose
+//! runs are tied has none and is run again before anything else, so a
+//! repeat that overturns a rate reopens the bisection only once its
+//! result says so. The breaking point is the highest rate whose majority
 //! passed below the lowest whose majority failed; its range is the spread
 //! of what each round of repeats alone would have said. Owns the search;
 //! must not run trials.
@@ -43,6 +46,8 @@ pub struct Search {
     pub repeats: u32,
     /// Every run: its rate and whether it met the SLO, in order.
     pub runs: Vec<(f64, bool)>,
+    /// Rates run more than once, judged on all their runs together.
+    pub pooled: Vec<(f64, bool)>,
 }
 
 impl Search {
@@ -53,11 +58,24 @@ impl Search {
             precision,
             repeats: repeats.max(1),
             runs: Vec::new(),
+            pooled: Vec::new(),
         }
     }
 
     pub fn record(&mut self, rate: f64, met: bool) {
         self.runs.push((rate, met));
+    }
+
+    /// Whether all the runs at `rate` so far, taken together, met the SLO.
+    pub fn record_pooled(&mut self, rate: f64, met: bool) {
+        self.pooled.retain(|(r, _)| *r != rate);
+        self.pooled.push((rate, met));
+    }
+
+    fn pooled(&self, rate: f64) -> Option<bool> {
+        (self.at(rate).len() > 1)
+            .then(|| self.pooled.iter().find(|(r, _)| *r == rate).map(|p| p.1))
+            .flatten()
     }
 
     /// The runs at `rate`, in order.
@@ -69,8 +87,12 @@ impl Search {
             .collect()
     }
 
-    /// A rate's result: its runs' majority; `None` for a tie (or no run).
+    /// A rate's result: all its runs together, when they were judged so,
+    /// else their majority; `None` for a tie (or no run).
     pub fn result(&self, rate: f64) -> Option<bool> {
+        if let Some(met) = self.pooled(rate) {
+            return Some(met);
+        }
         let runs = self.at(rate);
         let passed = runs.iter().filter(|m| **m).count();
         let failed = runs.len() - passed;
@@ -103,9 +125,12 @@ impl Search {
     }
 
     /// Whether `rate` has its majority for good (no run left could turn
-    /// it), or all its runs.
+    /// it), or all its runs. Runs judged together need all of them.
     fn settled(&self, rate: f64) -> bool {
         let runs = self.at(rate);
+        if self.pooled(rate).is_some() {
+            return runs.len() as u32 >= self.repeats;
+        }
         let passed = runs.iter().filter(|m| **m).count() as u32;
         let failed = runs.len() as u32 - passed;
         let half = self.repeats / 2;
@@ -267,6 +292,25 @@ mod tests {
         assert_eq!(s.at(8000.0), vec![false, true, true]);
         let bp = s.breaking_point().0.unwrap();
         assert!((12_500.0..=14_000.0).contains(&bp), "{bp} {:?}", s.runs);
+    }
+
+    #[test]
+    fn runs_judged_together_decide_a_rate() {
+        // 6,000 fails once in three alone, but its runs together fail
+        // (one stall in 30 s is more than the SLO allows): it fails.
+        let mut s = Search::new(1000.0, 1e6, 0.1, 3);
+        while let Some(r) = s.next() {
+            let k = s.at(r).len();
+            s.record(r, r < 6000.0 || (r == 6000.0 && k != 1));
+            if k >= 1 {
+                s.record_pooled(r, r < 6000.0);
+            }
+            assert!(s.runs.len() < 60, "{:?}", s.runs);
+        }
+        assert_eq!(s.at(6000.0).len(), 3, "{:?}", s.runs);
+        assert_eq!(s.result(6000.0), Some(false));
+        let bp = s.breaking_point().0.unwrap();
+        assert!((5000.0..6000.0).contains(&bp), "{bp} {:?}", s.runs);
     }
 
     #[test]

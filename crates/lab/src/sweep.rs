@@ -153,6 +153,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let mut trials: Vec<Trial> = Vec::new();
     let mut reasons: Vec<Vec<String>> = Vec::new();
     let mut search = Search::new(a.start_rate, a.max_rate, a.precision, a.repeats);
+    let mut pools = Pools::default();
     // The SLO's highest percentile: a trial holds `tail_samples` past it.
     let q = slo
         .bounds
@@ -206,15 +207,23 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
                         on_line(&node_row(&trial));
                     }
                     search.record(rate, why.is_empty());
+                    let together = pools.add(rate, &trial, &outcome.all);
                     let runs = search.at(rate);
                     if runs.len() > 1 {
                         trial.repeat = Some(runs.len() as u32);
+                        let why = together.judge(&slo);
+                        search.record_pooled(rate, why.is_empty());
                         on_line(&format!(
-                            "{:>10} run {} at this rate: {} of {} met the SLO",
+                            "{:>10} run {} at this rate: {} of {} met the SLO alone; together {}",
                             "",
                             runs.len(),
                             runs.iter().filter(|m| **m).count(),
-                            runs.len()
+                            runs.len(),
+                            if why.is_empty() {
+                                "they met it".to_string()
+                            } else {
+                                format!("they failed it ({})", why.join("; "))
+                            }
                         ));
                     }
                     trials.push(trial);
@@ -317,4 +326,56 @@ pub fn main(a: &SweepArgs) -> Result<(), String> {
         return Err("the consistency check failed (see the report's section)".into());
     }
     Ok(())
+}
+
+/// The runs at each rate taken together: their merged latencies, requests
+/// and errors, so a repeated rate is judged on all its runs at once.
+#[derive(Default)]
+struct Pools(Vec<(f64, Pool)>);
+
+struct Pool {
+    latency: hdrhistogram::Histogram<u64>,
+    trial: Trial,
+    runs: u32,
+}
+
+impl Pools {
+    /// Add a run at `rate`; the runs at that rate so far, together.
+    fn add(&mut self, rate: f64, t: &Trial, latency: &hdrhistogram::Histogram<u64>) -> &Pool {
+        let i = match self.0.iter().position(|(r, _)| *r == rate) {
+            Some(i) => {
+                let p = &mut self.0[i].1;
+                // Same bounds (the driver's), so the merge cannot fail;
+                // a failure would only leave the earlier runs' latencies.
+                let _ = p.latency.add(latency);
+                let n = p.runs as f64;
+                p.trial.achieved_rate = (p.trial.achieved_rate * n + t.achieved_rate) / (n + 1.0);
+                p.trial.requests += t.requests;
+                p.trial.errors += t.errors;
+                p.runs += 1;
+                i
+            }
+            None => {
+                self.0.push((
+                    rate,
+                    Pool {
+                        latency: latency.clone(),
+                        trial: t.clone(),
+                        runs: 1,
+                    },
+                ));
+                self.0.len() - 1
+            }
+        };
+        &self.0[i].1
+    }
+}
+
+impl Pool {
+    /// Why the runs together failed the SLO (empty: they met it).
+    fn judge(&self, slo: &crate::slo::Slo) -> Vec<String> {
+        slo.judge(&self.trial, &|q| {
+            self.latency.value_at_quantile(q) as f64 / 1000.0
+        })
+    }
 }

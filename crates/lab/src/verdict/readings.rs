@@ -10,7 +10,7 @@
 //! | `cpu` (a quota) | share of the time the node's cgroup was held back by its CPU quota | 0.1 |
 //! | `io` | the machine's I/O pressure: share of the time some task waited for the disk | 0.5 |
 //! | `memory` | the machine's memory pressure: share of the time some task waited for memory | 0.1 |
-//! | `pause` | the latest the pause detector woke, ms (a scrape that took as long counts) | 50 |
+//! | `pause` | the latest the pause detector woke, ms (a scrape that took as long counts; not while its CPUs were full, unless it stopped 3 times longer than each co-located peer) | 50 |
 //! | `admission` | share of samples with every place in service taken or requests waiting | 0.5 |
 //! | `generator` | share of sends the generator made late with a connection free, or of its threads' time waiting for a CPU | 0.05, 0.5 |
 //! | `machine` | the whole machine's busy cores, when the nodes run on it | 0.85 of its cores |
@@ -87,8 +87,32 @@ pub fn node_count(t: &Trial) -> usize {
 /// and the machine's.
 pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
     let mut out = Vec::new();
+    let mut pauses = Vec::new();
     for i in 0..node_count(t) {
-        out.extend(node_readings(node_samples(t, i), i, m));
+        let (rs, pause) = node_readings(node_samples(t, i), i, m);
+        let base = out.len();
+        out.extend(rs);
+        pauses.extend(pause.map(|p| Pause {
+            reading: base + p.reading,
+            ..p
+        }));
+    }
+    // A pause that the node's full CPUs explain is the CPU's, unless it is
+    // the node's own: its co-located peers share those CPUs, so a node
+    // that stopped several times longer than each of them (at least the
+    // threshold) was stopped by something else (a signal, a debugger, its
+    // VM), not by waiting for a CPU.
+    for p in &pauses {
+        let own = pauses.len() > 1
+            && p.raw >= PAUSE_MS
+            && pauses
+                .iter()
+                .filter(|q| q.index != p.index)
+                .all(|q| p.raw >= OWN_PAUSE_FACTOR * q.raw.max(1.0));
+        if let Some(r) = out.get_mut(p.reading) {
+            r.value = if p.explained && !own { 0.0 } else { p.raw };
+            r.crossed = r.value >= r.threshold;
+        }
     }
     let late = t.generator_late_sends as f64 / t.requests.max(1) as f64;
     let waiting = t.generator_run_queue_share.unwrap_or(0.0);
@@ -131,11 +155,32 @@ pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
     out
 }
 
-/// One node's readings from its samples.
-fn node_readings(xs: &[ServerSample], i: usize, m: Machine) -> Vec<ResourceReading> {
+/// A node's pause reading before it is weighed against its peers'.
+struct Pause {
+    /// The node's index.
+    index: usize,
+    /// The reading's place in the list of readings.
+    reading: usize,
+    /// The longest stop seen, ms.
+    raw: f64,
+    /// Whether its full CPUs or its quota would explain it.
+    explained: bool,
+}
+
+/// How many times longer than each co-located peer's a node's pause must
+/// be to be its own while its CPUs were full.
+const OWN_PAUSE_FACTOR: f64 = 3.0;
+
+/// One node's readings from its samples, and its pause reading's
+/// figures (its place counted in this node's readings).
+fn node_readings(
+    xs: &[ServerSample],
+    i: usize,
+    m: Machine,
+) -> (Vec<ResourceReading>, Option<Pause>) {
     let mut out = Vec::new();
     if xs.is_empty() {
-        return out;
+        return (out, None);
     }
     let name = Some(format!("node-{}", i + 1));
     let field = |f: fn(&ServerSample) -> Option<f64>| xs.iter().filter_map(f);
@@ -271,12 +316,14 @@ fn node_readings(xs: &[ServerSample], i: usize, m: Machine) -> Vec<ResourceReadi
     let inside = max(field(|x| x.pause_max_ms)).unwrap_or(0.0);
     let slow_scrape = max(field(|x| x.scrape_ms)).unwrap_or(0.0);
     let gaps = xs.windows(2).filter(|w| w[1].t_s - w[0].t_s > 1.8).count();
-    let paused = if cpu_bound {
-        0.0
-    } else {
-        inside
-            .max(slow_scrape)
-            .max(if gaps > 0 { PAUSE_MS } else { 0.0 })
+    let paused = inside
+        .max(slow_scrape)
+        .max(if gaps > 0 { PAUSE_MS } else { 0.0 });
+    let pause = Pause {
+        index: i,
+        reading: out.len(),
+        raw: paused,
+        explained: cpu_bound,
     };
     out.push(reading(
         "pause",
@@ -313,5 +360,5 @@ fn node_readings(xs: &[ServerSample], i: usize, m: Machine) -> Vec<ResourceReadi
             fmt_num(field(|x| x.refused).sum())
         ),
     ));
-    out
+    (out, Some(pause))
 }

@@ -321,6 +321,31 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
         "{}",
         v.text
     );
+    // The same stop while the machine's CPUs were full: its peers share
+    // those CPUs and woke on time, so the stop is its own.
+    let mut t = trial(2000.0, 3, |i, x| {
+        x.allowed_cpus_busy = Some(0.97);
+        x.pause_max_ms = Some(if i == 2 { 151.0 } else { 30.0 });
+    });
+    t.slowest = Some(slow(&[
+        ("replica", Some("node-3"), 0.5),
+        ("unanswered", Some("node-3"), 0.5),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("pause", Some("node-3")),
+        "{}",
+        v.text
+    );
+    // Every node late alike on full CPUs: the CPU's, not a pause.
+    for n in &mut t.per_node {
+        for x in &mut n.server {
+            x.pause_max_ms = Some(120.0);
+        }
+    }
+    let v = judge(&[t], Some(2.0));
+    assert_ne!(v.cause, "pause", "{}", v.text);
     // Late wake-ups while the cores it may run on were full: the CPU's.
     let mut t = trial(2000.0, 1, |_, x| {
         x.pause_max_ms = Some(80.0);
