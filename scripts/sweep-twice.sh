@@ -9,23 +9,37 @@
 #   scripts/sweep-twice.sh cluster   # three local nodes, through every node
 #
 # Extra arguments go to both sweeps (e.g. --duration 5).
+#
+# With PIN=1 (the default on a machine of 2 cores or more) the node runs on
+# the last core and the generator on the others (taskset), so that neither
+# waits for the other's CPU: on a shared 2-core machine those waits are
+# tens of milliseconds at a time and decide a p99 (docs/benchmarks.md).
+# PIN=0 shares the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-node}
 shift || true
 cargo build --release -p strata >/dev/null 2>&1
 B=$PWD/target/release/strata
+cores=$(nproc)
+pin=${PIN:-$([ "$cores" -ge 2 ] && echo 1 || echo 0)}
+node_cpus="" gen_cpus=""
+if [ "$pin" = 1 ]; then
+    node_cpus="taskset -c $((cores - 1))"
+    gen_cpus="taskset -c 0-$((cores - 2))"
+    echo "pinned: the node on CPU $((cores - 1)), the generator on CPUs 0-$((cores - 2))"
+fi
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 case $kind in
 node)
-    "$B" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level warn >"$work/serve.out" &
+    $node_cpus "$B" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level warn >"$work/serve.out" &
     sleep 1
     url=$(head -1 "$work/serve.out" | awk '{print $NF}')
     ;;
 cluster)
-    "$B" cluster up --nodes 3 --data-dir "$work/cluster" >"$work/up.out" 2>&1 &
+    $node_cpus "$B" cluster up --nodes 3 --data-dir "$work/cluster" >"$work/up.out" 2>&1 &
     for _ in $(seq 60); do grep -q "http://" "$work/up.out" 2>/dev/null && break; sleep 0.5; done
     sleep 2
     url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/up.out" | sort -u | paste -sd, -)
@@ -34,7 +48,7 @@ cluster)
 esac
 echo "target: $url"
 for run in 1 2; do
-    "$B" sweep "$url" --slo 'p99<=10ms' --max-errors 0.1% --quiet --out "$work/sweep$run" "$@" |
+    $gen_cpus "$B" sweep "$url" --slo 'p99<=10ms' --max-errors 0.1% --quiet --out "$work/sweep$run" "$@" |
         grep -E "^Breaking point|Verdict" | cut -c1-400
 done
 python3 - "$work" <<'PY'

@@ -1,9 +1,15 @@
-//! What a Strata node and its clients agree on, written once: the stages
-//! an answer's `Server-Timing` header names and how it is written and read
+//! What a Strata node and its clients agree on, written once: where a key
+//! lives (`placement`: the nodes place keys with it, clients route with
+//! it), the head of the cluster view's JSON (`view`), headers a node adds
+//! and what they promise (`headers`), the stages an
+//! answer's `Server-Timing` header names and how it is written and read
 //! (`timing`), and the names of the metrics the lab reads from `/metrics`
-//! to judge what saturated (`metrics`). The node writes these, the lab
-//! reads them; neither spells a name of its own. Owns names and formats;
-//! must not do I/O or depend on another Strata crate.
+//! to judge what saturated (`metrics`). The node writes these, clients and
+//! the lab read them; neither spells a name of its own. Owns names, shapes
+//! and formats; must not do I/O or depend on another Strata crate.
 
+pub mod headers;
 pub mod metrics;
+pub mod placement;
 pub mod timing;
+pub mod view;

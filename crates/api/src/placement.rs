@@ -4,10 +4,23 @@
 //! replicas for `from = F` are the first F. So the replica sets of a key are
 //! nested (`from = 2` is within `from = 3`), every node computes the same
 //! list from the same member ids, and when a member joins or leaves only
-//! the keys for which it scores among the first F move. Owns the mapping
-//! from keys to members; must not know whether members are up.
+//! the keys for which it scores among the first F move. A member's id is a
+//! hash of its URL (`member_id`). The nodes place keys with it and clients
+//! route with it: one implementation, so a client sends each key to a node
+//! that holds it. Owns the mapping from keys to members; must not know
+//! whether members are up.
 
-use xxhash_rust::xxh3::xxh3_64_with_seed;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+
+/// A member's id: a hash of its URL (normalized).
+pub fn member_id(url: &str) -> u64 {
+    xxh3_64(normalize_url(url).as_bytes())
+}
+
+/// URLs compare without a trailing slash.
+pub fn normalize_url(url: &str) -> &str {
+    url.trim().trim_end_matches('/')
+}
 
 /// Members are indices into the cluster's member list; their ids seed the
 /// scores.
@@ -63,7 +76,7 @@ mod tests {
 
     fn ids(n: usize) -> Vec<u64> {
         (0..n)
-            .map(|i| crate::member_id(&format!("http://127.0.0.1:{}", 7001 + i)))
+            .map(|i| member_id(&format!("http://127.0.0.1:{}", 7001 + i)))
             .collect()
     }
 

@@ -1,15 +1,20 @@
-//! A lean HTTP/1.1 client connection for load generation: one keep-alive
+//! A lean HTTP/1.1 client connection (for load generation and the
+//! client's sessions): one keep-alive
 //! TCP connection (TLS for https://, opened by `stream`), requests written by hand into a reused buffer, answers
 //! parsed with `httparse` and their bodies (sized or chunked) read and
 //! dropped, or kept in the caller's buffer when it asks (`request_into`,
 //! for the consistency checker, which must see what a GET returned). The
 //! generator's cost per request is what limits the rate one core can
 //! offer, so this does no more than a load generator needs, as wrk does.
-//! Owns URL parsing and the wire; must not decide what to send or when.
+//! It says whether a failed request could have reached the server
+//! (`sent`): a reused connection the server has closed is found before the
+//! request is written, so a dead node's idle connections never leave a
+//! write in doubt. Owns the wire; must not decide what to send or when.
 
 use std::io;
 
 use crate::stream::NodeStream;
+use strata_api::headers::NOT_APPLIED;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub use crate::stream::Target;
@@ -19,6 +24,9 @@ pub use crate::stream::Target;
 pub struct Answer {
     pub status: u16,
     pub body_bytes: u64,
+    /// The node said it refused the request before acting on it
+    /// (`strata_api::headers::NOT_APPLIED`).
+    pub not_applied: bool,
 }
 
 /// One keep-alive connection, opened on first use and again after an error
@@ -35,6 +43,10 @@ pub struct Conn {
     resent: bool,
     /// The last answer's `Server-Timing` value, as sent (empty: none).
     timing: Vec<u8>,
+    /// The last request was written whole at least once.
+    sent: bool,
+    /// Look for a close before writing on a reused connection.
+    stale_check: bool,
 }
 
 const READ_BUF: usize = 64 * 1024;
@@ -51,6 +63,36 @@ impl Conn {
             end: 0,
             resent: false,
             timing: Vec::with_capacity(256),
+            sent: false,
+            stale_check: false,
+        }
+    }
+
+    /// Before each request on a reused plain connection, see whether the
+    /// server closed it while idle (one non-blocking read), so that a
+    /// request is never written into a dead node's connection: its
+    /// failure is then certain not to have been applied.
+    pub fn with_stale_check(mut self) -> Conn {
+        self.stale_check = true;
+        self
+    }
+
+    /// Whether the last request was written whole to a connection (if it
+    /// then failed, the server may have acted on it); `false` when it
+    /// failed before that (no connection could be opened).
+    pub fn sent(&self) -> bool {
+        self.sent
+    }
+
+    /// Whether a plain reused connection was closed by the server while
+    /// idle (a FIN or RST already here, or bytes no request asked for).
+    fn stale(&self) -> bool {
+        match &self.stream {
+            Some(NodeStream::Plain(s)) => {
+                let mut b = [0u8; 1];
+                !matches!(s.try_read(&mut b), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            }
+            _ => false,
         }
     }
 
@@ -115,6 +157,10 @@ impl Conn {
         }
         self.wbuf.extend_from_slice(b"\r\n\r\n");
         let head = self.wbuf.len();
+        self.sent = false;
+        if self.stale_check && self.stream.is_some() && self.start == self.end && self.stale() {
+            self.stream = None;
+        }
         let reused = self.stream.is_some();
         self.resent = false;
         if let Some(o) = out.as_deref_mut() {
@@ -163,6 +209,7 @@ impl Conn {
             s.write_all(&self.wbuf).await.map_err(closed)?;
             s.write_all(body).await.map_err(closed)?;
         }
+        self.sent = true;
         self.read_answer(out).await
     }
 
@@ -206,7 +253,7 @@ impl Conn {
 
     async fn read_answer(&mut self, out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
         let mut first = true;
-        let (status, head_len, body) = loop {
+        let (status, head_len, body, not_applied) = loop {
             if self.end > self.start {
                 let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut resp = httparse::Response::new(&mut headers);
@@ -215,15 +262,16 @@ impl Conn {
                         let status = resp.code.unwrap_or(0);
                         let body = BodyKind::of(status, resp.headers);
                         self.timing.clear();
-                        if let Some(h) = resp
-                            .headers
-                            .iter()
-                            .find(|h| h.name.eq_ignore_ascii_case(strata_api::timing::HEADER))
-                        {
-                            self.timing
-                                .extend_from_slice(&h.value[..h.value.len().min(1024)]);
+                        let mut not_applied = false;
+                        for h in resp.headers.iter() {
+                            if h.name.eq_ignore_ascii_case(strata_api::timing::HEADER) {
+                                self.timing
+                                    .extend_from_slice(&h.value[..h.value.len().min(1024)]);
+                            } else if status == 503 && h.name.eq_ignore_ascii_case(NOT_APPLIED) {
+                                not_applied = true;
+                            }
                         }
-                        break (status, n, body);
+                        break (status, n, body, not_applied);
                     }
                     Ok(httparse::Status::Partial) => {}
                     Err(e) => {
@@ -242,7 +290,11 @@ impl Conn {
         if body.close {
             self.stream = None;
         }
-        Ok(Answer { status, body_bytes })
+        Ok(Answer {
+            status,
+            body_bytes,
+            not_applied,
+        })
     }
 
     /// Consume `n` body bytes, appending them to `out` if given.
@@ -383,7 +435,8 @@ mod tests {
             a,
             Answer {
                 status: 200,
-                body_bytes: 5
+                body_bytes: 5,
+                not_applied: false
             }
         );
         let a = c.request("GET", "/y", b"").await.unwrap();
@@ -391,7 +444,8 @@ mod tests {
             a,
             Answer {
                 status: 200,
-                body_bytes: 7
+                body_bytes: 7,
+                not_applied: false
             }
         );
         let a = c.request("PUT", "/z", b"v").await.unwrap();
@@ -399,7 +453,8 @@ mod tests {
             a,
             Answer {
                 status: 404,
-                body_bytes: 0
+                body_bytes: 0,
+                not_applied: false
             }
         );
     }

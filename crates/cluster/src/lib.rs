@@ -1,6 +1,6 @@
 //! The cluster layer between the node's HTTP API and the engine: members
 //! and their failure detection (`membership`), placement of keys by
-//! rendezvous hashing (`placement`), versions from a hybrid logical clock
+//! rendezvous hashing (`placement`, shared with clients from `strata-api`), versions from a hybrid logical clock
 //! (`hlc`, `record`), the local replica (`store`), the coordinator of
 //! quorum reads and writes with read repair (`coordinator`), hinted handoff
 //! (`hints`), tombstones dropped once every replica agrees (`reaper`),
@@ -17,7 +17,7 @@ pub mod hlc;
 pub mod layout;
 pub mod membership;
 pub mod merkle;
-pub mod placement;
+pub use strata_api::placement;
 mod reaper;
 pub mod rebalance;
 pub mod record;
@@ -129,16 +129,10 @@ impl From<strata_engine::Error> for ClusterError {
 
 pub type Result<T> = std::result::Result<T, ClusterError>;
 
-/// A member's id: a hash of its advertised URL (seeds its placement
-/// scores and breaks version ties).
-pub fn member_id(url: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(normalize_url(url).as_bytes())
-}
-
-/// URLs compare without a trailing slash.
-pub fn normalize_url(url: &str) -> &str {
-    url.trim().trim_end_matches('/')
-}
+/// A member's id, a hash of its advertised URL (it seeds its placement
+/// scores and breaks version ties), and URLs compared without a trailing
+/// slash: the placement the clients share (`strata_api::placement`).
+pub use strata_api::placement::{member_id, normalize_url};
 
 /// Kinds of replica operations, for observers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

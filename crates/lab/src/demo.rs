@@ -95,6 +95,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         preload: false,
         json: false,
         quiet: false,
+        client: Default::default(),
     };
     let args = SweepArgs {
         target: target.clone(),

@@ -19,11 +19,12 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::client::Conn;
 use crate::nodes::Nodes;
 use crate::schedule::{Arrivals, Schedule};
 use crate::slowest::{SlowHeap, SlowRequest};
 use crate::workload::{Generator, KeyCounter, Op, Workload};
+use strata_client::conn::Conn;
+use strata_client::session::{Method, Request, Session};
 
 /// Operation names, in the order histograms are kept. The last is not an
 /// operation: answers of 500 and above (a refusal under overload comes
@@ -398,10 +399,16 @@ type Current = Rc<std::cell::Cell<Option<(usize, usize, Instant)>>>;
 struct Worker {
     /// The node `conn` talks to (an index into the plan's nodes).
     node: usize,
+    /// The node that answered the last request (`node`, unless the
+    /// client's session routed or failed over), of `nodes`.
+    served: usize,
+    nodes: usize,
     /// Its counted request in flight, for the thread to count as
     /// unfinished if the run's end abandons it.
     current: Current,
     conn: Conn,
+    /// With a cluster's client: routing and failover (then `conn` idles).
+    session: Option<Session>,
     gen: Box<dyn Generator>,
     path: String,
     values: Rc<Values>,
@@ -411,32 +418,30 @@ impl Worker {
     /// Send one operation and read its answer(s); `None` if no answer came.
     async fn send(&mut self, op: &Op) -> std::io::Result<u16> {
         self.path.clear();
+        self.served = self.node;
         match op {
             Op::Get { key } | Op::Delete { key } => {
                 self.path.push_str("/v0/entity?id=");
                 encode_into(&mut self.path, key);
                 let m = if matches!(op, Op::Get { .. }) {
-                    "GET"
+                    Method::Get
                 } else {
-                    "DELETE"
+                    Method::Delete
                 };
-                self.conn
-                    .request(m, &self.path, b"")
-                    .await
-                    .map(|a| a.status)
+                self.one(m, key.as_ref(), b"").await
             }
             Op::Put { key, value_len } => {
                 self.path.push_str("/v0/entity?id=");
                 encode_into(&mut self.path, key);
                 let v = self.values.get(*value_len);
-                let r = self.conn.request("PUT", &self.path, &v[..*value_len]).await;
-                r.map(|a| a.status)
+                self.one(Method::Put, key.as_ref(), &v[..*value_len]).await
             }
             Op::Range { start, end, .. } => {
                 self.path.push_str("/v0/entities?start=");
                 encode_into(&mut self.path, start);
                 self.path.push_str("&end=");
                 encode_into(&mut self.path, end);
+                // A range is the receiving node's: never routed.
                 self.conn
                     .request("GET", &self.path, b"")
                     .await
@@ -445,14 +450,46 @@ impl Worker {
             Op::ReadModifyWrite { key, value_len } => {
                 self.path.push_str("/v0/entity?id=");
                 encode_into(&mut self.path, key);
-                let read = self.conn.request("GET", &self.path, b"").await?;
-                if read.status >= 500 {
-                    return Ok(read.status);
+                let read = self.one(Method::Get, key.as_ref(), b"").await?;
+                if read >= 500 {
+                    return Ok(read);
                 }
                 let v = self.values.get(*value_len);
-                let r = self.conn.request("PUT", &self.path, &v[..*value_len]).await;
-                r.map(|a| a.status)
+                self.one(Method::Put, key.as_ref(), &v[..*value_len]).await
             }
+        }
+    }
+
+    /// One single-key request on `self.path`, through the session when
+    /// there is one.
+    async fn one(&mut self, method: Method, key: &[u8], body: &[u8]) -> std::io::Result<u16> {
+        match &mut self.session {
+            None => self
+                .conn
+                .request(method.as_str(), &self.path, body)
+                .await
+                .map(|a| a.status),
+            Some(s) => {
+                let r = Request {
+                    method,
+                    key,
+                    path: &self.path,
+                    body,
+                };
+                let reply = s.send(&r, None).await.map_err(std::io::Error::other)?;
+                // The members are the run's nodes, in order (`Nodes::discover`);
+                // a member that joined since counts as the last node.
+                self.served = reply.member.min(self.nodes - 1);
+                Ok(reply.status)
+            }
+        }
+    }
+
+    /// The last answer's `Server-Timing` value.
+    fn server_timing(&self) -> &[u8] {
+        match &self.session {
+            Some(s) => s.server_timing(),
+            None => self.conn.server_timing(),
         }
     }
 }
@@ -558,21 +595,22 @@ impl ThreadCtx {
                     None
                 }
             };
-            let latency = r.record(w.node, op, status, intended);
+            let served = w.served;
+            let latency = r.record(served, op, status, intended);
             if let Some(k) = next.key_index {
                 self.keys.touch(k);
             }
             drop(r);
             let mut slow = self.slow.borrow_mut();
             if status.is_some() && slow.wants(latency) {
-                let raw = w.conn.server_timing();
+                let raw = w.server_timing();
                 let timing = (!raw.is_empty())
                     .then(|| std::str::from_utf8(raw).ok())
                     .flatten()
                     .map(strata_api::timing::ServerTiming::parse);
                 slow.offer(SlowRequest {
                     latency,
-                    node: w.node,
+                    node: served,
                     conn_wait: late.conn_wait,
                     timer_late: late.timer,
                     timing,
@@ -769,8 +807,15 @@ fn thread_main(
                 let node = plan.nodes.choose(plan.seed, index);
                 Worker {
                     node,
+                    served: node,
+                    nodes: plan.nodes.len(),
                     current: Rc::default(),
                     conn: Conn::new(plan.nodes.targets[node].clone()),
+                    session: plan
+                        .nodes
+                        .client
+                        .as_ref()
+                        .map(|c| Session::new(c.clone(), node, index)),
                     gen: plan.workload.generator(index, plan.seed),
                     path: String::with_capacity(128),
                     values: values.clone(),

@@ -8,7 +8,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `load` | `strata load`, its arguments, a trial's report |
-//! | `driver` | generator threads, pacing, recording (`schedule` says when, `workload` what, `timer` waits finely, `client` and `stream` speak HTTP) |
+//! | `driver` | generator threads, pacing, recording (`schedule` says when, `workload` what, `timer` waits finely; `strata_client`'s connections speak HTTP, its sessions route and fail over) |
 //! | `slowest` | each run's slowest 1 % and where their time went (the answers' `Server-Timing`) |
 //! | `sweep`, `search` | `strata sweep`: its trials; which rate next, repeats, the breaking point's range |
 //! | `slo` | objectives and judging a trial |
@@ -23,7 +23,6 @@
 
 pub mod calibrate;
 pub mod check;
-pub mod client;
 pub mod cluster;
 pub mod cpu;
 pub mod demo;
@@ -39,7 +38,6 @@ pub mod search;
 pub mod slo;
 pub mod slowest;
 pub mod soak;
-pub mod stream;
 pub mod sweep;
 pub mod timer;
 pub mod units;

@@ -81,12 +81,14 @@ pub struct TargetArgs {
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub client: crate::nodes::ClientArgs,
 }
 
 impl TargetArgs {
     /// The nodes of the URL argument, validated.
     pub fn nodes(&self) -> Result<Nodes, String> {
-        Nodes::parse(&self.url)
+        Nodes::discover(&self.url, &self.client)
     }
 
     /// The one node of a command that models a single node (`calibrate`).

@@ -3,22 +3,107 @@
 //! connection's choice of node, drawn from its own random stream seeded
 //! from the run's seed and the connection's index (lesson 10: libri's
 //! clients shared one seed and all hit the librarians in the same order).
-//! Owns the list and the choice; must not send requests, pace or count.
+//! For a cluster the run goes through `strata_client` (`--client smart`,
+//! the default): the members come from the nodes' cluster view, each key
+//! goes to one of its replicas, failures fail over; `--client direct`
+//! keeps each connection on its one node. Owns the list and the choice;
+//! must not send requests, pace or count.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::client::Target;
+use strata_client::conn::Target;
 
 /// At most this many nodes in one list (one metrics sampler each).
 pub const MAX_NODES: usize = 64;
 
-/// The nodes of a run, in the order given.
-#[derive(Clone, Debug)]
+/// The nodes of a run, in the order given (or the cluster's members, in
+/// its layout's order, when the run goes through the client).
+#[derive(Clone)]
 pub struct Nodes {
     /// Each node's URL as given (without a trailing `/`), for reports.
     pub urls: Vec<String>,
     pub targets: Vec<Target>,
+    /// The client the run's requests go through (`None`: each connection
+    /// straight to its node).
+    pub client: Option<strata_client::Client>,
+}
+
+impl std::fmt::Debug for Nodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nodes")
+            .field("urls", &self.urls)
+            .field("client", &self.client.is_some())
+            .finish()
+    }
+}
+
+/// How a run's requests reach a cluster.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ClientArgs {
+    /// `smart`: through Strata's client library when the target is a
+    /// cluster of more than one member (its members learned from a node's
+    /// cluster view, each key sent to one of its replicas, failover within
+    /// a retry budget, hedged GETs; docs/client.md); `direct`: each
+    /// connection to its one node, as given, nothing retried.
+    #[arg(long = "client", default_value = "smart", value_parser = ["smart", "direct"])]
+    pub mode: String,
+    /// With the smart client: send each key to the connection's own node
+    /// (which forwards), not to one of the key's replicas.
+    #[arg(long)]
+    pub no_route: bool,
+    /// With the smart client: never try another node when one fails.
+    #[arg(long)]
+    pub no_failover: bool,
+    /// With the smart client: hedge a GET slower than this percentile of
+    /// recent GETs to another replica (95, 99.9; `off`: never).
+    #[arg(long, default_value = "95")]
+    pub hedge: String,
+    /// With the smart client: how long one attempt may take before it
+    /// counts as failed (1s, 200ms; a bare number is seconds).
+    #[arg(long, default_value_t = 1.0, value_parser = crate::units::seconds)]
+    pub attempt_timeout: f64,
+}
+
+impl Default for ClientArgs {
+    fn default() -> Self {
+        ClientArgs {
+            mode: "smart".into(),
+            no_route: false,
+            no_failover: false,
+            hedge: "95".into(),
+            attempt_timeout: 1.0,
+        }
+    }
+}
+
+impl ClientArgs {
+    /// The client's configuration, or why the switches are wrong.
+    pub fn config(&self) -> Result<strata_client::Config, String> {
+        let hedge = match self.hedge.trim() {
+            "off" | "none" | "0" => None,
+            p => {
+                let v: f64 = p
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| format!("--hedge {p}: a percentile (95, 99.9) or off"))?;
+                if !(50.0..100.0).contains(&v) {
+                    return Err(format!("--hedge {p}: between 50 and 100"));
+                }
+                Some(v / 100.0)
+            }
+        };
+        if !crate::slo::positive(self.attempt_timeout) {
+            return Err("--attempt-timeout must be positive".into());
+        }
+        Ok(strata_client::Config {
+            route: !self.no_route,
+            failover: !self.no_failover,
+            hedge,
+            timeout: std::time::Duration::from_secs_f64(self.attempt_timeout),
+            ..Default::default()
+        })
+    }
 }
 
 impl Nodes {
@@ -52,7 +137,38 @@ impl Nodes {
             urls.push(url);
             targets.push(t);
         }
-        Ok(Nodes { urls, targets })
+        Ok(Nodes {
+            urls,
+            targets,
+            client: None,
+        })
+    }
+
+    /// Parse, then with `--client smart` learn the cluster: when its
+    /// members are more than one, the run goes through the client and its
+    /// nodes are the members (so a single URL of a cluster reaches all of
+    /// them). A target that does not answer a cluster view (not a Strata
+    /// node, or one that is down) is driven directly.
+    pub fn discover(list: &str, c: &ClientArgs) -> Result<Nodes, String> {
+        let nodes = Nodes::parse(list)?;
+        let cfg = c.config()?;
+        if c.mode != "smart" {
+            return Ok(nodes);
+        }
+        let client = match strata_client::Client::connect_blocking(&nodes.urls, cfg) {
+            Ok(client) => client,
+            Err(e @ strata_client::Error::Disagree(_)) => return Err(e.to_string()),
+            Err(_) => return Ok(nodes),
+        };
+        let m = client.members();
+        if m.len() <= 1 {
+            return Ok(nodes);
+        }
+        Ok(Nodes {
+            urls: m.urls.clone(),
+            targets: m.targets.clone(),
+            client: Some(client),
+        })
     }
 
     pub fn len(&self) -> usize {

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::client::{Conn, Target};
 use crate::workload::Workload;
+use strata_client::conn::{Conn, Target};
 
 /// Tries of one PUT the node answers 503 to, and the pause before the
 /// next, times the tries so far.

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use strata_api::metrics as M;
 
-use crate::client::Target;
 use crate::report::model::ServerSample;
+use strata_client::conn::Target;
 
 /// Sum of every sample of each metric name (labels ignored), from the
 /// Prometheus text format. The buckets of the WAL fsync histogram are also
@@ -101,7 +101,7 @@ fn interval_p99(prev: &HashMap<String, f64>, m: &HashMap<String, f64>, name: &st
 
 /// The `/metrics` text of the node at `url` (`http://HOST:PORT`).
 pub fn fetch_metrics(url: &str) -> Result<String, String> {
-    let t = crate::client::Target::parse(url)?;
+    let t = strata_client::conn::Target::parse(url)?;
     http_get(&t, "/metrics", Duration::from_secs(10))
 }
 

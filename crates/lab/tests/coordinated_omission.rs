@@ -83,6 +83,7 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
             preload: false,
             json: false,
             quiet: true,
+            client: Default::default(),
         },
         rate: 0.0,
         uploads_per_day: None,

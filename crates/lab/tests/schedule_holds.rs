@@ -71,6 +71,7 @@ fn args(addr: std::net::SocketAddr, max_connections: usize) -> LoadArgs {
             preload: false,
             json: false,
             quiet: true,
+            client: Default::default(),
         },
         rate: 400.0,
         uploads_per_day: None,

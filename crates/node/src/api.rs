@@ -88,6 +88,17 @@ fn unavailable(msg: &str) -> Response<Body> {
     r
 }
 
+/// A 503 for a request refused before the node acted on it: a client may
+/// send it, a write too, to another node (`strata_api::headers`).
+fn refused(msg: &str) -> Response<Body> {
+    let mut r = unavailable(msg);
+    r.headers_mut().insert(
+        strata_api::headers::NOT_APPLIED,
+        HeaderValue::from_static("1"),
+    );
+    r
+}
+
 impl From<BadQuery> for Response<Body> {
     fn from(e: BadQuery) -> Self {
         text(StatusCode::BAD_REQUEST, &e.0)
@@ -147,7 +158,7 @@ pub async fn refuse_stale(node: &Node, age: Duration, req: Request<Incoming>) ->
     drain(req).await;
     node.guard.stale_closed.fetch_add(1, Ordering::Relaxed);
     node.guard.note_refusal();
-    let mut r = unavailable(&format!(
+    let mut r = refused(&format!(
         "overloaded: the connection waited {} ms to be accepted",
         age.as_millis()
     ));
@@ -349,7 +360,7 @@ fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
     if node.serving.load(Ordering::Acquire) {
         text(StatusCode::OK, "serving")
     } else {
-        unavailable("not serving (starting or draining)")
+        refused("not serving (starting or draining)")
     }
 }
 
@@ -360,8 +371,8 @@ async fn admit(node: &Node, id: u64, waited: Duration) -> Result<Ticket, Respons
         .admit_within(within, waited, || probes::request__block!(|| id))
         .await
         .map_err(|r| match r {
-            Refused::QueueFull => unavailable("overloaded: admission queue full"),
-            Refused::WaitedTooLong => unavailable("overloaded: waited too long for admission"),
+            Refused::QueueFull => refused("overloaded: admission queue full"),
+            Refused::WaitedTooLong => refused("overloaded: waited too long for admission"),
         })?;
     if !t.waited {
         probes::request__nonblock!(|| id);
@@ -621,25 +632,23 @@ fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
     }
     let v = node.cluster.view();
-    let members: Vec<serde_json::Value> = v
+    let members: Vec<strata_api::view::Member> = v
         .members
         .iter()
-        .map(|m| {
-            serde_json::json!({
-                "url": m.url,
-                "id": format!("{:016x}", m.id),
-                "self": m.is_self,
-                "state": m.state.as_str(),
-                "last_heard_ms": m.last_heard.map(|d| d.as_millis() as u64),
-                "connections": m.connections,
-                "hints": {
-                    "count": m.hints.count,
-                    "bytes": m.hints.bytes,
-                    "written": m.hints.written,
-                    "delivered": m.hints.delivered,
-                    "dropped": m.hints.dropped,
-                },
-            })
+        .map(|m| strata_api::view::Member {
+            url: m.url.clone(),
+            id: format!("{:016x}", m.id),
+            is_self: m.is_self,
+            state: m.state.as_str().to_string(),
+            last_heard_ms: m.last_heard.map(|d| d.as_millis() as u64),
+            connections: m.connections,
+            hints: strata_api::view::Hints {
+                count: m.hints.count,
+                bytes: m.hints.bytes,
+                written: m.hints.written,
+                delivered: m.hints.delivered,
+                dropped: m.hints.dropped,
+            },
         })
         .collect();
     let ranges: Vec<serde_json::Value> = v
@@ -666,12 +675,15 @@ fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
             })
         })
         .collect();
-    let body = serde_json::json!({
-        "node": v.node,
-        "replication": v.replication,
-        "members": members,
+    let head = strata_api::view::ClusterHead {
+        node: v.node.clone(),
+        replication: v.replication,
+        members,
+        layout: layout_view(&v.layout),
+    };
+    let mut body = serde_json::to_value(&head).unwrap_or_default();
+    let rest = serde_json::json!({
         "ranges": ranges,
-        "layout": layout_json(&v.layout),
         "stream": stream_json(&v.stream),
         "change": v.change.as_ref().map(|c| serde_json::json!({
             "target": layout_json(&c.target),
@@ -687,17 +699,24 @@ fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
             }).collect::<Vec<_>>(),
         })),
     });
+    if let (Some(b), serde_json::Value::Object(r)) = (body.as_object_mut(), rest) {
+        b.extend(r);
+    }
     json(StatusCode::OK, &body)
 }
 
+fn layout_view(l: &strata_cluster::LayoutState) -> strata_api::view::Layout {
+    strata_api::view::Layout {
+        version: l.version,
+        stage: l.stage.as_str().to_string(),
+        replication: l.replication,
+        members: l.members.clone(),
+        previous: l.previous.clone(),
+    }
+}
+
 fn layout_json(l: &strata_cluster::LayoutState) -> serde_json::Value {
-    serde_json::json!({
-        "version": l.version,
-        "stage": l.stage.as_str(),
-        "replication": l.replication,
-        "members": l.members,
-        "previous": l.previous,
-    })
+    serde_json::to_value(layout_view(l)).unwrap_or_default()
 }
 
 fn stream_json(s: &strata_cluster::rebalance::StreamStats) -> serde_json::Value {

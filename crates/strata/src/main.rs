@@ -203,7 +203,7 @@ struct StressArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    strata_lab::stream::trust(cli.tls_ca.clone());
+    strata_client::stream::trust(cli.tls_ca.clone());
     match cli.cmd {
         Cmd::Serve(mut a) => exit("strata serve", {
             a.tls_ca = cli.tls_ca.or(a.tls_ca);

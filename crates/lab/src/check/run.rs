@@ -24,8 +24,8 @@ use super::checker::{check, Quorum, Report};
 use super::history::{
     register_key, register_value, set_key, ClientLog, History, Kind, Outcome, Recorder,
 };
-use crate::client::{Conn, Target};
 use crate::driver::encode_into;
+use strata_client::conn::{Conn, Target};
 
 /// The share of each operation (weights; they need not add up to 1).
 #[derive(Clone, Copy, Debug, PartialEq)]

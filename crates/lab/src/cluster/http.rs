@@ -7,8 +7,8 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use crate::client::Target;
-use crate::stream::BlockingStream;
+use strata_client::conn::Target;
+use strata_client::stream::BlockingStream;
 
 /// Largest answer read (head and body).
 const MAX_ANSWER: usize = 4 << 20;
@@ -125,7 +125,7 @@ fn send(
     path: &str,
     timeout: Duration,
 ) -> Result<BlockingStream, String> {
-    let mut s = crate::stream::connect_blocking(target, timeout)?;
+    let mut s = strata_client::stream::connect_blocking(target, timeout)?;
     let body = if method == "POST" {
         "Content-Length: 0\r\n"
     } else {

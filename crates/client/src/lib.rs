@@ -1,0 +1,293 @@
+//! A client of a Strata cluster, for applications and for the lab's load.
+//! `Client::connect` learns the members from the nodes' cluster views
+//! (`members`) and keeps them current; each task then sends through a
+//! `Session`, which holds its connections (`conn`, over `stream`) and, for
+//! each request:
+//!
+//! 1. orders the members for the key: its replicas first (`route`, by the
+//!    nodes' own placement, so the request saves the forward hop), members
+//!    marked down last (`health`);
+//! 2. sends to the first, with a timeout; a GET slower than a percentile
+//!    of recent GETs is hedged to the next replica, the first answer wins
+//!    and the other is dropped (`hedge`); a member that loses its races
+//!    in a row counts as failing;
+//! 3. on a refused connection, a reset, a timeout or a 503 fails over to
+//!    the next member when the request is safe to repeat: a GET always, a
+//!    PUT or DELETE only when the node cannot have applied it (the
+//!    connection never opened, or a 503 marked `strata-not-applied`), and
+//!    only while the retry budget allows (`budget`).
+//!
+//! Owns routing, failover, hedging and the members' health; must not pace
+//! load or record latencies (the lab does), nor decide replication (the
+//! nodes do).
+
+pub mod budget;
+pub mod conn;
+pub mod health;
+pub mod hedge;
+pub mod members;
+pub mod session;
+pub mod stream;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+pub use conn::{Answer, Conn};
+pub use session::{Method, Reply, Request, Session};
+pub use stream::Target;
+
+use budget::{Budget, BudgetConfig};
+use health::HealthConfig;
+use members::Members;
+
+/// What a client does; each behaviour can be turned off, so a report can
+/// show what it buys.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Send each key to one of its replicas (else to the session's home
+    /// node, which forwards).
+    pub route: bool,
+    /// Try another member when one fails (within the budget).
+    pub failover: bool,
+    /// Hedge GETs slower than this percentile of recent GETs (`None`: no
+    /// hedging).
+    pub hedge: Option<f64>,
+    /// The shortest wait before a hedge.
+    pub hedge_floor: Duration,
+    /// How long one attempt may take before it counts as failed.
+    pub timeout: Duration,
+    pub budget: BudgetConfig,
+    pub health: HealthConfig,
+    /// How often the members are fetched again.
+    pub refresh: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            route: true,
+            failover: true,
+            hedge: Some(0.95),
+            hedge_floor: Duration::from_millis(1),
+            timeout: Duration::from_secs(2),
+            budget: BudgetConfig::default(),
+            health: HealthConfig::default(),
+            refresh: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why the client could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// No node could be reached.
+    Unreachable(String),
+    /// The URL answered, but not as a Strata node.
+    NotStrata(String),
+    /// The members report different member lists for one layout.
+    Disagree(String),
+    /// A view the client could not use.
+    View(String),
+    /// One attempt failed (the request may or may not have been applied
+    /// when `sent`).
+    Request { message: String, sent: bool },
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Unreachable(m) => write!(f, "no node reachable: {m}"),
+            Error::NotStrata(m) | Error::Disagree(m) | Error::View(m) => f.write_str(m),
+            Error::Request { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Counters of what the client did beyond sending.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub requests: AtomicU64,
+    /// Second tries on another member.
+    pub retries: AtomicU64,
+    /// Failures not retried because the budget was spent.
+    pub budget_refused: AtomicU64,
+    /// Failures not retried because the request could have been applied.
+    pub unsafe_to_retry: AtomicU64,
+    pub hedges: AtomicU64,
+    /// Hedges whose answer came first.
+    pub hedge_wins: AtomicU64,
+    pub probes: AtomicU64,
+    pub refreshes: AtomicU64,
+}
+
+impl Stats {
+    /// `(name, value)` of every counter, for reports.
+    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        vec![
+            ("requests", g(&self.requests)),
+            ("retries", g(&self.retries)),
+            ("budget_refused", g(&self.budget_refused)),
+            ("unsafe_to_retry", g(&self.unsafe_to_retry)),
+            ("hedges", g(&self.hedges)),
+            ("hedge_wins", g(&self.hedge_wins)),
+            ("probes", g(&self.probes)),
+            ("refreshes", g(&self.refreshes)),
+        ]
+    }
+}
+
+/// A client of one cluster, shared by its sessions (cheap to clone).
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    cfg: Config,
+    origin: Instant,
+    members: RwLock<Arc<Members>>,
+    refreshed: RwLock<Instant>,
+    refreshing: AtomicBool,
+    budget: Budget,
+    window: hedge::Window,
+    stats: Stats,
+}
+
+impl Client {
+    /// Learn the cluster from `seeds` (node URLs; one is enough): every
+    /// seed that answers is asked for its view, and the members of the
+    /// newest layout are used.
+    pub async fn connect(seeds: &[String], cfg: Config) -> Result<Client, Error> {
+        if seeds.is_empty() {
+            return Err(Error::View("no node URL given".into()));
+        }
+        let mut views = Vec::new();
+        let mut last_err = None;
+        for s in seeds {
+            let t = Target::parse(s).map_err(|e| Error::View(format!("{s}: {e}")))?;
+            match members::fetch(&t, s).await {
+                Ok(v) => views.push((s.clone(), v)),
+                Err(e @ (Error::NotStrata(_) | Error::Disagree(_))) => return Err(e),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        if views.is_empty() {
+            return Err(last_err.unwrap_or_else(|| Error::Unreachable("no seed".into())));
+        }
+        let origin = Instant::now();
+        let head = members::choose(&views)?;
+        let m = Members::from_view(head, None, origin, &cfg.health)?;
+        Ok(Client {
+            shared: Arc::new(Shared {
+                window: hedge::Window::new(cfg.hedge.unwrap_or(0.95), cfg.hedge_floor),
+                budget: Budget::new(cfg.budget),
+                cfg,
+                origin,
+                members: RwLock::new(Arc::new(m)),
+                refreshed: RwLock::new(origin),
+                refreshing: AtomicBool::new(false),
+                stats: Stats::default(),
+            }),
+        })
+    }
+
+    /// `connect` from outside an async runtime (on a thread of its own, so
+    /// it also works from inside one).
+    pub fn connect_blocking(seeds: &[String], cfg: Config) -> Result<Client, Error> {
+        let seeds = seeds.to_vec();
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::View(e.to_string()))?
+                .block_on(Client::connect(&seeds, cfg))
+        })
+        .join()
+        .unwrap_or_else(|_| Err(Error::View("the discovery thread panicked".into())))
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared.cfg
+    }
+
+    /// The members as last fetched.
+    pub fn members(&self) -> Arc<Members> {
+        self.shared
+            .members
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.shared.stats
+    }
+
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.shared.budget
+    }
+
+    pub(crate) fn window(&self) -> &hedge::Window {
+        &self.shared.window
+    }
+
+    /// Whether the members are due to be fetched again; the one caller
+    /// that gets `true` must call `refresh_with`.
+    pub(crate) fn take_refresh(&self) -> bool {
+        let last = *self
+            .shared
+            .refreshed
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        last.elapsed() >= self.shared.cfg.refresh
+            && self
+                .shared
+                .refreshing
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Fetch the view from a member that is up and swap the members in.
+    pub(crate) async fn refresh(&self) {
+        let m = self.members();
+        let mut views = Vec::new();
+        for i in 0..m.len() {
+            if m.health[i].is_down() {
+                continue;
+            }
+            let r = tokio::time::timeout(
+                self.shared.cfg.timeout,
+                members::fetch(&m.targets[i], &m.urls[i]),
+            )
+            .await;
+            if let Ok(Ok(v)) = r {
+                views.push((m.urls[i].clone(), v));
+                break;
+            }
+        }
+        if let Some((_, v)) = views.first() {
+            if v.layout.version != m.version || v.layout.version == 0 {
+                if let Ok(new) =
+                    Members::from_view(v, Some(&m), self.shared.origin, &self.shared.cfg.health)
+                {
+                    *self
+                        .shared
+                        .members
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+                }
+            }
+        }
+        self.shared.stats.refreshes.fetch_add(1, Ordering::Relaxed);
+        *self
+            .shared
+            .refreshed
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        self.shared.refreshing.store(false, Ordering::Release);
+    }
+}

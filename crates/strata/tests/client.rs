@@ -1,0 +1,300 @@
+//! The client library against real nodes: it learns a three-node cluster
+//! from one URL, sends every key to one of its replicas (the node's own
+//! Server-Timing shows the write was applied where it landed), keeps
+//! writing without errors while a node is killed (and without it, does
+//! not), loses no acknowledged write, and hedges GETs past a stopped
+//! replica (without hedging and failover, they wait for it).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use strata_client::{Client, Config, Method, Request, Session};
+use support::ClusterProcs;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A client that never marks a member down (to isolate one behaviour).
+fn never_down() -> strata_client::health::HealthConfig {
+    strata_client::health::HealthConfig {
+        down_after: u32::MAX,
+        ..Default::default()
+    }
+}
+
+fn path(key: &str) -> String {
+    format!("/v0/entity?id={key}")
+}
+
+#[test]
+fn learns_the_members_from_one_url_and_routes_each_key_to_a_replica() {
+    let c = ClusterProcs::start(3, &[]);
+    rt().block_on(async {
+        let client = Client::connect(&[c.urls[1].clone()], Config::default())
+            .await
+            .unwrap();
+        let m = client.members();
+        let mut urls = m.urls.clone();
+        urls.sort();
+        let mut want = c.urls.clone();
+        want.sort();
+        assert_eq!(urls, want, "every member, from one URL");
+        let ids: Vec<u64> = m
+            .urls
+            .iter()
+            .map(|u| strata_api::placement::member_id(u))
+            .collect();
+        let placement = strata_api::placement::Placement::new(ids);
+        for (route, what) in [(true, "routed"), (false, "direct")] {
+            let cfg = Config {
+                route,
+                ..Config::default()
+            };
+            let client = Client::connect(&[c.urls[0].clone()], cfg).await.unwrap();
+            let mut s = Session::new(client, 0, 7);
+            let mut local = 0;
+            let n = 60;
+            for k in 0..n {
+                let key = format!("route-{what}-{k}");
+                let p = path(&key);
+                let r = Request {
+                    method: Method::Put,
+                    key: key.as_bytes(),
+                    path: &p,
+                    body: b"v",
+                };
+                let reply = s.send(&r, None).await.unwrap();
+                assert_eq!(reply.status, 201);
+                let replicas = placement.replicas(key.as_bytes(), m.replication);
+                // The node's own account: a write it applied itself has
+                // its WAL fsync among its stages.
+                let timing = String::from_utf8_lossy(s.server_timing()).to_string();
+                let applied_here = timing.split(',').any(|st| st.trim().starts_with("fsync"));
+                if route {
+                    assert!(
+                        replicas.contains(&reply.member),
+                        "{key} answered by member {} not among its replicas {replicas:?}",
+                        reply.member
+                    );
+                    assert!(applied_here, "{key}: {timing}");
+                }
+                local += applied_here as usize;
+            }
+            if !route {
+                // All through node 0: it holds 2 of 3 keys' copies.
+                assert!(local < n, "without routing some keys are forwarded");
+            }
+        }
+    });
+}
+
+/// PUTs from 4 sessions for `secs`, node 2 killed at `kill_at`; returns
+/// (acknowledged keys, errors).
+async fn write_through_a_kill(
+    c: &mut ClusterProcs,
+    cfg: Config,
+    tag: &str,
+) -> (Vec<String>, usize, u64) {
+    let client = Client::connect(&c.urls, cfg).await.unwrap();
+    let start = Instant::now();
+    let local = tokio::task::LocalSet::new();
+    let killed = std::rc::Rc::new(std::cell::Cell::new(false));
+    let results = local
+        .run_until(async {
+            let mut tasks = Vec::new();
+            for t in 0..4usize {
+                let client = client.clone();
+                let tag = tag.to_string();
+                tasks.push(tokio::task::spawn_local(async move {
+                    let mut s = Session::new(client, t % 3, t);
+                    let mut acked = Vec::new();
+                    let mut errors = 0;
+                    let mut k = 0;
+                    while start.elapsed() < Duration::from_secs(5) {
+                        let key = format!("kill-{tag}-{t}-{k}");
+                        k += 1;
+                        let p = path(&key);
+                        let r = Request {
+                            method: Method::Put,
+                            key: key.as_bytes(),
+                            path: &p,
+                            body: key.as_bytes(),
+                        };
+                        match s.send(&r, None).await {
+                            Ok(reply) if reply.status == 201 => acked.push(key),
+                            _ => errors += 1,
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    (acked, errors)
+                }));
+            }
+            // The kill, from this thread, while the sessions write.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            c.kill(2);
+            killed.set(true);
+            let mut all = Vec::new();
+            let mut errors = 0;
+            for t in tasks {
+                let (a, e) = t.await.unwrap();
+                all.extend(a);
+                errors += e;
+            }
+            (all, errors)
+        })
+        .await;
+    assert!(killed.get());
+    let retries = client
+        .stats()
+        .retries
+        .load(std::sync::atomic::Ordering::Relaxed);
+    (results.0, results.1, retries)
+}
+
+#[test]
+fn a_killed_node_fails_no_write_and_loses_none() {
+    let mut c = ClusterProcs::start(3, &[]);
+    let rt = rt();
+    let (acked, errors, retries) =
+        rt.block_on(write_through_a_kill(&mut c, Config::default(), "on"));
+    eprintln!(
+        "with failover: {} acknowledged, {errors} errors, {retries} retries",
+        acked.len()
+    );
+    // Only a request in flight at the kill may be in doubt: one per
+    // session at most.
+    assert!(errors <= 4, "{errors} errors with failover");
+    assert!(retries > 0, "the kill was failed over");
+    assert!(acked.len() > 500, "{}", acked.len());
+    // Nothing acknowledged is lost: every key reads back from the two
+    // nodes left.
+    rt.block_on(async {
+        let client = Client::connect(&c.urls[..2], Config::default())
+            .await
+            .unwrap();
+        let mut s = Session::new(client, 0, 0);
+        let mut body = Vec::new();
+        for key in &acked {
+            let p = path(key);
+            let r = Request {
+                method: Method::Get,
+                key: key.as_bytes(),
+                path: &p,
+                body: b"",
+            };
+            let reply = s.send(&r, Some(&mut body)).await.unwrap();
+            assert_eq!((reply.status, &body[..]), (200, key.as_bytes()), "{key}");
+        }
+    });
+    // The same as a plain client (each session to its own node, no
+    // failover, no member marked down): the dead node's share fails.
+    c.start_node(2);
+    assert!(c.wait_states(0, &["up", "up", "up"], 15));
+    let cfg = Config {
+        failover: false,
+        route: false,
+        health: never_down(),
+        ..Config::default()
+    };
+    let (_, errors_off, _) = rt.block_on(write_through_a_kill(&mut c, cfg, "off"));
+    eprintln!("without failover: {errors_off} errors");
+    assert!(
+        errors_off > 10 * errors.max(1),
+        "{errors_off} against {errors}"
+    );
+}
+
+#[test]
+fn hedged_gets_ride_past_a_stopped_replica() {
+    let c = ClusterProcs::start(3, &[]);
+    let rt = rt();
+    let keys: Vec<String> = (0..200).map(|k| format!("hedge-{k}")).collect();
+    rt.block_on(async {
+        let client = Client::connect(&c.urls, Config::default()).await.unwrap();
+        let mut s = Session::new(client, 0, 0);
+        for key in &keys {
+            let p = path(key);
+            let r = Request {
+                method: Method::Put,
+                key: key.as_bytes(),
+                path: &p,
+                body: b"v",
+            };
+            assert_eq!(s.send(&r, None).await.unwrap().status, 201);
+        }
+    });
+    let pid = c.node(2).child.id() as i32;
+    // SAFETY: signalling a child this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let p99 = |cfg: Config| {
+        rt.block_on(async {
+            let client = Client::connect(&c.urls[..2], cfg).await.unwrap();
+            let mut s = Session::new(client.clone(), 0, 0);
+            let mut lat = Vec::new();
+            for key in keys.iter().cycle().take(300) {
+                let p = path(key);
+                let r = Request {
+                    method: Method::Get,
+                    key: key.as_bytes(),
+                    path: &p,
+                    body: b"",
+                };
+                let t0 = Instant::now();
+                let reply = s.send(&r, None).await;
+                lat.push(t0.elapsed());
+                if let Ok(r) = reply {
+                    assert_eq!(r.status, 200);
+                }
+            }
+            lat.sort();
+            (
+                lat[lat.len() * 99 / 100],
+                lat[lat.len() - 1],
+                client
+                    .stats()
+                    .hedges
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+        })
+    };
+    let timeout = Duration::from_millis(500);
+    // The client as it comes: hedged, failing over, marking down.
+    let (p99_all, max_all, hedges) = p99(Config {
+        timeout,
+        ..Config::default()
+    });
+    // Without the hedge: the first GETs sent to the stopped node wait for
+    // the timeout before it is marked down.
+    let (_, max_unhedged, _) = p99(Config {
+        hedge: None,
+        timeout,
+        ..Config::default()
+    });
+    // A plain client: every GET whose first choice is the stopped node
+    // waits for it.
+    let (p99_plain, _, _) = p99(Config {
+        failover: false,
+        hedge: None,
+        health: never_down(),
+        timeout,
+        ..Config::default()
+    });
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    eprintln!(
+        "GETs with a stopped replica: the client p99 {p99_all:?} max {max_all:?} ({hedges} hedges); \
+         not hedged max {max_unhedged:?}; plain p99 {p99_plain:?}"
+    );
+    assert!(hedges > 0);
+    assert!(max_all < timeout / 2, "hedged: slowest {max_all:?}");
+    assert!(p99_all < timeout / 10, "hedged: p99 {p99_all:?}");
+    assert!(
+        max_unhedged >= timeout,
+        "not hedged, the first waited: {max_unhedged:?}"
+    );
+    assert!(p99_plain >= timeout, "plain: p99 {p99_plain:?}");
+}
