@@ -148,7 +148,8 @@ impl Nodes {
     /// members are more than one, the run goes through the client and its
     /// nodes are the members (so a single URL of a cluster reaches all of
     /// them). A target that does not answer a cluster view (not a Strata
-    /// node, or one that is down) is driven directly.
+    /// node, or one that is down), or whose members advertise URLs other
+    /// than those given, is driven directly.
     pub fn discover(list: &str, c: &ClientArgs) -> Result<Nodes, String> {
         let nodes = Nodes::parse(list)?;
         let cfg = c.config()?;
@@ -162,6 +163,16 @@ impl Nodes {
         };
         let m = client.members();
         if m.len() <= 1 {
+            return Ok(nodes);
+        }
+        // Members that advertise other URLs than the ones given (a proxy
+        // in front of each, as `cluster up --proxied` puts there) cannot be
+        // routed to by their view: the given nodes are driven directly.
+        if !nodes.urls.iter().all(|u| m.index_of(u).is_some()) {
+            eprintln!(
+                "note: the cluster's members advertise {} (not the URLs given): each connection goes straight to its node, without routing or failover",
+                m.urls.join(",")
+            );
             return Ok(nodes);
         }
         Ok(Nodes {
