@@ -170,6 +170,20 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
             }
         }
         println!("Report: {}", out.join("report.html").display());
+        let t = r.trial();
+        let failed = t.errors as f64 / t.requests.max(1) as f64;
+        println!(
+            "Requests failed during the faults: {} of {} ({:.3}%){}",
+            t.errors,
+            t.requests,
+            failed * 100.0,
+            match (&t.client, failed <= 0.001) {
+                (Some(_), true) => ": within 0.1 %, the client moved requests off the faulted node",
+                (Some(_), false) =>
+                    ": more than 0.1 %, though the client failed over (see the report)",
+                (None, _) => " (the lab drove each node directly)",
+            }
+        );
         let passed = r.report.check.as_ref().is_some_and(|c| c.passed);
         println!(
             "Fault verdict: {}",

@@ -285,6 +285,7 @@ pub fn run_trial(
     sampler: &Sampler,
 ) -> Result<(Outcome, Trial), String> {
     let started = Instant::now();
+    let client_before = plan.nodes.client.as_ref().map(|c| c.stats().snapshot());
     let outcome = driver::run(plan, on_second, &mut |s| progress.show(prefix, s))?;
     progress.finish();
     let started_s = started.duration_since(origin).as_secs_f64() + plan.warmup.as_secs_f64();
@@ -296,7 +297,20 @@ pub fn run_trial(
     };
     let server = during(sampler.snapshot());
     let per_node = sampler.snapshot_nodes().into_iter().map(during).collect();
-    let trial = to_trial(plan, &outcome, started_s, server, per_node);
+    let mut trial = to_trial(plan, &outcome, started_s, server, per_node);
+    trial.client = plan
+        .nodes
+        .client
+        .as_ref()
+        .zip(client_before)
+        .map(|(c, before)| {
+            c.stats()
+                .snapshot()
+                .into_iter()
+                .zip(before)
+                .map(|((name, after), (_, b))| (name.to_string(), after.saturating_sub(b)))
+                .collect()
+        });
     Ok((outcome, trial))
 }
 
@@ -409,6 +423,7 @@ pub fn to_trial(
         resources: Vec::new(),
         repeat: None,
         // Of each thread's wall time, waiting for a CPU.
+        client: None,
         generator_run_queue_share: (!(o.generator_on_cpu + o.generator_run_queue).is_zero()).then(
             || {
                 o.generator_run_queue.as_secs_f64()
@@ -640,7 +655,25 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
     if t.per_node.len() > 1 {
         s += &per_node_lines(t);
     }
+    if let Some(c) = &t.client {
+        s += &client_line(c);
+    }
     s
+}
+
+/// What the cluster's client did: its retries and why some failures were
+/// not retried, its hedges.
+pub fn client_line(c: &std::collections::BTreeMap<String, u64>) -> String {
+    let g = |k: &str| c.get(k).copied().unwrap_or(0);
+    format!(
+        "  Client: {} retried on another node ({} not retried: the budget was spent; {} not: a write that may have been applied), {} GETs hedged ({} won by the hedge), {} probes of nodes marked down\n",
+        g("retries"),
+        g("budget_refused"),
+        g("unsafe_to_retry"),
+        g("hedges"),
+        g("hedge_wins"),
+        g("probes")
+    )
 }
 
 /// The spread over several nodes, one line per node: connections that
@@ -649,7 +682,7 @@ pub fn per_node_lines(t: &Trial) -> String {
     let total = t.per_node.iter().map(|n| n.requests).sum::<u64>().max(1);
     let width = t.per_node.iter().map(|n| n.url.len()).max().unwrap_or(0);
     let mut s =
-        String::from("  Per node (each connection chose its node from --seed and its index):\n");
+        String::from("  Per node (the node that answered; conns: the connections homed on it, each chose it from --seed and its index):\n");
     for n in &t.per_node {
         s += &format!(
             "    {:<width$}  {:>4} conns  {:>9} requests ({:>5.1}%)  {:>7} errors",

@@ -132,6 +132,11 @@ pub struct Trial {
     pub generator_late_sends: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_run_queue_share: Option<f64>,
+    /// What the cluster's client did beyond sending, during the trial
+    /// (retries, hedges, ...; `strata_client::Stats`), when the run went
+    /// through it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// Where the slowest 1 % of a trial's requests spent their time

@@ -71,6 +71,7 @@ fn trial(rate: f64, nodes: usize, f: impl Fn(usize, &mut ServerSample)) -> Trial
         slowest: None,
         generator_late_sends: 0,
         generator_run_queue_share: Some(0.0),
+        client: None,
         resources: vec![],
         repeat: None,
     }
