@@ -298,3 +298,101 @@ fn hedged_gets_ride_past_a_stopped_replica() {
     );
     assert!(p99_plain >= timeout, "plain: p99 {p99_plain:?}");
 }
+
+/// PUTs the nodes answered, from their own counters.
+fn puts_seen(c: &ClusterProcs) -> u64 {
+    (0..c.urls.len())
+        .map(|i| {
+            let r = c.node(i).request("GET", "/metrics", b"");
+            String::from_utf8_lossy(&r.body)
+                .lines()
+                .filter(|l| l.starts_with("strata_http_requests_total{method=\"PUT\""))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>() as u64
+        })
+        .sum()
+}
+
+#[test]
+fn failover_never_multiplies_an_overload() {
+    // Three nodes that serve one write at a time, each 20 ms, and refuse
+    // the rest at once (503, not applied): every failure may be retried.
+    let c = ClusterProcs::start(
+        3,
+        &[
+            "--max-in-service",
+            "1",
+            "--max-waiting",
+            "0",
+            "--test-fsync-delay-ms",
+            "20",
+        ],
+    );
+    let run = |cfg: Config, tag: &'static str| {
+        let before = puts_seen(&c);
+        let client = rt().block_on(async {
+            let client = Client::connect(&c.urls, cfg).await.unwrap();
+            let local = tokio::task::LocalSet::new();
+            local
+                .run_until(async {
+                    let start = Instant::now();
+                    let mut tasks = Vec::new();
+                    for t in 0..32usize {
+                        let client = client.clone();
+                        tasks.push(tokio::task::spawn_local(async move {
+                            let mut s = Session::new(client, t % 3, t);
+                            let mut k = 0;
+                            while start.elapsed() < Duration::from_secs(3) {
+                                let key = format!("storm-{tag}-{t}-{k}");
+                                k += 1;
+                                let p = path(&key);
+                                let r = Request {
+                                    method: Method::Put,
+                                    key: key.as_bytes(),
+                                    path: &p,
+                                    body: b"v",
+                                };
+                                let _ = s.send(&r, None).await;
+                            }
+                        }));
+                    }
+                    for t in tasks {
+                        t.await.unwrap();
+                    }
+                })
+                .await;
+            client
+        });
+        let g = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let st = client.stats();
+        let seen = puts_seen(&c) - before;
+        (g(&st.requests), g(&st.retries), g(&st.budget_refused), seen)
+    };
+    let (requests, retries, refused, seen) = run(Config::default(), "budget");
+    eprintln!("budget 10 %: {requests} requests, {retries} retries ({refused} refused by the budget), the nodes saw {seen} PUTs");
+    assert!(refused > 0, "the overload spent the budget");
+    // 10 % of requests, 10 a second for 3 s, and the 10 it starts with
+    // (a second's worth of slack for the run's edges).
+    let allowed = requests as f64 * 0.1 + 10.0 * 4.0 + 10.0;
+    assert!((retries as f64) <= allowed, "{retries} retries > {allowed}");
+    assert!(
+        (seen as f64) <= requests as f64 + allowed,
+        "{seen} PUTs seen"
+    );
+    // A budget of a retry per request lets the storm through: the bound
+    // above is the budget's doing.
+    let generous = Config {
+        budget: strata_client::budget::BudgetConfig {
+            ratio: 1.0,
+            per_second: 1000.0,
+            cap: 10_000.0,
+        },
+        ..Config::default()
+    };
+    let (requests2, retries2, _, _) = run(generous, "storm");
+    eprintln!("budget 100 %: {requests2} requests, {retries2} retries");
+    assert!(
+        retries2 as f64 > 0.5 * requests2 as f64,
+        "{retries2} of {requests2}"
+    );
+}
