@@ -3,7 +3,7 @@
 //! past the SLO's percentile); `search` says which rate next: doubling
 //! until a trial fails the SLO (or achieves less than 95% of what it
 //! offered), bisection, then the deciding rates again until each has its
-//! majority. One row per trial, as in libri's experiment table (with each
+//! repeats, judged on its runs together. One row per trial, as in libri's experiment table (with each
 //! node's share under it when there are several), then the breaking point
 //! with its range and a verdict naming why the target broke, from each
 //! trial's resource readings and its slowest requests. Every trial runs
@@ -42,9 +42,9 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 20)]
     pub max_trials: usize,
     /// Runs of each of the two rates that decide the breaking point (the
-    /// highest that passed, the lowest that failed): each is decided by
-    /// its majority, and the breaking point's range is read from them. 1
-    /// turns repeats off.
+    /// highest that passed, the lowest that failed): each is judged on
+    /// its runs together (their latencies merged), and the breaking
+    /// point's range is read from them. 1 turns repeats off.
     #[arg(long, default_value_t = 3)]
     pub repeats: u32,
     /// Requests each trial must hold past the SLO's highest percentile
