@@ -2,8 +2,13 @@
 //! row (refused connections, resets, timeouts) it is marked down and
 //! requests go to the others; once its back-off has passed, one probe
 //! (`GET /v0/status`) is allowed at a time, and a success brings it back.
-//! The back-off doubles with each failed probe, up to a bound. Owns one
-//! member's state; must not send requests.
+//! The back-off doubles with each failed probe, up to a bound. Apart from
+//! that, a member is *stalled* while requests to it are outstanding and it
+//! has answered nothing for a while (a stopped process, a stalled VM, a
+//! disk that froze): new requests try it last until it answers again,
+//! without counting it as failed (Cassandra's dynamic snitch and Finagle's
+//! least-loaded balancer steer the same way). Owns one member's state; must
+//! not send requests.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,6 +24,11 @@ pub struct Health {
     probing: AtomicBool,
     /// How many times it was marked down.
     pub marked_down: AtomicU64,
+    /// Requests sent to it and not yet answered (or given up).
+    in_flight: AtomicU32,
+    /// When it last answered anything, or was first sent to after a
+    /// quiet spell, µs since `origin`.
+    last_answer_us: AtomicU64,
 }
 
 /// Failures in a row that mark a member down, and its back-off's range.
@@ -48,7 +58,43 @@ impl Health {
             backoff_ms: AtomicU64::new(cfg.first_backoff.as_millis() as u64),
             probing: AtomicBool::new(false),
             marked_down: AtomicU64::new(0),
+            in_flight: AtomicU32::new(0),
+            last_answer_us: AtomicU64::new(0),
         }
+    }
+
+    fn now_us(&self) -> u64 {
+        self.origin.elapsed().as_micros() as u64
+    }
+
+    /// A request to it is sent (pair with `answered` or `abandoned`).
+    pub fn sending(&self) {
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
+            // Nothing was outstanding: its silence until now says nothing.
+            self.last_answer_us.store(self.now_us(), Ordering::Relaxed);
+        }
+    }
+
+    /// It answered a request.
+    pub fn answered(&self) {
+        self.last_answer_us.store(self.now_us(), Ordering::Relaxed);
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// A request to it ended without its answer (failed, timed out, or
+    /// cut when a hedge won).
+    pub fn abandoned(&self) {
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether requests to it are outstanding and it has answered none for
+    /// longer than `quiet`.
+    pub fn is_stalled(&self, quiet: Duration) -> bool {
+        self.in_flight.load(Ordering::Acquire) > 0
+            && self
+                .now_us()
+                .saturating_sub(self.last_answer_us.load(Ordering::Relaxed))
+                > quiet.as_micros() as u64
     }
 
     fn now_ms(&self) -> u64 {
@@ -139,5 +185,23 @@ mod tests {
         h.success(&cfg);
         assert!(!h.is_down() && !h.marked());
         assert_eq!(h.marked_down.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn stalled_while_requests_wait_and_it_answers_none() {
+        let h = Health::new(Instant::now(), &HealthConfig::default());
+        let quiet = Duration::from_millis(5);
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(!h.is_stalled(quiet), "idle is not stalled");
+        h.sending();
+        assert!(!h.is_stalled(quiet), "the quiet before a send says nothing");
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(h.is_stalled(quiet));
+        h.sending();
+        h.answered();
+        assert!(!h.is_stalled(quiet), "an answer ends it");
+        h.abandoned();
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(!h.is_stalled(quiet), "nothing outstanding");
     }
 }

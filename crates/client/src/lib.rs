@@ -6,7 +6,8 @@
 //!
 //! 1. orders the members for the key: its replicas first (`route`, by the
 //!    nodes' own placement, so the request saves the forward hop), members
-//!    marked down last (`health`);
+//!    marked down or stalled (requests outstanding, no answer for a few
+//!    times the usual latency) last (`health`);
 //! 2. sends to the first, with a timeout; a GET slower than a percentile
 //!    of recent GETs is hedged to the next replica, the first answer wins
 //!    and the other is dropped (`hedge`); a member that loses its races
@@ -50,6 +51,11 @@ pub struct Config {
     pub route: bool,
     /// Try another member when one fails (within the budget).
     pub failover: bool,
+    /// Send to a stalled member (requests outstanding, nothing answered
+    /// for 4 times the median latency, at least `stall_floor`) only when
+    /// nothing else is left.
+    pub steer: bool,
+    pub stall_floor: Duration,
     /// Hedge GETs slower than this percentile of recent GETs (`None`: no
     /// hedging).
     pub hedge: Option<f64>,
@@ -68,6 +74,8 @@ impl Default for Config {
         Config {
             route: true,
             failover: true,
+            steer: true,
+            stall_floor: Duration::from_millis(2),
             hedge: Some(0.95),
             hedge_floor: Duration::from_millis(1),
             timeout: Duration::from_secs(2),
@@ -154,6 +162,8 @@ struct Shared {
     refreshing: AtomicBool,
     budget: Budget,
     window: hedge::Window,
+    /// The median of every answered request's latency (stall detection).
+    median: hedge::Window,
     stats: Stats,
 }
 
@@ -184,6 +194,7 @@ impl Client {
         Ok(Client {
             shared: Arc::new(Shared {
                 window: hedge::Window::new(cfg.hedge.unwrap_or(0.95), cfg.hedge_floor),
+                median: hedge::Window::new(0.5, Duration::ZERO),
                 budget: Budget::new(cfg.budget),
                 cfg,
                 origin,
@@ -233,6 +244,16 @@ impl Client {
 
     pub(crate) fn window(&self) -> &hedge::Window {
         &self.shared.window
+    }
+
+    pub(crate) fn median(&self) -> &hedge::Window {
+        &self.shared.median
+    }
+
+    /// How long a member with requests outstanding may answer nothing
+    /// before it counts as stalled.
+    pub(crate) fn stall_quiet(&self) -> Duration {
+        (self.shared.median.delay() * 4).max(self.shared.cfg.stall_floor)
     }
 
     /// Whether the members are due to be fetched again; the one caller

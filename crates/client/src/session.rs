@@ -129,8 +129,9 @@ impl Session {
         let cfg = self.client.config();
         let mut up = Vec::with_capacity(m.len());
         let mut down = Vec::new();
+        let quiet = cfg.steer.then(|| self.client.stall_quiet());
         let push = |i: usize, up: &mut Vec<usize>, down: &mut Vec<usize>| {
-            if m.health[i].is_down() {
+            if m.health[i].is_down() || quiet.is_some_and(|q| m.health[i].is_stalled(q)) {
                 down.push(i);
             } else {
                 up.push(i);
@@ -279,6 +280,7 @@ impl Session {
         let mut c = self.conn(i);
         let timeout = self.client.config().timeout;
         let t0 = Instant::now();
+        self.members.health[i].sending();
         let res = tokio::time::timeout(timeout, exchange(&mut c, r, out)).await;
         self.finish(c, i, r, t0, res)
     }
@@ -294,11 +296,17 @@ impl Session {
         res: Result<std::io::Result<Answer>, tokio::time::error::Elapsed>,
     ) -> Attempt {
         let url = &self.members.urls[i];
+        match &res {
+            Ok(Ok(_)) => self.members.health[i].answered(),
+            _ => self.members.health[i].abandoned(),
+        }
         match res {
             Ok(Ok(a)) => {
+                let took = t0.elapsed();
                 if r.method == Method::Get && a.status < 500 {
-                    self.client.window().record(t0.elapsed());
+                    self.client.window().record(took);
                 }
+                self.client.median().record(took);
                 self.timing.clear();
                 self.timing.extend_from_slice(c.server_timing());
                 self.conns[i] = Some(c);
@@ -340,6 +348,7 @@ impl Session {
         let t0 = Instant::now();
         let deadline = tokio::time::Instant::from_std(t0 + client.config().timeout);
         let mut ca = self.conn(a);
+        self.members.health[a].sending();
         let mut cb: Option<Conn> = None;
         let mut buf_b = std::mem::take(&mut self.hedge_buf);
         let want = out.is_some();
@@ -360,6 +369,7 @@ impl Session {
                 None => {
                     client.stats().hedges.fetch_add(1, Ordering::Relaxed);
                     tb = Instant::now();
+                    self.members.health[b].sending();
                     let c = cb.insert(self.conn(b));
                     buf_b.clear();
                     let fb = tokio::time::timeout_at(
@@ -375,6 +385,10 @@ impl Session {
             }
         };
         let hedged = cb.is_some();
+        // The loser's request is cut: it ends without an answer.
+        if hedged {
+            self.members.health[if winner == a { b } else { a }].abandoned();
+        }
         let attempt = if winner == a {
             self.finish(ca, a, r, t0, res)
         } else {

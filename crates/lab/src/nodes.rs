@@ -55,6 +55,11 @@ pub struct ClientArgs {
     /// With the smart client: never try another node when one fails.
     #[arg(long)]
     pub no_failover: bool,
+    /// With the smart client: keep sending to a node that has answered
+    /// nothing for a while with requests outstanding (a stopped node), as
+    /// to any other.
+    #[arg(long)]
+    pub no_steer: bool,
     /// With the smart client: hedge a GET slower than this percentile of
     /// recent GETs to another replica (95, 99.9; `off`: never).
     #[arg(long, default_value = "95")]
@@ -71,6 +76,7 @@ impl Default for ClientArgs {
             mode: "smart".into(),
             no_route: false,
             no_failover: false,
+            no_steer: false,
             hedge: "95".into(),
             attempt_timeout: 1.0,
         }
@@ -99,6 +105,7 @@ impl ClientArgs {
         Ok(strata_client::Config {
             route: !self.no_route,
             failover: !self.no_failover,
+            steer: !self.no_steer,
             hedge,
             timeout: std::time::Duration::from_secs_f64(self.attempt_timeout),
             ..Default::default()
