@@ -95,6 +95,8 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         preload: false,
         json: false,
         quiet: false,
+        ack: None,
+        from: None,
         client: Default::default(),
     };
     let args = SweepArgs {

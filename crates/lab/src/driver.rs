@@ -87,6 +87,9 @@ pub struct Plan {
     pub drop_after: Duration,
     pub workload: Arc<Workload>,
     pub seed: u64,
+    /// Appended to every single-key request's query (`&ack=3&from=3`;
+    /// empty: the nodes' defaults).
+    pub query: String,
 }
 
 /// The default of `Plan::drop_after`.
@@ -411,6 +414,8 @@ struct Worker {
     session: Option<Session>,
     gen: Box<dyn Generator>,
     path: String,
+    /// The plan's `query`.
+    query: Rc<str>,
     values: Rc<Values>,
 }
 
@@ -423,6 +428,7 @@ impl Worker {
             Op::Get { key } | Op::Delete { key } => {
                 self.path.push_str("/v0/entity?id=");
                 encode_into(&mut self.path, key);
+                self.path.push_str(&self.query);
                 let m = if matches!(op, Op::Get { .. }) {
                     Method::Get
                 } else {
@@ -433,6 +439,7 @@ impl Worker {
             Op::Put { key, value_len } => {
                 self.path.push_str("/v0/entity?id=");
                 encode_into(&mut self.path, key);
+                self.path.push_str(&self.query);
                 let v = self.values.get(*value_len);
                 self.one(Method::Put, key.as_ref(), &v[..*value_len]).await
             }
@@ -450,6 +457,7 @@ impl Worker {
             Op::ReadModifyWrite { key, value_len } => {
                 self.path.push_str("/v0/entity?id=");
                 encode_into(&mut self.path, key);
+                self.path.push_str(&self.query);
                 let read = self.one(Method::Get, key.as_ref(), b"").await?;
                 if read >= 500 {
                     return Ok(read);
@@ -801,6 +809,7 @@ fn thread_main(
             slow: RefCell::new(SlowHeap::new(slow_cap)),
         });
         let values = Rc::new(Values(RefCell::new(Rc::from(vec![b'v'; 4096]))));
+        let query: Rc<str> = Rc::from(plan.query.as_str());
         let make: Rc<dyn Fn(usize) -> Worker> = {
             let plan = plan.clone();
             Rc::new(move |index: usize| {
@@ -818,6 +827,7 @@ fn thread_main(
                         .map(|c| Session::new(c.clone(), node, index)),
                     gen: plan.workload.generator(index, plan.seed),
                     path: String::with_capacity(128),
+                    query: query.clone(),
                     values: values.clone(),
                 }
             })

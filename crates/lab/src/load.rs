@@ -81,6 +81,14 @@ pub struct TargetArgs {
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// Replicas that must answer each single-key request (`&ack=`; the
+    /// nodes' default: a majority of `from`).
+    #[arg(long)]
+    pub ack: Option<u32>,
+    /// Replicas each single-key request goes to (`&from=`; the nodes'
+    /// default: the replication factor).
+    #[arg(long)]
+    pub from: Option<u32>,
     #[command(flatten)]
     pub client: crate::nodes::ClientArgs,
 }
@@ -152,7 +160,20 @@ impl TargetArgs {
             drop_after: Duration::from_secs_f64(self.drop_after),
             workload: workload.clone(),
             seed,
+            query: self.query(),
         }
+    }
+
+    /// `--ack` and `--from` as a query suffix.
+    pub fn query(&self) -> String {
+        let mut q = String::new();
+        if let Some(a) = self.ack {
+            q += &format!("&ack={a}");
+        }
+        if let Some(f) = self.from {
+            q += &format!("&from={f}");
+        }
+        q
     }
 
     /// Open loop at `rate` over this target's connections and arrivals.

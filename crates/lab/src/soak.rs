@@ -513,6 +513,8 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
         preload: false,
         json: false,
         quiet: false,
+        ack: None,
+        from: None,
         client: Default::default(),
     };
     let nodes = target.nodes()?;

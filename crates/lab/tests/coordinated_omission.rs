@@ -83,6 +83,8 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
             preload: false,
             json: false,
             quiet: true,
+            ack: None,
+            from: None,
             client: Default::default(),
         },
         rate: 0.0,

@@ -71,6 +71,8 @@ fn args(addr: std::net::SocketAddr, max_connections: usize) -> LoadArgs {
             preload: false,
             json: false,
             quiet: true,
+            ack: None,
+            from: None,
             client: Default::default(),
         },
         rate: 400.0,

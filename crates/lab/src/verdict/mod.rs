@@ -391,6 +391,24 @@ pub fn verdict(e: &Evidence) -> Verdict {
             }
         }
     }
+    // The machine full, and a node pinned to some of its cores that were
+    // full too: those cores are the node's limit (a neighbour on them, or
+    // the node itself), more precisely than the machine.
+    if ranked.first().is_some_and(|(k, _)| k.0 == "machine") {
+        if let Some(cores) = e.machine.cores {
+            let pinned = |k: &Key| {
+                k.1.as_deref()
+                    .and_then(|n| n.strip_prefix("node-")?.parse::<usize>().ok())
+                    .map(|i| readings::node_samples(t, i.saturating_sub(1)))
+                    .and_then(|xs| xs.iter().filter_map(|x| x.cpus).reduce(f64::max))
+                    .is_some_and(|c| c < cores)
+            };
+            if let Some(i) = ranked.iter().position(|(k, _)| k.0 == "cpu" && pinned(k)) {
+                let cause = ranked.remove(i);
+                ranked.insert(0, cause);
+            }
+        }
+    }
     let network = sup
         .iter()
         .filter(|(k, _)| k.0 == "network")

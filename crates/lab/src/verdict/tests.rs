@@ -441,3 +441,43 @@ fn nothing_crossed_and_nothing_dominant_is_cannot_tell() {
     assert!(v.text.contains("cannot tell"), "{}", v.text);
     assert!(v.text.contains("Seen:"), "{}", v.text);
 }
+
+#[test]
+fn a_node_pinned_to_full_cores_is_named_over_the_full_machine() {
+    // The node may run on 1 of 2 cores, and a neighbour keeps that one
+    // busy; the generator fills the other: the machine and the node's CPU
+    // both crossed, and time in flight on loopback speaks for the machine.
+    let mut t = trial(11_000.0, 1, |_, x| {
+        x.cpus = Some(1.0);
+        x.allowed_cpus_busy = Some(1.0);
+        x.cpu_cores = Some(0.43);
+    });
+    t.machine_cpu_cores = Some(1.9);
+    t.server_cpu_cores = Some(0.43);
+    t.generator_cpu_cores = Some(0.6);
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.6),
+        ("queue", Some("node-1"), 0.4),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
+    // The same node on every core of the machine: the machine's.
+    for n in &mut t.per_node {
+        for x in &mut n.server {
+            x.cpus = Some(2.0);
+        }
+    }
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", None),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("Verdict: the machine's CPU"), "{}", v.text);
+}
