@@ -169,8 +169,8 @@ struct Shared {
 
 impl Client {
     /// Learn the cluster from `seeds` (node URLs; one is enough): every
-    /// seed that answers is asked for its view, and the members of the
-    /// newest layout are used.
+    /// seed is asked for its view (each within `timeout`), and the members
+    /// of the newest layout are used.
     pub async fn connect(seeds: &[String], cfg: Config) -> Result<Client, Error> {
         if seeds.is_empty() {
             return Err(Error::View("no node URL given".into()));
@@ -179,7 +179,16 @@ impl Client {
         let mut last_err = None;
         for s in seeds {
             let t = Target::parse(s).map_err(|e| Error::View(format!("{s}: {e}")))?;
-            match members::fetch(&t, s).await {
+            // A node that never answers must not hang the client.
+            let fetched = tokio::time::timeout(cfg.timeout, members::fetch(&t, s))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Unreachable(format!(
+                        "{s}: no cluster view within {} ms",
+                        cfg.timeout.as_millis()
+                    )))
+                });
+            match fetched {
                 Ok(v) => views.push((s.clone(), v)),
                 Err(e @ (Error::NotStrata(_) | Error::Disagree(_))) => return Err(e),
                 Err(e) => last_err = Some(e),
