@@ -187,8 +187,12 @@ fn a_killed_node_fails_no_write_and_loses_none() {
     );
     // Only a request in flight at the kill may be in doubt: one per
     // session at most.
-    assert!(errors <= 4, "{errors} errors with failover");
-    assert!(retries > 0, "the kill was failed over");
+    // (Retries may be none: once the dead node is marked down or seen
+    // stalled, sessions send elsewhere first.)
+    assert!(
+        errors <= 4,
+        "{errors} errors with failover ({retries} retries)"
+    );
     assert!(acked.len() > 500, "{}", acked.len());
     // Nothing acknowledged is lost: every key reads back from the two
     // nodes left.
