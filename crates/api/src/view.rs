@@ -17,27 +17,32 @@ pub struct ClusterHead {
     pub layout: Layout,
 }
 
-/// One member as the answering node sees it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// One member as the answering node sees it (fields a reader may do
+/// without default when absent).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Member {
     pub url: String,
     /// Its id (`placement::member_id` of its URL), 16 hex digits.
+    #[serde(default)]
     pub id: String,
     /// Whether it is the answering node.
-    #[serde(rename = "self")]
+    #[serde(rename = "self", default)]
     pub is_self: bool,
     /// `up`, `suspect` or `down`.
     pub state: String,
     /// How long ago it was last heard from, ms (`None`: never).
     pub last_heard_ms: Option<u64>,
     /// Open connections to it.
+    #[serde(default)]
     pub connections: usize,
     /// Hints held for it.
+    #[serde(default)]
     pub hints: Hints,
 }
 
 /// Writes held for a member until it comes back.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct Hints {
     pub count: u64,
     pub bytes: u64,
@@ -49,7 +54,7 @@ pub struct Hints {
 /// Which members hold keys: the layout's members (normalized URLs, the
 /// order of their ids' placement), and while a change is under way the
 /// previous layout's, which reads still use until the change is synced.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Layout {
     /// 0: the node is in no layout yet (it waits to join).
     pub version: u64,

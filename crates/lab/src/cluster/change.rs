@@ -30,14 +30,8 @@ pub struct ChangeArgs {
     pub timeout: Duration,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct Layout {
-    pub version: u64,
-    pub stage: String,
-    pub replication: usize,
-    pub members: Vec<String>,
-    pub previous: Option<Vec<String>>,
-}
+/// A layout as `GET /v0/cluster` gives it (typed once, in `strata-api`).
+pub use strata_api::view::Layout;
 
 /// What one node streamed (`node` is set in a change's list).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

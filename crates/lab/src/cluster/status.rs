@@ -70,30 +70,9 @@ impl ClusterView {
     }
 }
 
-/// One member as a node sees it.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct MemberView {
-    pub url: String,
-    #[serde(default)]
-    pub id: String,
-    #[serde(rename = "self", default)]
-    pub is_self: bool,
-    /// `up`, `suspect` or `down`.
-    pub state: String,
-    /// Milliseconds since the node last heard from this member; `None`
-    /// for itself or never.
-    pub last_heard_ms: Option<u64>,
-    #[serde(default)]
-    pub hints: Hints,
-}
-
-/// Hints a node keeps for a member.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-pub struct Hints {
-    pub count: u64,
-    pub bytes: u64,
-    pub dropped: u64,
-}
+/// One member as a node sees it, and the hints it keeps for it (typed
+/// once, in `strata-api`).
+pub use strata_api::view::{Hints, Member as MemberView};
 
 /// What one observer answered: its view, or why it did not.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,6 +185,7 @@ pub fn format_table(rows: &[Observed]) -> String {
             count: t.count + m.hints.count,
             bytes: t.bytes + m.hints.bytes,
             dropped: t.dropped + m.hints.dropped,
+            ..t
         });
         row.push(hints(&total));
         table.push(row);
@@ -417,6 +397,7 @@ ranges (anti-entropy):
                     is_self: true,
                     state: "up".into(),
                     last_heard_ms: None,
+                    connections: 0,
                     hints: Hints::default(),
                 }],
                 ranges: vec![],
