@@ -8,7 +8,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `load` | `strata load`, its arguments, a trial's report |
-//! | `driver` | generator threads, pacing, recording (`schedule` says when, `workload` what, `timer` waits finely; `strata_client`'s connections speak HTTP, its sessions route and fail over) |
+//! | `driver` | generator threads, pacing, recording (`worker`: one operation's requests; `record`: counting and merging seconds) (`schedule` says when, `workload` what, `timer` waits finely; `strata_client`'s connections speak HTTP, its sessions route and fail over) |
 //! | `slowest` | each run's slowest 1 % and where their time went (the answers' `Server-Timing`) |
 //! | `sweep`, `search` | `strata sweep`: its trials; which rate next, repeats, the breaking point's range |
 //! | `slo` | objectives and judging a trial |

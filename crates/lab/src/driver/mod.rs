@@ -6,8 +6,10 @@
 //! Every second each thread hands its interval histograms to the caller's
 //! thread, which merges them into the run's timeline. With several nodes,
 //! each connection (or client) talks to the one `nodes` chose for it and
-//! its requests are counted per node. Owns pacing, timing and recording;
-//! must not format reports or know the node's internals.
+//! its requests are counted per node. `worker` builds and sends each
+//! operation's requests, `record` counts what came back per thread and
+//! merges the threads' seconds. Owns pacing, timing and recording; must
+//! not format reports or know the node's internals.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -22,9 +24,15 @@ use hdrhistogram::Histogram;
 use crate::nodes::Nodes;
 use crate::schedule::{Arrivals, Schedule};
 use crate::slowest::{SlowHeap, SlowRequest};
-use crate::workload::{Generator, KeyCounter, Op, Workload};
+use crate::workload::{KeyCounter, Op, Workload};
 use strata_client::conn::Conn;
-use strata_client::session::{Method, Request, Session};
+use strata_client::session::Session;
+
+mod record;
+mod worker;
+use record::{Collector, Interval, Msg, NodeInterval, Recorder, ThreadTotals};
+pub use worker::encode_into;
+use worker::{Current, Values, Worker};
 
 /// Operation names, in the order histograms are kept. The last is not an
 /// operation: answers of 500 and above (a refusal under overload comes
@@ -206,173 +214,6 @@ impl Outcome {
     }
 }
 
-/// What a thread records between two ticks.
-struct Interval {
-    per_op: [Option<Histogram<u64>>; N],
-    requests: u64,
-    errors: u64,
-    /// Per node, with several: requests, errors, answered latencies.
-    per_node: Vec<NodeInterval>,
-}
-
-#[derive(Default)]
-struct NodeInterval {
-    requests: u64,
-    errors: u64,
-    hist: Option<Histogram<u64>>,
-}
-
-impl Interval {
-    fn new() -> Interval {
-        Interval {
-            per_op: Default::default(),
-            requests: 0,
-            errors: 0,
-            per_node: Vec::new(),
-        }
-    }
-
-    fn node(&mut self, node: usize) -> &mut NodeInterval {
-        if self.per_node.len() <= node {
-            self.per_node.resize_with(node + 1, Default::default);
-        }
-        &mut self.per_node[node]
-    }
-}
-
-/// A thread's totals, sent when it finishes.
-#[derive(Default)]
-struct ThreadTotals {
-    statuses: BTreeMap<u16, u64>,
-    conn_errors: u64,
-    /// What the first connection error said.
-    first_conn_error: Option<String>,
-    op_requests: [u64; N],
-    op_errors: [u64; N],
-    late: u64,
-    max_lag: Duration,
-    /// Counted sends dropped for missing their time by more than the
-    /// bound, and requests abandoned unanswered at the end.
-    dropped: u64,
-    unfinished: u64,
-    /// Counted sends that found no idle connection with the pool at its
-    /// cap (the target held every connection the generator may open).
-    capped: u64,
-    last_answer: Option<Instant>,
-    /// Counted requests and errors per node (grown to the highest node
-    /// index seen), and the connections or clients opened to each.
-    node_requests: Vec<u64>,
-    node_errors: Vec<u64>,
-    node_connections: Vec<u64>,
-    /// Sends the timer made late with a connection free.
-    generator_late: u64,
-    /// The thread's schedstat over the run: on a CPU, waiting for one.
-    on_cpu: Duration,
-    run_queue: Duration,
-    /// Its slowest requests.
-    slow: Vec<SlowRequest>,
-}
-
-enum Msg {
-    Interval {
-        thread: usize,
-        index: u64,
-        data: Box<Interval>,
-    },
-    Done {
-        thread: usize,
-        totals: Box<ThreadTotals>,
-    },
-}
-
-/// A thread's recorder, shared by its tasks (single-threaded: RefCell).
-struct Recorder {
-    index: u64,
-    interval: Interval,
-    totals: ThreadTotals,
-    /// Whether to keep per-node figures per second.
-    several_nodes: bool,
-}
-
-impl Recorder {
-    /// Count one answer (or its absence); returns its latency from `since`.
-    fn record(&mut self, node: usize, op: usize, status: Option<u16>, since: Instant) -> Duration {
-        let now = Instant::now();
-        self.totals.last_answer = Some(now);
-        self.totals.op_requests[op] += 1;
-        if self.totals.node_requests.len() <= node {
-            self.totals.node_requests.resize(node + 1, 0);
-            self.totals.node_errors.resize(node + 1, 0);
-        }
-        self.totals.node_requests[node] += 1;
-        self.interval.requests += 1;
-        let failed = match status {
-            Some(code) => {
-                *self.totals.statuses.entry(code).or_default() += 1;
-                code >= 500
-            }
-            None => {
-                self.totals.conn_errors += 1;
-                true
-            }
-        };
-        if failed {
-            self.totals.op_errors[op] += 1;
-            self.totals.node_errors[node] += 1;
-            self.interval.errors += 1;
-        }
-        let mut per_node = self.several_nodes.then(|| self.interval.node(node));
-        if let Some(n) = per_node.as_mut() {
-            n.requests += 1;
-            n.errors += failed as u64;
-        }
-        // Failed answers have latencies too (a 503 at once is fast), timed
-        // on their own line; requests with no answer at all have none.
-        if status.is_some() {
-            let us =
-                (now.saturating_duration_since(since).as_micros() as u64).clamp(1, MAX_LATENCY_US);
-            if let Some(n) = per_node.as_mut() {
-                n.hist
-                    .get_or_insert_with(new_histogram)
-                    .saturating_record(us);
-            }
-            let slot = if failed { FAILED } else { op };
-            let h = self.interval.per_op[slot].get_or_insert_with(new_histogram);
-            h.saturating_record(us);
-        }
-        now.saturating_duration_since(since)
-    }
-
-    /// A counted send dropped: an error of its second, never sent.
-    fn dropped(&mut self) {
-        self.totals.dropped += 1;
-        self.interval.requests += 1;
-        self.interval.errors += 1;
-    }
-
-    /// A connection (or client) opened to `node`.
-    fn opened(&mut self, node: usize) {
-        let c = &mut self.totals.node_connections;
-        if c.len() <= node {
-            c.resize(node + 1, 0);
-        }
-        c[node] += 1;
-    }
-
-    fn late(&mut self, lag: Duration) {
-        if lag > LATE {
-            self.totals.late += 1;
-            self.totals.max_lag = self.totals.max_lag.max(lag);
-        }
-    }
-
-    fn rotate(&mut self) -> (u64, Interval) {
-        let i = self.index;
-        self.index += 1;
-        (i, std::mem::replace(&mut self.interval, Interval::new()))
-    }
-}
-
 /// Timing shared by every thread of a run.
 struct Clock {
     start: Instant,
@@ -380,140 +221,6 @@ struct Clock {
     end: Instant,
     /// Index of the last counted second; later answers are folded into it.
     last_index: u64,
-}
-
-/// Values to send: one buffer per thread, grown to the largest size asked.
-struct Values(RefCell<Rc<[u8]>>);
-
-impl Values {
-    fn get(&self, len: usize) -> Rc<[u8]> {
-        let mut b = self.0.borrow_mut();
-        if b.len() < len {
-            *b = vec![b'v'; len.max(b.len() * 2)].into();
-        }
-        b.clone()
-    }
-}
-
-/// What one connection (open loop) or client (closed loop) owns.
-/// A worker's counted request in flight: node, operation, intended time.
-type Current = Rc<std::cell::Cell<Option<(usize, usize, Instant)>>>;
-
-struct Worker {
-    /// The node `conn` talks to (an index into the plan's nodes).
-    node: usize,
-    /// The node that answered the last request (`node`, unless the
-    /// client's session routed or failed over), of `nodes`.
-    served: usize,
-    nodes: usize,
-    /// Its counted request in flight, for the thread to count as
-    /// unfinished if the run's end abandons it.
-    current: Current,
-    conn: Conn,
-    /// With a cluster's client: routing and failover (then `conn` idles).
-    session: Option<Session>,
-    gen: Box<dyn Generator>,
-    path: String,
-    /// The plan's `query`.
-    query: Rc<str>,
-    values: Rc<Values>,
-}
-
-impl Worker {
-    /// Send one operation and read its answer(s); `None` if no answer came.
-    async fn send(&mut self, op: &Op) -> std::io::Result<u16> {
-        self.path.clear();
-        self.served = self.node;
-        match op {
-            Op::Get { key } | Op::Delete { key } => {
-                self.path.push_str("/v0/entity?id=");
-                encode_into(&mut self.path, key);
-                self.path.push_str(&self.query);
-                let m = if matches!(op, Op::Get { .. }) {
-                    Method::Get
-                } else {
-                    Method::Delete
-                };
-                self.one(m, key.as_ref(), b"").await
-            }
-            Op::Put { key, value_len } => {
-                self.path.push_str("/v0/entity?id=");
-                encode_into(&mut self.path, key);
-                self.path.push_str(&self.query);
-                let v = self.values.get(*value_len);
-                self.one(Method::Put, key.as_ref(), &v[..*value_len]).await
-            }
-            Op::Range { start, end, .. } => {
-                self.path.push_str("/v0/entities?start=");
-                encode_into(&mut self.path, start);
-                self.path.push_str("&end=");
-                encode_into(&mut self.path, end);
-                // A range is the receiving node's: never routed.
-                self.conn
-                    .request("GET", &self.path, b"")
-                    .await
-                    .map(|a| a.status)
-            }
-            Op::ReadModifyWrite { key, value_len } => {
-                self.path.push_str("/v0/entity?id=");
-                encode_into(&mut self.path, key);
-                self.path.push_str(&self.query);
-                let read = self.one(Method::Get, key.as_ref(), b"").await?;
-                if read >= 500 {
-                    return Ok(read);
-                }
-                let v = self.values.get(*value_len);
-                self.one(Method::Put, key.as_ref(), &v[..*value_len]).await
-            }
-        }
-    }
-
-    /// One single-key request on `self.path`, through the session when
-    /// there is one.
-    async fn one(&mut self, method: Method, key: &[u8], body: &[u8]) -> std::io::Result<u16> {
-        match &mut self.session {
-            None => self
-                .conn
-                .request(method.as_str(), &self.path, body)
-                .await
-                .map(|a| a.status),
-            Some(s) => {
-                let r = Request {
-                    method,
-                    key,
-                    path: &self.path,
-                    body,
-                };
-                let reply = s.send(&r, None).await.map_err(std::io::Error::other)?;
-                // The members are the run's nodes, in order (`Nodes::discover`);
-                // a member that joined since counts as the last node.
-                self.served = reply.member.min(self.nodes - 1);
-                Ok(reply.status)
-            }
-        }
-    }
-
-    /// The last answer's `Server-Timing` value.
-    fn server_timing(&self) -> &[u8] {
-        match &self.session {
-            Some(s) => s.server_timing(),
-            None => self.conn.server_timing(),
-        }
-    }
-}
-
-/// Percent-encode a key for a query string (unreserved bytes as they are).
-pub fn encode_into(out: &mut String, key: impl AsRef<[u8]>) {
-    for &b in key.as_ref() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            const HEX: &[u8; 16] = b"0123456789ABCDEF";
-            out.push('%');
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
-        }
-    }
 }
 
 /// Wait for `t` more precisely than tokio's timer (1 ms granularity, which
@@ -945,115 +652,6 @@ fn thread_schedstat() -> Option<(Duration, Duration)> {
         Duration::from_nanos(f.next()??),
         Duration::from_nanos(f.next()??),
     ))
-}
-
-/// Seconds reported by some threads, waiting for the others.
-struct Collector {
-    threads: usize,
-    /// Highest index each thread has reported, and whether it is done.
-    reported: Vec<Option<u64>>,
-    done: Vec<bool>,
-    pending: BTreeMap<u64, Second>,
-    next_final: u64,
-    last_index: u64,
-    cumulative: Histogram<u64>,
-    per_op: [Option<Histogram<u64>>; N],
-    finished: Vec<SecondStats>,
-    done_requests: u64,
-    errors: u64,
-}
-
-impl Collector {
-    fn add(&mut self, thread: usize, index: u64, data: Interval) {
-        self.reported[thread] = Some(self.reported[thread].map_or(index, |r| r.max(index)));
-        let s = self.pending.entry(index).or_insert_with(|| Second {
-            index,
-            per_op: Vec::new(),
-            requests: 0,
-            errors: 0,
-            per_node: Vec::new(),
-        });
-        s.requests += data.requests;
-        s.errors += data.errors;
-        if s.per_node.len() < data.per_node.len() {
-            s.per_node
-                .resize_with(data.per_node.len(), Default::default);
-        }
-        for (acc, n) in s.per_node.iter_mut().zip(data.per_node) {
-            acc.requests += n.requests;
-            acc.errors += n.errors;
-            if let Some(h) = n.hist {
-                match &mut acc.hist {
-                    Some(a) => a.add(&h).expect("same bounds"),
-                    None => acc.hist = Some(h),
-                }
-            }
-        }
-        self.done_requests += data.requests;
-        self.errors += data.errors;
-        for (i, h) in data.per_op.into_iter().enumerate() {
-            let Some(h) = h else { continue };
-            match s.per_op.iter_mut().find(|(n, _)| *n == OPS[i]) {
-                Some((_, acc)) => acc.add(&h).expect("same bounds"),
-                None => s.per_op.push((OPS[i], h)),
-            }
-        }
-    }
-
-    /// Seconds every thread has moved past (all of them once all are done).
-    fn ready(&mut self) -> Vec<Second> {
-        let all_done = self.done.iter().all(|d| *d);
-        let mut out = Vec::new();
-        loop {
-            let k = self.next_final;
-            let complete = all_done
-                || (k < self.last_index
-                    && (0..self.threads)
-                        .all(|t| self.done[t] || self.reported[t].is_some_and(|r| r > k)));
-            if !complete || (all_done && self.pending.is_empty()) {
-                break;
-            }
-            let s = self.pending.remove(&k).unwrap_or(Second {
-                index: k,
-                per_op: Vec::new(),
-                requests: 0,
-                errors: 0,
-                per_node: Vec::new(),
-            });
-            let mut all = new_histogram();
-            for (name, h) in &s.per_op {
-                all.add(h).expect("same bounds");
-                let i = OPS.iter().position(|n| n == name).expect("known op");
-                self.per_op[i]
-                    .get_or_insert_with(new_histogram)
-                    .add(h)
-                    .expect("same bounds");
-            }
-            self.cumulative.add(&all).expect("same bounds");
-            self.finished.push(SecondStats {
-                index: k,
-                requests: s.requests,
-                errors: s.errors,
-                p50_us: all.value_at_quantile(0.5),
-                p99_us: all.value_at_quantile(0.99),
-                max_us: all.max(),
-                per_node: s
-                    .per_node
-                    .iter()
-                    .map(|n| {
-                        let p99 = n.hist.as_ref().map_or(0, |h| h.value_at_quantile(0.99));
-                        (n.requests, n.errors, p99)
-                    })
-                    .collect(),
-            });
-            self.next_final += 1;
-            out.push(s);
-            if all_done && k >= self.last_index && self.pending.is_empty() {
-                break;
-            }
-        }
-        out
-    }
 }
 
 /// Run the plan. `on_second` sees each counted second (all threads merged),
