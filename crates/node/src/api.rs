@@ -22,6 +22,7 @@ use crate::admission::{Admission, Refused, Ticket};
 use crate::arrival::Arrival;
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::operator;
 use crate::overload::Guard;
 use crate::probes;
 use crate::profile;
@@ -77,7 +78,7 @@ fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     r
 }
 
-fn text(status: StatusCode, msg: &str) -> Response<Body> {
+pub(crate) fn text(status: StatusCode, msg: &str) -> Response<Body> {
     full(status, format!("{msg}\n"))
 }
 
@@ -206,9 +207,9 @@ pub async fn handle(
         "/v0/entities" => entities(&node, id, req, waited).await.unwrap_or_else(|r| r),
         "/v0/internal" => internal(&node, req),
         "/v0/status" => status(&node, &req),
-        "/v0/cluster" => cluster_view(&node, &req),
-        "/v0/cluster/repair" => repair(&node, &req).await,
-        "/v0/cluster/join" | "/v0/cluster/leave" => change(&node, &req).await,
+        "/v0/cluster" => operator::cluster_view(&node, &req),
+        "/v0/cluster/repair" => operator::repair(&node, &req).await,
+        "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node, &req).await,
         p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(&node, &req).await,
         "/metrics" => metrics(&node, &req).await,
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
@@ -626,174 +627,11 @@ impl hyper::body::Body for MergedBody {
     }
 }
 
-/// `GET /v0/cluster`: this node's view of the cluster as JSON.
-fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
-    if req.method() != Method::GET {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
-    }
-    let v = node.cluster.view();
-    let members: Vec<strata_api::view::Member> = v
-        .members
-        .iter()
-        .map(|m| strata_api::view::Member {
-            url: m.url.clone(),
-            id: format!("{:016x}", m.id),
-            is_self: m.is_self,
-            state: m.state.as_str().to_string(),
-            last_heard_ms: m.last_heard.map(|d| d.as_millis() as u64),
-            connections: m.connections,
-            hints: strata_api::view::Hints {
-                count: m.hints.count,
-                bytes: m.hints.bytes,
-                written: m.hints.written,
-                delivered: m.hints.delivered,
-                dropped: m.hints.dropped,
-            },
-        })
-        .collect();
-    let ranges: Vec<serde_json::Value> = v
-        .ranges
-        .iter()
-        .map(|r| {
-            let synced: Vec<serde_json::Value> = r
-                .synced
-                .iter()
-                .map(|(peer, ago, last)| {
-                    serde_json::json!({
-                        "peer": peer,
-                        "last_sync_ms_ago": ago.map(|d| d.as_millis() as u64),
-                        "last": last.as_ref().map(exchange_json),
-                    })
-                })
-                .collect();
-            serde_json::json!({
-                "set": format!("{:016x}", r.set),
-                "members": r.members,
-                "keys": r.keys,
-                "tree_ready": r.ready,
-                "synced": synced,
-            })
-        })
-        .collect();
-    let head = strata_api::view::ClusterHead {
-        node: v.node.clone(),
-        replication: v.replication,
-        members,
-        layout: layout_view(&v.layout),
-    };
-    let mut body = serde_json::to_value(&head).unwrap_or_default();
-    let rest = serde_json::json!({
-        "ranges": ranges,
-        "stream": stream_json(&v.stream),
-        "change": v.change.as_ref().map(|c| serde_json::json!({
-            "target": layout_json(&c.target),
-            "step": c.step,
-            "elapsed_ms": c.elapsed.as_millis() as u64,
-            "done": c.done,
-            "error": c.error,
-            "skipped": c.skipped,
-            "streams": c.streams.iter().map(|(u, s)| {
-                let mut j = stream_json(s);
-                j["node"] = serde_json::json!(u);
-                j
-            }).collect::<Vec<_>>(),
-        })),
-    });
-    if let (Some(b), serde_json::Value::Object(r)) = (body.as_object_mut(), rest) {
-        b.extend(r);
-    }
-    json(StatusCode::OK, &body)
-}
-
-fn layout_view(l: &strata_cluster::LayoutState) -> strata_api::view::Layout {
-    strata_api::view::Layout {
-        version: l.version,
-        stage: l.stage.as_str().to_string(),
-        replication: l.replication,
-        members: l.members.clone(),
-        previous: l.previous.clone(),
-    }
-}
-
-fn layout_json(l: &strata_cluster::LayoutState) -> serde_json::Value {
-    serde_json::to_value(layout_view(l)).unwrap_or_default()
-}
-
-fn stream_json(s: &strata_cluster::rebalance::StreamStats) -> serde_json::Value {
-    serde_json::json!({
-        "version": s.version,
-        "done": s.done,
-        "scanned": s.scanned,
-        "keys": s.keys,
-        "copies": s.copies,
-        "records": s.records,
-        "applied": s.applied,
-        "bytes": s.bytes,
-        "removed": s.removed,
-        "error": s.error,
-    })
-}
-
-/// `POST /v0/cluster/join` (sent to a node started with `--seed`) and
-/// `POST /v0/cluster/leave` (sent to the member that leaves, or with
-/// `?node=URL` to another member, for a member that is down): start the
-/// layout change; `202` with its target layout, which `GET /v0/cluster`
-/// follows under `change`.
-async fn change(node: &Node, req: &Request<Incoming>) -> Response<Body> {
-    if req.method() != Method::POST {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use POST");
-    }
-    let r = if req.uri().path().ends_with("/join") {
-        node.cluster.join().await
-    } else {
-        // `?node=URL`: remove that member (one that is down) through
-        // this one.
-        match Query::parse(req.uri().query()) {
-            Err(e) => return e.into(),
-            Ok(q) => match q.get("node") {
-                Some(u) => {
-                    node.cluster
-                        .remove_member(&String::from_utf8_lossy(u))
-                        .await
-                }
-                None => node.cluster.leave().await,
-            },
-        }
-    };
-    match r {
-        Ok(target) => json(
-            StatusCode::ACCEPTED,
-            &serde_json::json!({ "node": node.cluster.advertise(), "target": layout_json(&target) }),
-        ),
-        Err(e) => text(StatusCode::CONFLICT, &e),
-    }
-}
-
-fn json(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
     let mut r = full(status, format!("{body}\n"));
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
-}
-
-/// One anti-entropy exchange as JSON.
-fn exchange_json(x: &strata_cluster::Exchange) -> serde_json::Value {
-    serde_json::json!({
-        "set": format!("{:016x}", x.set),
-        "peer": x.peer,
-        "local_keys": x.local_keys,
-        "peer_keys": x.peer_keys,
-        "roots_equal": x.roots_equal,
-        "leaves_differing": x.leaves_differing,
-        "keys_compared": x.keys_compared,
-        "pulled": x.pulled,
-        "pushed": x.pushed,
-        "already_there": x.already_there,
-        "bytes_sent": x.bytes_sent,
-        "bytes_received": x.bytes_received,
-        "elapsed_ms": x.elapsed.as_secs_f64() * 1000.0,
-        "error": x.error,
-    })
 }
 
 /// Backups: `POST /v0/backup` takes a checkpoint and lists its files,
@@ -863,28 +701,6 @@ async fn backup(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
             "POST /v0/backup, GET /v0/backup/ID[/FILE], DELETE /v0/backup/ID",
         ),
     }
-}
-
-/// `POST /v0/cluster/repair`: compare this node's ranges with every other
-/// replica now (anti-entropy) and answer what each exchange did.
-async fn repair(node: &Node, req: &Request<Incoming>) -> Response<Body> {
-    if req.method() != Method::POST {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use POST");
-    }
-    if node.cluster.size() < 2 {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "a cluster of one has no replicas to compare with",
-        );
-    }
-    let xs = node.cluster.repair_now().await;
-    let failed = xs.iter().filter(|x| x.error.is_some()).count();
-    let body = serde_json::json!({
-        "node": node.cluster.advertise(),
-        "exchanges": xs.iter().map(exchange_json).collect::<Vec<_>>(),
-        "failed": failed,
-    });
-    json(StatusCode::OK, &body)
 }
 
 /// `GET /v0/internal` with `Upgrade: strata-internal/0`: a peer opening an

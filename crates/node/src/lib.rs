@@ -3,7 +3,7 @@
 //! `config` reads options, `query` parses query strings, `admission` bounds
 //! the work in service and waiting, `arrival` times when a request
 //! reached its socket, `overload` keeps the queue of connections waiting
-//! to be read short, `api` maps HTTP to cluster calls, `peer` opens internal connections, `metrics` serves
+//! to be read short, `api` maps HTTP to cluster calls (`operator` the cluster's operator endpoints: view, join and leave, repair), `peer` opens internal connections, `metrics` serves
 //! Prometheus metrics, `evidence` measures the process's pauses and its
 //! wait for a CPU, `probes` fires USDT probes, `profile`
 //! serves CPU profiles, `backup` serves checkpoints of the store (taken by
@@ -17,6 +17,7 @@ pub mod backup;
 pub mod config;
 pub mod evidence;
 pub mod metrics;
+pub mod operator;
 pub mod overload;
 pub mod peer;
 pub mod probes;
