@@ -9,8 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
@@ -28,7 +27,8 @@ use crate::probes;
 use crate::profile;
 use crate::query::{BadQuery, Query};
 
-pub type Body = BoxBody<Bytes, std::io::Error>;
+pub use crate::reply::Body;
+use crate::reply::{full, json, text};
 
 /// A handler's answer; `Err` is an early answer (an error status), so that
 /// validation can use `?`.
@@ -70,16 +70,6 @@ impl Node {
             serving: AtomicBool::new(false),
         }
     }
-}
-
-fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
-    let mut r = Response::new(Full::new(body.into()).map_err(|e| match e {}).boxed());
-    *r.status_mut() = status;
-    r
-}
-
-pub(crate) fn text(status: StatusCode, msg: &str) -> Response<Body> {
-    full(status, format!("{msg}\n"))
 }
 
 fn unavailable(msg: &str) -> Response<Body> {
@@ -207,9 +197,9 @@ pub async fn handle(
         "/v0/entities" => entities(&node, id, req, waited).await.unwrap_or_else(|r| r),
         "/v0/internal" => internal(&node, req),
         "/v0/status" => status(&node, &req),
-        "/v0/cluster" => operator::cluster_view(&node, &req),
-        "/v0/cluster/repair" => operator::repair(&node, &req).await,
-        "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node, &req).await,
+        "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
+        "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
+        "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node.cluster, &req).await,
         p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(&node, &req).await,
         "/metrics" => metrics(&node, &req).await,
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
@@ -625,13 +615,6 @@ impl hyper::body::Body for MergedBody {
             }
         }
     }
-}
-
-pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
-    let mut r = full(status, format!("{body}\n"));
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
 }
 
 /// Backups: `POST /v0/backup` takes a checkpoint and lists its files,

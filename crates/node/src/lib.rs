@@ -1,6 +1,6 @@
 //! The Strata node: the v0 HTTP API (`shared/spec/api.md`) over the cluster
 //! layer, with explicit admission control between the network and the store.
-//! `config` reads options, `query` parses query strings, `admission` bounds
+//! `config` reads options, `reply` builds plain answers, `query` parses query strings, `admission` bounds
 //! the work in service and waiting, `arrival` times when a request
 //! reached its socket, `overload` keeps the queue of connections waiting
 //! to be read short, `api` maps HTTP to cluster calls (`operator` the cluster's operator endpoints: view, join and leave, repair), `peer` opens internal connections, `metrics` serves
@@ -23,6 +23,7 @@ pub mod peer;
 pub mod probes;
 pub mod profile;
 pub mod query;
+pub mod reply;
 pub mod server;
 
 pub use config::{Config, ServeArgs};

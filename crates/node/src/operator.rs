@@ -6,15 +6,17 @@
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
-use crate::api::{json, text, Body, Node};
+use strata_cluster::Cluster;
+
 use crate::query::Query;
+use crate::reply::{json, text, Body};
 
 /// `GET /v0/cluster`: this node's view of the cluster as JSON.
-pub(crate) fn cluster_view(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+pub(crate) fn cluster_view(cluster: &Cluster, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
     }
-    let v = node.cluster.view();
+    let v = cluster.view();
     let members: Vec<strata_api::view::Member> = v
         .members
         .iter()
@@ -122,31 +124,27 @@ fn stream_json(s: &strata_cluster::rebalance::StreamStats) -> serde_json::Value 
 /// `?node=URL` to another member, for a member that is down): start the
 /// layout change; `202` with its target layout, which `GET /v0/cluster`
 /// follows under `change`.
-pub(crate) async fn change(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+pub(crate) async fn change(cluster: &Cluster, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::POST {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use POST");
     }
     let r = if req.uri().path().ends_with("/join") {
-        node.cluster.join().await
+        cluster.join().await
     } else {
         // `?node=URL`: remove that member (one that is down) through
         // this one.
         match Query::parse(req.uri().query()) {
             Err(e) => return e.into(),
             Ok(q) => match q.get("node") {
-                Some(u) => {
-                    node.cluster
-                        .remove_member(&String::from_utf8_lossy(u))
-                        .await
-                }
-                None => node.cluster.leave().await,
+                Some(u) => cluster.remove_member(&String::from_utf8_lossy(u)).await,
+                None => cluster.leave().await,
             },
         }
     };
     match r {
         Ok(target) => json(
             StatusCode::ACCEPTED,
-            &serde_json::json!({ "node": node.cluster.advertise(), "target": layout_json(&target) }),
+            &serde_json::json!({ "node": cluster.advertise(), "target": layout_json(&target) }),
         ),
         Err(e) => text(StatusCode::CONFLICT, &e),
     }
@@ -174,20 +172,20 @@ fn exchange_json(x: &strata_cluster::Exchange) -> serde_json::Value {
 
 /// `POST /v0/cluster/repair`: compare this node's ranges with every other
 /// replica now (anti-entropy) and answer what each exchange did.
-pub(crate) async fn repair(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+pub(crate) async fn repair(cluster: &Cluster, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::POST {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use POST");
     }
-    if node.cluster.size() < 2 {
+    if cluster.size() < 2 {
         return text(
             StatusCode::BAD_REQUEST,
             "a cluster of one has no replicas to compare with",
         );
     }
-    let xs = node.cluster.repair_now().await;
+    let xs = cluster.repair_now().await;
     let failed = xs.iter().filter(|x| x.error.is_some()).count();
     let body = serde_json::json!({
-        "node": node.cluster.advertise(),
+        "node": cluster.advertise(),
         "exchanges": xs.iter().map(exchange_json).collect::<Vec<_>>(),
         "failed": failed,
     });
