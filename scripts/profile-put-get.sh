@@ -13,6 +13,10 @@
 # (STRATA_BIN). Installs linux-perf and wrk with apt-get when missing.
 # Knobs (environment): STRATA_BIN, CONNECTIONS (64), PROFILE (6), FREQ
 # (4000 Hz), TOP (25 symbols), KEYS (100000, pre-filled for GET).
+# RATE (e.g. 2000): instead of wrk at saturation, `strata load` at that
+# steady rate (open loop, CONNECTIONS connections; the node on core 1, the
+# load on core 0), the rate the CPU comparison with Redis runs at
+# (scripts/cpu-per-request.sh); figures are then µs per request at RATE.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -34,14 +38,27 @@ if ((${#missing[@]})); then
     "${sudo[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# The node may use both cores, as under bench-node.sh.
+# The node may use both cores, as under bench-node.sh (at a steady RATE:
+# core 1, the load on core 0).
 NODE_CPUS=0-1
+[[ -n ${RATE:-} ]] && NODE_CPUS=1
 # shellcheck source=scripts/lib/node.sh
 . scripts/lib/node.sh
 start_node "$@"
 
 profile() { # name script keyspace
     local dur=$((PROFILE + 4))
+    if [[ -n ${RATE:-} ]]; then
+        local workload=${2%.lua}
+        taskset -c 0 "$STRATA_BIN" load "http://$ADDR" --workload "$workload" --keys "$3" --rate "$RATE" \
+            --connections "$CONNECTIONS" --duration "$dur" --quiet >"$TMP/load.$1" 2>&1 &
+        local l=$!
+        sleep 2
+        perf record -F "$FREQ" -p "$NODE" -o "$TMP/$1.data" -- sleep "$PROFILE" >/dev/null 2>&1
+        wait "$l"
+        echo "$RATE"
+        return
+    fi
     wrk --latency -t2 -c"$CONNECTIONS" -d"${dur}s" -s "scripts/wrk/$2" "http://$ADDR" -- "$3" 200000 >"$TMP/wrk.$1" &
     local w=$!
     sleep 2
@@ -50,7 +67,7 @@ profile() { # name script keyspace
     awk '/^Requests\/sec:/ {print $2}' "$TMP/wrk.$1"
 }
 log "PUT"
-put_rps=$(profile put put.lua 1000000000)
+put_rps=$(profile put put.lua 1000000)
 log "pre-fill $KEYS keys, then GET"
 wrk -t2 -c"$CONNECTIONS" -d4s -s scripts/wrk/put.lua "http://$ADDR" -- "$KEYS" 200000 >/dev/null
 get_rps=$(profile get get.lua "$KEYS")
@@ -74,7 +91,7 @@ def load(f):
     return d
 pc, gc = load(f"{tmp}/put.comm"), load(f"{tmp}/get.comm")
 ps, gs = load(f"{tmp}/put.sym"), load(f"{tmp}/get.sym")
-print(f"wrk under perf: PUT {float(put_rps):,.0f} req/s, GET {float(get_rps):,.0f} req/s\n")
+print(f"load under perf: PUT {float(put_rps):,.0f} req/s, GET {float(get_rps):,.0f} req/s\n")
 print("| thread | PUT µs | GET µs |\n| --- | ---: | ---: |")
 print(f"| all of the node | {sum(pc.values()):.2f} | {sum(gc.values()):.2f} |")
 for t in sorted(set(pc) | set(gc), key=lambda t: -(pc.get(t, 0) + gc.get(t, 0))):

@@ -109,21 +109,26 @@ enum Msg {
 pub struct Store {
     db: Arc<Db>,
     applier: Applier,
+    /// Held while a group is applied, on the applier thread or inline:
+    /// compare-then-write is exclusive either way.
+    group: Arc<parking_lot::Mutex<()>>,
     merkle: Option<Merkle>,
     /// Writes handed to the applier and not yet answered.
     waiting: std::sync::atomic::AtomicUsize,
+    /// Writes applied on their caller's thread (the applier idle).
+    inline: std::sync::atomic::AtomicU64,
 }
 
 enum Applier {
     /// The applier thread's queue.
-    Thread(mpsc::Sender<Msg>),
-    /// No thread: each write is applied on the caller's task, as a group
-    /// of one (the deterministic simulation). The lock keeps
-    /// compare-then-write exclusive all the same.
-    Inline {
+    Thread {
+        tx: mpsc::Sender<Msg>,
         check_versions: bool,
-        lock: parking_lot::Mutex<()>,
     },
+    /// No thread: each write is applied on the caller's task, as a group
+    /// of one (the deterministic simulation). The group lock keeps
+    /// compare-then-write exclusive all the same.
+    Inline { check_versions: bool },
 }
 
 impl Store {
@@ -140,6 +145,8 @@ impl Store {
         let (tx, mut rx) = mpsc::channel::<Msg>(capacity.max(1));
         let d = db.clone();
         let m = merkle.clone();
+        let group = Arc::new(parking_lot::Mutex::new(()));
+        let g = group.clone();
         std::thread::Builder::new()
             .name("strata-apply".into())
             .spawn(move || {
@@ -155,6 +162,7 @@ impl Store {
                     let first = match first {
                         Msg::Job(j) => j,
                         Msg::Snapshot(done) => {
+                            let _one = g.lock();
                             let _ = done.send(snapshot(&d, m.as_ref()));
                             continue;
                         }
@@ -171,15 +179,18 @@ impl Store {
                             Err(_) => break,
                         }
                     }
+                    let _one = g.lock();
                     apply_group(&d, jobs, check_versions, m.as_ref());
                 }
             })
             .expect("spawn applier thread");
         Store {
             db,
-            applier: Applier::Thread(tx),
+            applier: Applier::Thread { tx, check_versions },
+            group,
             merkle,
             waiting: Default::default(),
+            inline: Default::default(),
         }
     }
 
@@ -189,12 +200,11 @@ impl Store {
     pub fn open_inline(db: Arc<Db>, check_versions: bool, merkle: Option<Merkle>) -> Store {
         Store {
             db,
-            applier: Applier::Inline {
-                check_versions,
-                lock: parking_lot::Mutex::new(()),
-            },
+            applier: Applier::Inline { check_versions },
+            group: Default::default(),
             merkle,
             waiting: Default::default(),
+            inline: Default::default(),
         }
     }
 
@@ -211,14 +221,14 @@ impl Store {
             return Ok(0);
         };
         let it = match &self.applier {
-            Applier::Thread(tx) => {
+            Applier::Thread { tx, .. } => {
                 let (done, wait) = oneshot::channel();
                 tx.blocking_send(Msg::Snapshot(done))
                     .map_err(|_| ClusterError::Closed)?;
                 wait.blocking_recv().map_err(|_| ClusterError::Closed)??
             }
-            Applier::Inline { lock, .. } => {
-                let _one = lock.lock();
+            Applier::Inline { .. } => {
+                let _one = self.group.lock();
                 snapshot(&self.db, Some(m))?
             }
         };
@@ -275,7 +285,14 @@ impl Store {
         self.submit_counted(key, op).await
     }
 
+    /// Writes applied on their caller's thread because the applier was
+    /// idle and the write would not wait (durability other than `sync`).
+    pub fn applied_inline(&self) -> u64 {
+        self.inline.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     async fn submit_counted(&self, key: Bytes, op: Op) -> (Result<Outcome>, LocalTiming) {
+        use std::sync::atomic::Ordering::Relaxed;
         let (done, wait) = oneshot::channel();
         let job = Job {
             key,
@@ -285,16 +302,28 @@ impl Store {
         };
         let closed = (Err(ClusterError::Closed), LocalTiming::default());
         match &self.applier {
-            Applier::Thread(tx) => {
-                if tx.send(Msg::Job(job)).await.is_err() {
-                    return closed;
+            Applier::Thread { tx, check_versions } => {
+                // Nothing queued, no group being applied, and a write that
+                // would not wait: apply it here, on the caller's thread.
+                // Handing it over would cost two thread wake-ups (the
+                // applier's, then the caller's), several times the write
+                // itself; under load, or when a write waits on the disk,
+                // the applier gathers the writes into groups.
+                let idle = tx.capacity() == tx.max_capacity() && !self.db.would_wait();
+                let mut job = Some(job);
+                if let Some(_one) = idle.then(|| self.group.try_lock()).flatten() {
+                    self.inline.fetch_add(1, Relaxed);
+                    let j = job.take().into_iter().collect();
+                    apply_group(&self.db, j, *check_versions, self.merkle.as_ref());
+                }
+                if let Some(job) = job {
+                    if tx.send(Msg::Job(job)).await.is_err() {
+                        return closed;
+                    }
                 }
             }
-            Applier::Inline {
-                check_versions,
-                lock,
-            } => {
-                let _one = lock.lock();
+            Applier::Inline { check_versions } => {
+                let _one = self.group.lock();
                 apply_group(&self.db, vec![job], *check_versions, self.merkle.as_ref());
             }
         }
@@ -549,6 +578,37 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
         let s = Arc::new(Store::open(db, 1024, true, None));
+        highest_version_wins(&s).await;
+        // Every write waited on its fsync: none was applied inline.
+        assert_eq!(s.applied_inline(), 0);
+    }
+
+    /// Without fsync, an idle applier lets writes apply on their caller's
+    /// thread; concurrent writers (two runtime workers) mix that with the
+    /// applier's groups, and compare-then-write still holds.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_apply_inline_when_idle_and_in_order_all_the_same() {
+        let d = tempfile::tempdir().unwrap();
+        let opts = strata_engine::Options {
+            durability: strata_engine::Durability::None,
+            ..Default::default()
+        };
+        let db = Arc::new(Db::open(d.path(), opts).unwrap());
+        let s = Arc::new(Store::open(db, 1024, true, None));
+        s.apply(Bytes::from_static(b"alone"), rec(1, Some(b"v")))
+            .await
+            .unwrap();
+        assert_eq!(s.applied_inline(), 1, "an idle store applies on the caller's thread");
+        highest_version_wins(&s).await;
+        assert_eq!(
+            s.apply(Bytes::from_static(b"x"), rec(5, Some(b"old")))
+                .await
+                .unwrap(),
+            Outcome::Superseded(Version { hlc: 300, node: 1 })
+        );
+    }
+
+    async fn highest_version_wins(s: &Arc<Store>) {
         // Many concurrent writes of one key in random version order: the
         // highest version wins whatever the grouping.
         let mut tasks = Vec::new();
@@ -567,7 +627,7 @@ mod tests {
             t.await.unwrap();
         }
         assert_eq!(s.read(b"x").unwrap().unwrap().version.hlc, 300);
-        let all: Vec<_> = s.scan(b"", None).unwrap().map(|r| r.unwrap().0).collect();
+        let all: Vec<_> = s.scan(b"x", None).unwrap().map(|r| r.unwrap().0).collect();
         assert_eq!(all, [Bytes::from_static(b"x")]);
     }
 }

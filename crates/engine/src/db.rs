@@ -536,6 +536,18 @@ impl Db {
         self.inner.write(batches).map(|_| ())
     }
 
+    /// Whether a write now would wait: on the disk (`sync` durability:
+    /// every commit waits for its fsync) or on flush and compaction (a
+    /// stall or a slowdown). A caller that must not block (a runtime's
+    /// worker thread) writes itself only when this is false and hands the
+    /// write to a thread of its own otherwise.
+    pub fn would_wait(&self) -> bool {
+        let i = &self.inner;
+        i.opts.durability == Durability::Sync
+            || i.stall_reason().is_some()
+            || i.sv.load().version.levels[0].len() >= i.opts.l0_slowdown_trigger
+    }
+
     /// `write_batches`, and where the call's time went (the stall, the
     /// wait for an earlier group, the WAL's fsync), for callers that
     /// report each request's stages.
