@@ -145,10 +145,27 @@ impl AsyncRead for TimedStream {
             // SAFETY: recvmsg only writes into the unfilled part, and
             // exactly `n` bytes of it are marked filled below.
             let unfilled = unsafe { buf.unfilled_mut() };
-            match this
-                .inner
-                .try_io(Interest::READABLE, || recv_timed(fd, unfilled))
-            {
+            let room = unfilled.len();
+            // A read that did not fill the buffer took everything queued:
+            // the closure then reports WouldBlock so that tokio clears the
+            // readiness (only if no newer event arrived meanwhile), and the
+            // next read waits for epoll instead of costing a recvmsg that
+            // returns EAGAIN (tokio's own TcpStream does the same).
+            let mut got = None;
+            let r = this.inner.try_io(Interest::READABLE, || {
+                let (n, at) = recv_timed(fd, unfilled)?;
+                got = Some((n, at));
+                if n > 0 && n < room {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(())
+            });
+            let r = match (r, got) {
+                (_, Some(read)) => Ok(read),
+                (Err(e), None) => Err(e),
+                (Ok(()), None) => unreachable!("a read that succeeded recorded its bytes"),
+            };
+            match r {
                 Ok((n, at)) => {
                     unsafe { buf.assume_init(n) };
                     buf.advance(n);
