@@ -598,7 +598,11 @@ mod tests {
         s.apply(Bytes::from_static(b"alone"), rec(1, Some(b"v")))
             .await
             .unwrap();
-        assert_eq!(s.applied_inline(), 1, "an idle store applies on the caller's thread");
+        assert_eq!(
+            s.applied_inline(),
+            1,
+            "an idle store applies on the caller's thread"
+        );
         highest_version_wins(&s).await;
         assert_eq!(
             s.apply(Bytes::from_static(b"x"), rec(5, Some(b"old")))

@@ -132,12 +132,18 @@ fn connection(a: &Args, index: usize, start: Instant) -> Result<Count, String> {
             let value: Vec<u8> = (0..a.value_bytes)
                 .map(|_| b'a' + (next(&mut seed) % 26) as u8)
                 .collect();
-            write!(out, "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n", key.len(), value.len())
-                .map_err(|e| e.to_string())?;
+            write!(
+                out,
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n",
+                key.len(),
+                value.len()
+            )
+            .map_err(|e| e.to_string())?;
             out.extend_from_slice(&value);
             out.extend_from_slice(b"\r\n");
         } else {
-            write!(out, "*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len()).map_err(|e| e.to_string())?;
+            write!(out, "*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len())
+                .map_err(|e| e.to_string())?;
         }
         writer.write_all(&out).map_err(|e| e.to_string())?;
         count.sent += 1;
@@ -146,7 +152,10 @@ fn connection(a: &Args, index: usize, start: Instant) -> Result<Count, String> {
         match line.as_bytes().first() {
             Some(b'+') => {}
             Some(b'$') => {
-                let n: i64 = line[1..].trim().parse().map_err(|e| format!("reply {line:?}: {e}"))?;
+                let n: i64 = line[1..]
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("reply {line:?}: {e}"))?;
                 if n >= 0 {
                     bulk.resize(n as usize + 2, 0);
                     reader.read_exact(&mut bulk).map_err(|e| e.to_string())?;
@@ -190,5 +199,8 @@ fn main() {
         }
         total
     });
-    println!("sent={} errors={} late={}", total.sent, total.errors, total.late);
+    println!(
+        "sent={} errors={} late={}",
+        total.sent, total.errors, total.late
+    );
 }
