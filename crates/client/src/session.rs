@@ -52,6 +52,10 @@ pub struct Reply {
     pub attempts: u32,
     /// A hedge was sent (whichever answered).
     pub hedged: bool,
+    /// The answering attempt went out twice on its connection (the first
+    /// copy met a connection the node had just closed, and may have been
+    /// read): a write's refusal then does not prove it was not applied.
+    pub resent: bool,
 }
 
 /// A task's session.
@@ -65,6 +69,8 @@ pub struct Session {
     turn: usize,
     /// The answering member's `Server-Timing` (empty: none).
     timing: Vec<u8>,
+    /// Whether the last answer's request went out twice.
+    resent: bool,
     hedge_buf: Vec<u8>,
 }
 
@@ -87,6 +93,7 @@ impl Session {
             members,
             turn,
             timing: Vec::new(),
+            resent: false,
             hedge_buf: Vec::new(),
         }
     }
@@ -266,6 +273,7 @@ impl Session {
             member,
             attempts,
             hedged,
+            resent: self.resent,
         }
     }
 
@@ -309,6 +317,7 @@ impl Session {
                 self.client.median().record(took);
                 self.timing.clear();
                 self.timing.extend_from_slice(c.server_timing());
+                self.resent = c.resent();
                 self.conns[i] = Some(c);
                 Attempt::Answer(a, i)
             }

@@ -73,12 +73,14 @@ fn norm(u: &str) -> String {
 }
 
 /// Run `load` with what `args` asks for alongside: the checker's clients
-/// on `urls` (for at most `expected`, stopped when the load ends), and the
+/// on `urls`, through `client` when the run goes through the client
+/// library (for at most `expected`, stopped when the load ends), and the
 /// faults injected into `target` (which must serve exactly `urls`), times
 /// counted from `origin`.
 pub fn around<T: Target + Send, R>(
     args: &DuringArgs,
     urls: &[String],
+    client: Option<&strata_client::Client>,
     target: Option<&mut T>,
     origin: Instant,
     expected: Duration,
@@ -108,6 +110,7 @@ pub fn around<T: Target + Send, R>(
             pace: (args.check_rate > 0.0).then(|| {
                 Duration::from_secs_f64(args.check_clients.max(1) as f64 / args.check_rate)
             }),
+            client: client.cloned().map(check::Smart),
             ..check::Config::new(urls.to_vec())
         };
         Some(check::spawn(cfg)?)

@@ -520,6 +520,7 @@ pub fn run_on<T: crate::cluster::schedule::Target + Send>(
     let (r, found) = crate::during::around(
         &a.during,
         &plan.nodes.urls,
+        plan.nodes.client.as_ref(),
         target,
         origin,
         expected,

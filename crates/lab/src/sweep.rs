@@ -177,6 +177,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let (result, found) = crate::during::around::<crate::cluster::control::Control, _>(
         &during,
         &nodes.urls,
+        nodes.client.as_ref(),
         None,
         origin,
         expected,

@@ -288,7 +288,7 @@ fn cluster(what: ClusterCmd) -> ExitCode {
             "strata cluster leave",
             strata_lab::cluster::change::run(&a, false),
         ),
-        ClusterCmd::Check(a) => match strata_lab::check::run::command(&a) {
+        ClusterCmd::Check(a) => match strata_lab::check::command::command(&a) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => exit("strata cluster check", Err(e)),

@@ -419,3 +419,72 @@ fn failover_never_multiplies_an_overload() {
         "{retries2} of {requests2}"
     );
 }
+
+/// `strata cluster check` given one URL of a three-node cluster: through
+/// the client library (the default) its operations reach every member,
+/// each key's writes land on one of its replicas, and the check passes;
+/// `--client direct` sends everything to the one node given.
+#[test]
+fn the_checker_goes_through_the_client() {
+    let c = ClusterProcs::start(3, &["--replication", "2"]);
+    let members = rt().block_on(async {
+        Client::connect(&[c.urls[0].clone()], Config::default())
+            .await
+            .unwrap()
+            .members()
+            .urls
+            .clone()
+    });
+    let ids: Vec<u64> = members
+        .iter()
+        .map(|u| strata_api::placement::member_id(u))
+        .collect();
+    let placement = strata_api::placement::Placement::new(ids);
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["smart", "direct"] {
+        let history = dir.path().join(format!("{mode}.jsonl"));
+        let (ok, out) = support::outcome(
+            std::process::Command::new(env!("CARGO_BIN_EXE_strata")).args([
+                "cluster",
+                "check",
+                &c.urls[0],
+                "--duration",
+                "2s",
+                "--clients",
+                "4",
+                "--final-deadline",
+                "20s",
+                "--client",
+                mode,
+                "--history",
+                history.to_str().unwrap(),
+            ]),
+        );
+        assert!(ok, "{mode}: the check passes: {out}");
+        let mut served = std::collections::BTreeSet::new();
+        let mut writes = 0;
+        for line in std::fs::read_to_string(&history).unwrap().lines() {
+            let op: serde_json::Value = serde_json::from_str(line).unwrap();
+            let node = op["node"].as_str().unwrap().to_string();
+            if op["kind"] == "write" && op["status"] == 201 {
+                writes += 1;
+                let key = op["key"].as_str().unwrap();
+                let at = members.iter().position(|u| *u == node).unwrap();
+                if mode == "smart" {
+                    let replicas = placement.replicas(key.as_bytes(), 2);
+                    assert!(
+                        replicas.contains(&at),
+                        "{key} written through {node}, not one of its replicas"
+                    );
+                }
+            }
+            served.insert(node);
+        }
+        assert!(writes > 20, "{mode}: {writes} writes acknowledged");
+        if mode == "smart" {
+            assert_eq!(served.len(), 3, "every member served: {served:?}");
+        } else {
+            assert_eq!(served.len(), 1, "only the node given: {served:?}");
+        }
+    }
+}

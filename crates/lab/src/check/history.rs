@@ -368,6 +368,14 @@ pub struct Pending {
     final_read: bool,
 }
 
+impl Pending {
+    /// The node that served it, once known (a client library chooses the
+    /// node as it sends, and may move to another).
+    pub fn served_by(&mut self, node: &Arc<str>) {
+        self.node = node.clone();
+    }
+}
+
 impl ClientLog {
     pub fn client(&self) -> u32 {
         self.client

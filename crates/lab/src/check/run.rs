@@ -1,7 +1,8 @@
 //! The checked workload: a closed-loop pool of clients that writes `set/…`
 //! keys once each, overwrites its own `reg/…` registers with increasing
-//! sequence numbers and reads anyone's registers, each operation through a
-//! node picked at random, recording everything into a history; then the
+//! sequence numbers and reads anyone's registers, each operation through
+//! the client library's session or straight to a node picked at random,
+//! recording everything into a history; then the
 //! final pass, which reads every key at `ack=from` (retrying while the
 //! cluster heals); then the checker's report. Runs on a thread of its own
 //! (`spawn`) so that a test or a campaign injects faults meanwhile. Also
@@ -26,6 +27,7 @@ use super::history::{
 };
 use crate::driver::encode_into;
 use strata_client::conn::{Conn, Target};
+use strata_client::session::{Method, Request, Session};
 
 /// The share of each operation (weights; they need not add up to 1).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -130,6 +132,21 @@ pub struct Config {
     /// final pass, with the main phase's history: a campaign looks at the
     /// nodes' own stores here, before the final reads repair anything.
     pub between_phases: Option<BetweenPhases>,
+    /// The client library the operations go through (its members are then
+    /// the nodes; each client has a session that routes, fails over and
+    /// hedges as an application's would), or `None`: each operation
+    /// straight to the node picked.
+    pub client: Option<Smart>,
+}
+
+/// The client library, for `Config` (which is printed with `{:?}`).
+#[derive(Clone)]
+pub struct Smart(pub strata_client::Client);
+
+impl std::fmt::Debug for Smart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Smart(..)")
+    }
 }
 
 /// A hook run between the main phase and the final pass.
@@ -163,6 +180,7 @@ impl Config {
             final_deadline: Duration::from_secs(60),
             pace: None,
             between_phases: None,
+            client: None,
         }
     }
 
@@ -352,6 +370,8 @@ struct Client {
     log: ClientLog,
     rng: SmallRng,
     conns: Vec<Option<Conn>>,
+    /// Through the client library instead of `conns`, when configured.
+    session: Option<Session>,
     path: String,
     body: Vec<u8>,
     value: Vec<u8>,
@@ -388,6 +408,10 @@ fn execute(
                     cfg.seed ^ (id as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                 ),
                 conns: (0..cfg.urls.len()).map(|_| None).collect(),
+                session: cfg
+                    .client
+                    .as_ref()
+                    .map(|Smart(c)| Session::new(c.clone(), id as usize, id as usize)),
                 path: String::with_capacity(128),
                 body: Vec::new(),
                 value: Vec::new(),
@@ -485,6 +509,11 @@ impl Client {
         if let Some(f) = q.from {
             self.path.push_str(&format!("&from={f}"));
         }
+        if self.session.is_some() {
+            return self
+                .op_through_client(ctx, node, key, kind, value, final_read)
+                .await;
+        }
         let conn = self.conns[node].get_or_insert_with(|| Conn::new(ctx.targets[node].clone()));
         let pending = self
             .log
@@ -523,6 +552,66 @@ impl Client {
         if status.is_none() {
             // No answer at all: a dead or unreachable node answers errors
             // at once, and must not flood the history.
+            tokio::time::sleep(NO_ANSWER_PAUSE).await;
+        }
+        outcome
+    }
+
+    /// `op` through the client library's session: it picks the node (one
+    /// of the key's replicas; `node` only labels the operation until the
+    /// answer says who served it), fails over what is safe to repeat and
+    /// hedges reads. A write that went out and got no answer is of
+    /// unknown outcome, as it is straight.
+    async fn op_through_client(
+        &mut self,
+        ctx: &Ctx,
+        node: usize,
+        key: &[u8],
+        kind: Kind,
+        value: Option<&[u8]>,
+        final_read: bool,
+    ) -> Outcome {
+        let session = self.session.as_mut().expect("a session");
+        let mut pending = self
+            .log
+            .invoke(kind, key, value, &ctx.nodes[node], final_read);
+        let r = Request {
+            method: match kind {
+                Kind::Read => Method::Get,
+                Kind::Write => Method::Put,
+                Kind::Delete => Method::Delete,
+            },
+            key,
+            path: &self.path,
+            body: value.unwrap_or_default(),
+        };
+        let answer =
+            tokio::time::timeout(ctx.cfg.timeout, session.send(&r, Some(&mut self.body))).await;
+        let (outcome, status) = match answer {
+            Ok(Ok(reply)) => {
+                if let Some(n) = ctx.nodes.get(reply.member) {
+                    pending.served_by(n);
+                }
+                (
+                    Outcome::of_status(kind, reply.status, reply.resent),
+                    Some(reply.status),
+                )
+            }
+            // No member took it: nothing was written.
+            Ok(Err(strata_client::Error::Request { sent: false, .. }))
+            | Ok(Err(strata_client::Error::Unreachable(_))) => (Outcome::Failed, None),
+            Ok(Err(_)) => (Outcome::Unknown, None),
+            Err(_) => {
+                // Abandoned halfway: its connections' state is unknown.
+                let Smart(c) = ctx.cfg.client.as_ref().expect("a client");
+                self.session = Some(Session::new(c.clone(), self.id as usize, self.id as usize));
+                (Outcome::Unknown, None)
+            }
+        };
+        let read = (kind == Kind::Read && status == Some(200)).then_some(&self.body[..]);
+        self.log.complete(pending, outcome, status, read);
+        ctx.progress.ops.fetch_add(1, Ordering::Relaxed);
+        if status.is_none() {
             tokio::time::sleep(NO_ANSWER_PAUSE).await;
         }
         outcome
@@ -615,116 +704,6 @@ async fn final_phase(
     }
 }
 
-/// Arguments of a checked run, for a command (`strata load --check`, or a
-/// command of its own).
-#[derive(clap::Args, Clone, Debug)]
-pub struct CheckArgs {
-    /// Base URLs of the nodes, comma-separated
-    /// (http://127.0.0.1:8080,http://127.0.0.1:8081); each operation goes
-    /// to one picked at random.
-    pub urls: String,
-    /// Closed-loop clients, each running one operation at a time.
-    #[arg(long, default_value_t = 16)]
-    pub clients: u32,
-    /// How long the main phase runs (e.g. 30s, 500ms, 2m).
-    #[arg(long, default_value = "10s", value_parser = crate::units::duration)]
-    pub duration: Duration,
-    /// End the main phase earlier, once this many set writes were
-    /// acknowledged.
-    #[arg(long)]
-    pub writes: Option<u64>,
-    /// Weights of set writes, register writes and register reads.
-    #[arg(long, default_value = "50,25,25", value_parser = Mix::parse)]
-    pub mix: Mix,
-    /// Registers each client owns and overwrites.
-    #[arg(long, default_value_t = 4)]
-    pub registers: u32,
-    /// Pad set values to this many bytes.
-    #[arg(long, default_value_t = 0)]
-    pub value_size: usize,
-    /// Replicas each request goes to (default: the cluster's replication
-    /// factor). Needed with --ack-write or --ack-read.
-    #[arg(long)]
-    pub from: Option<u32>,
-    /// Replicas that must acknowledge a write (default: a majority of
-    /// from).
-    #[arg(long)]
-    pub ack_write: Option<u32>,
-    /// Replicas that must answer a read (default: a majority of from).
-    /// Stale reads are checked only when ack-read + ack-write > from.
-    #[arg(long)]
-    pub ack_read: Option<u32>,
-    /// A request not answered within this is abandoned; its outcome is
-    /// unknown.
-    #[arg(long, default_value = "5s", value_parser = crate::units::duration)]
-    pub timeout: Duration,
-    /// How long the final reads may keep retrying while the cluster heals.
-    #[arg(long, default_value = "60s", value_parser = crate::units::duration)]
-    pub final_deadline: Duration,
-    /// Seed of the clients' random streams.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Write the history as JSON lines to this file.
-    #[arg(long)]
-    pub history: Option<std::path::PathBuf>,
-}
-
-impl CheckArgs {
-    pub fn config(&self) -> Config {
-        Config {
-            clients: self.clients,
-            seed: self.seed,
-            duration: self.duration,
-            target_writes: self.writes,
-            mix: self.mix,
-            registers_per_client: self.registers,
-            value_size: self.value_size,
-            quorum: Quorum {
-                from: self.from,
-                ack_write: self.ack_write,
-                ack_read: self.ack_read,
-            },
-            timeout: self.timeout,
-            final_deadline: self.final_deadline,
-            ..Config::new(Config::parse_urls(&self.urls))
-        }
-    }
-}
-
-/// Run the check the arguments describe, print its report on stdout and
-/// keep the history if asked; whether it passed.
-pub fn command(args: &CheckArgs) -> Result<bool, String> {
-    let cfg = args.config();
-    eprintln!(
-        "checking {} with {} clients for up to {:?}{} ({})",
-        cfg.urls.join(","),
-        cfg.clients,
-        cfg.duration,
-        cfg.target_writes
-            .map(|n| format!(" or {n} acknowledged set writes"))
-            .unwrap_or_default(),
-        cfg.quorum,
-    );
-    let out = run(&cfg)?;
-    if let Some(path) = &args.history {
-        out.history
-            .write_jsonl(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!(
-            "history: {} operations in {}",
-            out.history.ops.len(),
-            path.display()
-        );
-    }
-    eprintln!(
-        "main phase {:.1}s, final reads {:.1}s",
-        out.main.as_secs_f64(),
-        (out.total - out.main).as_secs_f64()
-    );
-    print!("{}", out.report);
-    Ok(out.report.passed())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,36 +756,5 @@ mod tests {
             Config::parse_urls("http://a:1/, http://b:2,"),
             vec!["http://a:1".to_string(), "http://b:2".to_string()]
         );
-    }
-
-    #[test]
-    fn arguments_make_a_config() {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            check: CheckArgs,
-        }
-        let cli = Cli::try_parse_from([
-            "x",
-            "http://a:1,http://b:2",
-            "--duration",
-            "2s",
-            "--from",
-            "3",
-            "--ack-write",
-            "2",
-            "--ack-read",
-            "2",
-            "--mix",
-            "2,1,1",
-        ])
-        .unwrap();
-        let c = cli.check.config();
-        assert_eq!(c.urls.len(), 2);
-        assert_eq!(c.duration, Duration::from_secs(2));
-        assert_eq!(c.quorum, Quorum::explicit(2, 2, 3));
-        assert_eq!(c.mix.set_writes, 2.0);
-        assert_eq!(c.timeout, Duration::from_secs(5));
     }
 }
