@@ -23,7 +23,7 @@ use rand::{Rng, SeedableRng};
 
 use super::checker::{check, Quorum, Report};
 use super::history::{
-    register_key, register_value, set_key, ClientLog, History, Kind, Outcome, Recorder,
+    register_key, register_value, set_key, ClientLog, History, Kind, Outcome, Pending, Recorder,
 };
 use crate::driver::encode_into;
 use strata_client::conn::{Conn, Target};
@@ -546,15 +546,7 @@ impl Client {
                 (Outcome::Unknown, None)
             }
         };
-        let read = (kind == Kind::Read && status == Some(200)).then_some(&self.body[..]);
-        self.log.complete(pending, outcome, status, read);
-        ctx.progress.ops.fetch_add(1, Ordering::Relaxed);
-        if status.is_none() {
-            // No answer at all: a dead or unreachable node answers errors
-            // at once, and must not flood the history.
-            tokio::time::sleep(NO_ANSWER_PAUSE).await;
-        }
-        outcome
+        self.record(ctx, pending, kind, outcome, status).await
     }
 
     /// `op` through the client library's session: it picks the node (one
@@ -608,6 +600,20 @@ impl Client {
                 (Outcome::Unknown, None)
             }
         };
+        self.record(ctx, pending, kind, outcome, status).await
+    }
+
+    /// Record an operation's completion (a read's value is in `body`); after
+    /// no answer at all, pause: a dead or unreachable node answers errors at
+    /// once, and must not flood the history.
+    async fn record(
+        &mut self,
+        ctx: &Ctx,
+        pending: Pending,
+        kind: Kind,
+        outcome: Outcome,
+        status: Option<u16>,
+    ) -> Outcome {
         let read = (kind == Kind::Read && status == Some(200)).then_some(&self.body[..]);
         self.log.complete(pending, outcome, status, read);
         ctx.progress.ops.fetch_add(1, Ordering::Relaxed);
