@@ -29,7 +29,11 @@
 # which its guard cuts to --overload-lag-ms while it turns work away),
 # REPORTS (where the lab's report of each 10x run is kept, with its charts:
 # strata-reports/admission-overload/TARGET-WORKLOAD-MODE/report.html),
-# STRATA_BIN, NODE_ARGS (extra `strata serve` flags).
+# STRATA_BIN, NODE_ARGS (extra `strata serve` flags), CAPACITY (`sweep`,
+# the default: BP is the sweep's breaking point; `closed`: BP is what 64
+# closed-loop clients get served in 10 s, the capacity issue 28 measures
+# goodput against, e.g. CAPACITY=closed TARGETS=node
+# WORKLOADS=scripts/workloads/range-50.toml).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -40,6 +44,7 @@ MODES=${MODES:-fixed adaptive}
 KEYS=${KEYS:-100000}
 NODE_ARGS=${NODE_ARGS:-}
 MAX_WAIT_MS=${MAX_WAIT_MS:-}
+CAPACITY=${CAPACITY:-sweep}
 REPORTS=${REPORTS:-strata-reports/admission-overload}
 SLO='p99<=10ms'
 ADDR=127.0.0.1:8093
@@ -93,8 +98,14 @@ for TARGET in $TARGETS; do
             fi
             wl=(--workload "$w" --keys "$KEYS")
             [[ $w == get || $w == *.toml ]] && wl+=(--preload)
-            lab sweep sweep "$URL" "${wl[@]}" --slo "$SLO" --duration 5 --warmup 1 --precision 0.05 || true
-            bp=$(python3 -c "import json; print(round(json.load(open('$TMP/sweep.json')).get('breaking_point') or 0))")
+            if [[ $CAPACITY == closed ]]; then
+                # Capacity: what 64 closed-loop clients get served.
+                lab capacity load "$URL" "${wl[@]}" --clients 64 --duration 10 --warmup 2 || true
+                bp=$(python3 -c "import json; t=json.load(open('$TMP/capacity.json'))['trials'][0]; print(round((t['requests'] - t['errors']) / t['duration_s']))")
+            else
+                lab sweep sweep "$URL" "${wl[@]}" --slo "$SLO" --duration 5 --warmup 1 --precision 0.05 || true
+                bp=$(python3 -c "import json; print(round(json.load(open('$TMP/sweep.json')).get('breaking_point') or 0))")
+            fi
             if ((bp == 0)); then
                 echo "| $TARGET | $w | $mode | no breaking point: $(tail -1 "$TMP/sweep.err") | | | | | | | | |"
             else
