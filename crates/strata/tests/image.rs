@@ -43,8 +43,7 @@ fn runnable() -> Result<(), String> {
 #[test]
 fn the_image_holds_a_node_that_serves_from_its_own_root_file_system() {
     if let Err(why) = runnable() {
-        eprintln!("image: not checked: {why}");
-        return;
+        panic!("image: cannot run: {why}; .ci/run installs what it needs");
     }
     let tag = format!("localhost/strata-test:{}", std::process::id());
     let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -100,10 +100,7 @@ fn a_failing_call_makes_the_node_read_only(failpoint: &str, cause: &str) {
 #[test]
 fn a_failed_fsync_is_never_acknowledged_nor_retried() {
     if !fiu_available() {
-        eprintln!(
-            "io_faults: not checked: fiu-run/fiu-ctrl not installed (apt-get install fiu-utils)"
-        );
-        return;
+        panic!("io_faults: fiu-run/fiu-ctrl are missing; .ci/run installs them (apt-get install fiu-utils)");
     }
     a_failing_call_makes_the_node_read_only("posix/io/sync/fdatasync", "fsync failed");
 }
@@ -111,10 +108,7 @@ fn a_failed_fsync_is_never_acknowledged_nor_retried() {
 #[test]
 fn a_failed_wal_write_is_never_acknowledged() {
     if !fiu_available() {
-        eprintln!(
-            "io_faults: not checked: fiu-run/fiu-ctrl not installed (apt-get install fiu-utils)"
-        );
-        return;
+        panic!("io_faults: fiu-run/fiu-ctrl are missing; .ci/run installs them (apt-get install fiu-utils)");
     }
     a_failing_call_makes_the_node_read_only("posix/io/rw/pwrite", "Input/output error");
 }
