@@ -1,4 +1,4 @@
-//! The v0 HTTP API (`shared/spec/api.md`): routing, request validation,
+//! The v0 HTTP API (`docs/api.md`): routing, request validation,
 //! status codes, and the streaming range response. Owns the mapping from
 //! HTTP to cluster calls and from errors to statuses; must not know how the
 //! cluster stores or replicates.

@@ -1,4 +1,4 @@
-//! The Strata node: the v0 HTTP API (`shared/spec/api.md`) over the cluster
+//! The Strata node: the v0 HTTP API (`docs/api.md`) over the cluster
 //! layer, with explicit admission control between the network and the store.
 //! `config` reads options, `reply` builds plain answers, `query` parses query strings, `admission` bounds
 //! the work in service and waiting, `arrival` times when a request

@@ -112,7 +112,9 @@ fn every_dashboard_query_and_alert_rule_returns_data_from_a_real_cluster() {
         .output()
         .map_or(true, |o| !o.status.success())
     {
-        panic!("dashboard: prometheus is missing; .ci/run installs it (apt-get install prometheus)");
+        panic!(
+            "dashboard: prometheus is missing; .ci/run installs it (apt-get install prometheus)"
+        );
     }
     let c = ClusterProcs::start(3, &[]);
     let tmp = tempfile::tempdir().unwrap();
