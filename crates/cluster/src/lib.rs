@@ -1,17 +1,23 @@
-//! The cluster layer between the node's HTTP API and the engine: members
-//! and their failure detection (`membership`), placement of keys by
-//! rendezvous hashing (`placement`, shared with clients from `strata-api`), versions from a hybrid logical clock
-//! (`hlc`, `record`), the local replica (`store`), the coordinator of
-//! quorum reads and writes with read repair (`coordinator`), hinted handoff
-//! (`hints`), tombstones dropped once every replica agrees (`reaper`),
-//! merged cluster-wide ranges (`scan`), where each request's time went
-//! (`trace`), and internal traffic (`wire`, `transport`, `auth`). A node without peers is a cluster of one
-//! and takes the same path. Must not know about HTTP: the node hands it
-//! upgraded connections and a `Dialer`.
+//! The cluster layer between the node's HTTP API and the engine. Its
+//! settings (`config`) and errors (`error`); members and their failure
+//! detection (`membership`, `topology`), placement of keys by rendezvous
+//! hashing (`placement`, shared with clients from `strata-api`), versions
+//! from a hybrid logical clock (`hlc`, `record`), the local replica
+//! (`store`), the coordinator of quorum reads and writes with read repair
+//! (`coordinator`), hinted handoff (`hints`), tombstones dropped once every
+//! replica agrees (`reaper`), anti-entropy by Merkle trees (`merkle`,
+//! `antientropy`), layouts and members joining and leaving (`layout`,
+//! `rebalance`), merged cluster-wide ranges (`scan`), where each request's
+//! time went (`trace`), what this node knows of the cluster (`view`), and
+//! internal traffic (`wire`, `transport`, `auth`). A node without peers is
+//! a cluster of one and takes the same path. Must not know about HTTP: the
+//! node hands it upgraded connections and a `Dialer`.
 
 pub mod antientropy;
 pub mod auth;
+mod config;
 mod coordinator;
+mod error;
 pub mod hints;
 pub mod hlc;
 pub mod layout;
@@ -26,9 +32,9 @@ pub mod store;
 pub mod topology;
 pub mod trace;
 pub mod transport;
+mod view;
 pub mod wire;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +45,8 @@ use tokio::time::Instant;
 
 pub use antientropy::{AntiEntropyConfig, Exchange};
 pub use auth::Secret;
+pub use config::ClusterConfig;
+pub use error::{ClusterError, Result};
 pub use hints::{HintsConfig, PeerHints};
 pub use hlc::WallClock;
 pub use layout::{LayoutState, Stage};
@@ -46,6 +54,7 @@ pub use membership::State;
 pub use reaper::{ReaperConfig, ReaperStats};
 pub use store::Outcome;
 pub use transport::{BoxStream, DialFuture, Dialer, TransportConfig};
+pub use view::{ClusterView, MemberView, RangeView};
 
 use hints::Hints;
 use hlc::Hlc;
@@ -62,72 +71,6 @@ pub struct Replication {
     pub ack: usize,
     pub from: usize,
 }
-
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    /// `ack`/`from` out of range; the node answers 400.
-    #[error("{0}")]
-    BadReplication(String),
-    /// Fewer than `ack` replicas answered in time; the node answers 504.
-    #[error("not enough replicas: got {got} of {need}")]
-    NotEnoughReplicas { got: usize, need: usize },
-    /// The store refused for now (write stall); the node answers 503.
-    #[error("busy: {0}")]
-    Busy(String),
-    /// The store is closed (shutting down); the node answers 503.
-    #[error("store is closed")]
-    Closed,
-    #[error("storage error: {0}")]
-    Storage(strata_engine::Error),
-    /// A failure shared by every write of a failed group (already logged).
-    #[error("storage error: {0}")]
-    Failed(String),
-    /// This node is in no layout yet (started to join); the node answers
-    /// 503.
-    #[error("this node is not a member of a cluster layout yet (strata cluster join)")]
-    NotMember,
-}
-
-impl ClusterError {
-    /// The error as an answer to a peer (`transient`: busy or closing).
-    pub(crate) fn into_response(self) -> wire::Response {
-        wire::Response::Error {
-            transient: matches!(
-                self,
-                ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember
-            ),
-            message: self.to_string(),
-        }
-    }
-
-    /// The same error for another member of a failed group.
-    pub fn share(&self) -> ClusterError {
-        match self {
-            ClusterError::BadReplication(m) => ClusterError::BadReplication(m.clone()),
-            ClusterError::NotEnoughReplicas { got, need } => ClusterError::NotEnoughReplicas {
-                got: *got,
-                need: *need,
-            },
-            ClusterError::Busy(m) => ClusterError::Busy(m.clone()),
-            ClusterError::Closed => ClusterError::Closed,
-            ClusterError::Storage(e) => ClusterError::Failed(e.to_string()),
-            ClusterError::Failed(m) => ClusterError::Failed(m.clone()),
-            ClusterError::NotMember => ClusterError::NotMember,
-        }
-    }
-}
-
-impl From<strata_engine::Error> for ClusterError {
-    fn from(e: strata_engine::Error) -> Self {
-        match e {
-            strata_engine::Error::Busy(m) => ClusterError::Busy(m),
-            strata_engine::Error::Closed => ClusterError::Closed,
-            e => ClusterError::Storage(e),
-        }
-    }
-}
-
-pub type Result<T> = std::result::Result<T, ClusterError>;
 
 /// A member's id, a hash of its advertised URL (it seeds its placement
 /// scores and breaks version ties), and URLs compared without a trailing
@@ -162,137 +105,12 @@ pub trait Observer: Send + Sync + 'static {
     fn replica_answer(&self, _id: u64, _peer: &str, _op: OpKind, _elapsed: Duration, _ok: bool) {}
 }
 
-#[derive(Clone, Debug)]
-pub struct ClusterConfig {
-    /// Every member's advertised URL, this node's included. Empty: a
-    /// cluster of one.
-    pub members: Vec<String>,
-    /// This node's entry in `members`.
-    pub advertise: String,
-    /// Replicas per key; default `min(3, members)`.
-    pub replication: Option<usize>,
-    /// Required when there is more than one member.
-    pub secret: Option<Secret>,
-    /// Time a coordinator waits for `ack` answers before it answers 504.
-    pub timeout: Duration,
-    pub hints: HintsConfig,
-    pub transport: TransportConfig,
-    /// Writes waiting for the local applier at most.
-    pub apply_capacity: usize,
-    /// Test only: shift this node's clock.
-    pub clock_offset_ms: i64,
-    /// How far ahead of our own clock a peer's timestamp is followed.
-    pub max_clock_ahead_ms: u64,
-    /// Where this node keeps `layout.json` (its data directory); `None`:
-    /// nowhere (tests, the simulation).
-    pub layout_dir: Option<PathBuf>,
-    /// Start outside any layout and join through this member (`strata
-    /// cluster join`); ignored once a layout is saved.
-    pub seed: Option<String>,
-    /// Test only, deliberately wrong: stamp writes with the bare wall clock
-    /// and ignore newer versions held by replicas (last write wins on wall
-    /// clocks, as the stores Jepsen broke). Exists to prove the
-    /// consistency checker catches it.
-    pub unsafe_wall_clock: bool,
-    /// Where hints live (`DATA/hints`).
-    pub hints_dir: PathBuf,
-    /// Engine options for the hint store.
-    pub hints_engine: strata_engine::Options,
-    /// When tombstones may be dropped.
-    pub reaper: ReaperConfig,
-    /// When and how fast replicas compare their Merkle trees.
-    pub anti_entropy: AntiEntropyConfig,
-    /// The wall clock behind versions and hint ages (default: the
-    /// system's). A deterministic simulation passes its simulated time.
-    pub wall_clock: WallClock,
-    /// Simulation only: apply writes, keep hints and read them back on the
-    /// calling task instead of the applier thread, the hint writer thread
-    /// and tokio's blocking pool (one write per engine commit, no group
-    /// commit). Under a deterministic single-threaded runtime (the turmoil
-    /// simulation) a node's work is then a function of its inputs; in
-    /// production it would block the runtime on every fsync.
-    #[doc(hidden)]
-    pub inline_io: bool,
-}
-
-impl Default for ClusterConfig {
-    fn default() -> Self {
-        ClusterConfig {
-            members: Vec::new(),
-            advertise: "http://127.0.0.1:8080".into(),
-            replication: None,
-            secret: None,
-            timeout: Duration::from_millis(1000),
-            hints: HintsConfig::default(),
-            transport: TransportConfig::default(),
-            apply_capacity: 1024,
-            layout_dir: None,
-            seed: None,
-            clock_offset_ms: 0,
-            max_clock_ahead_ms: 60_000,
-            unsafe_wall_clock: false,
-            hints_dir: PathBuf::from("strata-data/hints"),
-            hints_engine: Default::default(),
-            reaper: ReaperConfig::default(),
-            anti_entropy: AntiEntropyConfig::default(),
-            wall_clock: WallClock::system(),
-            inline_io: false,
-        }
-    }
-}
-
 /// Counters of the coordinator's work.
 #[derive(Debug, Default)]
 pub struct Stats {
     pub not_enough_replicas: AtomicU64,
     pub read_repairs: AtomicU64,
     pub superseded_retries: AtomicU64,
-}
-
-/// One member as this node sees it.
-#[derive(Clone, Debug)]
-pub struct MemberView {
-    pub url: String,
-    pub id: u64,
-    pub is_self: bool,
-    pub state: State,
-    pub last_heard: Option<Duration>,
-    pub hints: PeerHints,
-    pub connections: usize,
-}
-
-#[derive(Clone, Debug)]
-pub struct ClusterView {
-    pub node: String,
-    pub replication: usize,
-    pub members: Vec<MemberView>,
-    /// The home sets this node belongs to (anti-entropy's ranges: the
-    /// keys whose replicas are exactly these members); empty for a
-    /// cluster of one.
-    pub ranges: Vec<RangeView>,
-    /// The layout this node holds, and its stage.
-    pub layout: LayoutState,
-    /// This node's part in the last change: what it streamed.
-    pub stream: rebalance::StreamStats,
-    /// The change this node drives (`strata cluster join`/`leave` sent
-    /// to it), if any.
-    pub change: Option<rebalance::ChangeProgress>,
-}
-
-/// One home set as this node sees it.
-#[derive(Clone, Debug)]
-pub struct RangeView {
-    /// Its name (a hash of its members' ids).
-    pub set: u64,
-    pub members: Vec<String>,
-    /// Records this node counts in the set's tree, and whether the tree
-    /// is built.
-    pub keys: u64,
-    pub ready: bool,
-    /// Per other member: how long ago the last exchange with it
-    /// completed (`None`: never, since this node started), and what it
-    /// did.
-    pub synced: Vec<(String, Option<Duration>, Option<Exchange>)>,
 }
 
 /// The cluster as seen from one node.

@@ -1,0 +1,87 @@
+//! A cluster's settings: members, replication, the secret, timeouts and
+//! each subsystem's own configuration, as the node builds them from its
+//! options. Owns the defaults; must not read files or the environment.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::{AntiEntropyConfig, HintsConfig, ReaperConfig, Secret, TransportConfig, WallClock};
+
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Every member's advertised URL, this node's included. Empty: a
+    /// cluster of one.
+    pub members: Vec<String>,
+    /// This node's entry in `members`.
+    pub advertise: String,
+    /// Replicas per key; default `min(3, members)`.
+    pub replication: Option<usize>,
+    /// Required when there is more than one member.
+    pub secret: Option<Secret>,
+    /// Time a coordinator waits for `ack` answers before it answers 504.
+    pub timeout: Duration,
+    pub hints: HintsConfig,
+    pub transport: TransportConfig,
+    /// Writes waiting for the local applier at most.
+    pub apply_capacity: usize,
+    /// Test only: shift this node's clock.
+    pub clock_offset_ms: i64,
+    /// How far ahead of our own clock a peer's timestamp is followed.
+    pub max_clock_ahead_ms: u64,
+    /// Where this node keeps `layout.json` (its data directory); `None`:
+    /// nowhere (tests, the simulation).
+    pub layout_dir: Option<PathBuf>,
+    /// Start outside any layout and join through this member (`strata
+    /// cluster join`); ignored once a layout is saved.
+    pub seed: Option<String>,
+    /// Test only, deliberately wrong: stamp writes with the bare wall clock
+    /// and ignore newer versions held by replicas (last write wins on wall
+    /// clocks, as the stores Jepsen broke). Exists to prove the
+    /// consistency checker catches it.
+    pub unsafe_wall_clock: bool,
+    /// Where hints live (`DATA/hints`).
+    pub hints_dir: PathBuf,
+    /// Engine options for the hint store.
+    pub hints_engine: strata_engine::Options,
+    /// When tombstones may be dropped.
+    pub reaper: ReaperConfig,
+    /// When and how fast replicas compare their Merkle trees.
+    pub anti_entropy: AntiEntropyConfig,
+    /// The wall clock behind versions and hint ages (default: the
+    /// system's). A deterministic simulation passes its simulated time.
+    pub wall_clock: WallClock,
+    /// Simulation only: apply writes, keep hints and read them back on the
+    /// calling task instead of the applier thread, the hint writer thread
+    /// and tokio's blocking pool (one write per engine commit, no group
+    /// commit). Under a deterministic single-threaded runtime (the turmoil
+    /// simulation) a node's work is then a function of its inputs; in
+    /// production it would block the runtime on every fsync.
+    #[doc(hidden)]
+    pub inline_io: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            members: Vec::new(),
+            advertise: "http://127.0.0.1:8080".into(),
+            replication: None,
+            secret: None,
+            timeout: Duration::from_millis(1000),
+            hints: HintsConfig::default(),
+            transport: TransportConfig::default(),
+            apply_capacity: 1024,
+            layout_dir: None,
+            seed: None,
+            clock_offset_ms: 0,
+            max_clock_ahead_ms: 60_000,
+            unsafe_wall_clock: false,
+            hints_dir: PathBuf::from("strata-data/hints"),
+            hints_engine: Default::default(),
+            reaper: ReaperConfig::default(),
+            anti_entropy: AntiEntropyConfig::default(),
+            wall_clock: WallClock::system(),
+            inline_io: false,
+        }
+    }
+}

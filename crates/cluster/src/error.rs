@@ -1,0 +1,71 @@
+//! What can go wrong in the cluster layer, and how each error reads to a
+//! peer. The node maps each to its HTTP status (`node/src/api.rs`); this
+//! module must not know HTTP.
+
+use crate::wire;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// `ack`/`from` out of range; the node answers 400.
+    #[error("{0}")]
+    BadReplication(String),
+    /// Fewer than `ack` replicas answered in time; the node answers 504.
+    #[error("not enough replicas: got {got} of {need}")]
+    NotEnoughReplicas { got: usize, need: usize },
+    /// The store refused for now (write stall); the node answers 503.
+    #[error("busy: {0}")]
+    Busy(String),
+    /// The store is closed (shutting down); the node answers 503.
+    #[error("store is closed")]
+    Closed,
+    #[error("storage error: {0}")]
+    Storage(strata_engine::Error),
+    /// A failure shared by every write of a failed group (already logged).
+    #[error("storage error: {0}")]
+    Failed(String),
+    /// This node is in no layout yet (started to join); the node answers
+    /// 503.
+    #[error("this node is not a member of a cluster layout yet (strata cluster join)")]
+    NotMember,
+}
+
+impl ClusterError {
+    /// The error as an answer to a peer (`transient`: busy or closing).
+    pub(crate) fn into_response(self) -> wire::Response {
+        wire::Response::Error {
+            transient: matches!(
+                self,
+                ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember
+            ),
+            message: self.to_string(),
+        }
+    }
+
+    /// The same error for another member of a failed group.
+    pub fn share(&self) -> ClusterError {
+        match self {
+            ClusterError::BadReplication(m) => ClusterError::BadReplication(m.clone()),
+            ClusterError::NotEnoughReplicas { got, need } => ClusterError::NotEnoughReplicas {
+                got: *got,
+                need: *need,
+            },
+            ClusterError::Busy(m) => ClusterError::Busy(m.clone()),
+            ClusterError::Closed => ClusterError::Closed,
+            ClusterError::Storage(e) => ClusterError::Failed(e.to_string()),
+            ClusterError::Failed(m) => ClusterError::Failed(m.clone()),
+            ClusterError::NotMember => ClusterError::NotMember,
+        }
+    }
+}
+
+impl From<strata_engine::Error> for ClusterError {
+    fn from(e: strata_engine::Error) -> Self {
+        match e {
+            strata_engine::Error::Busy(m) => ClusterError::Busy(m),
+            strata_engine::Error::Closed => ClusterError::Closed,
+            e => ClusterError::Storage(e),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ClusterError>;
