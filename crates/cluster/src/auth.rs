@@ -1,7 +1,7 @@
 //! Authentication of internal traffic with the cluster's shared secret
 //! (HMAC-SHA256). Two layers: a token the dialing node puts on its upgrade
 //! request (so the receiving node can refuse a client without the secret
-//! with 403 before any replica operation is possible), and a mutual
+//! before any replica operation is possible), and a mutual
 //! challenge-response on the connection itself once it is upgraded (so a
 //! recorded token cannot be replayed, and the dialer knows it reached a
 //! member). Owns the secret's use; must not know how the connection was

@@ -18,7 +18,8 @@ pub struct ClusterConfig {
     pub replication: Option<usize>,
     /// Required when there is more than one member.
     pub secret: Option<Secret>,
-    /// Time a coordinator waits for `ack` answers before it answers 504.
+    /// Time a coordinator waits for `ack` answers before it gives up
+    /// (`ClusterError::NotEnoughReplicas`).
     pub timeout: Duration,
     pub hints: HintsConfig,
     pub transport: TransportConfig,

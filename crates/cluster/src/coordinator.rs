@@ -118,7 +118,7 @@ impl Inner {
         Err(self.not_enough(0, r.ack))
     }
 
-    /// The 504 error, counted.
+    /// The not-enough-replicas error, counted.
     fn not_enough(&self, got: usize, need: usize) -> ClusterError {
         self.stats
             .not_enough_replicas

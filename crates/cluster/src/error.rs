@@ -1,21 +1,21 @@
 //! What can go wrong in the cluster layer, and how each error reads to a
-//! peer. The node maps each to its HTTP status (`node/src/api.rs`); this
-//! module must not know HTTP.
+//! peer. The node maps each to its HTTP status (`cluster_error` and
+//! `write_error` in `node/src/api.rs`); this module must not know HTTP.
 
 use crate::wire;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    /// `ack`/`from` out of range; the node answers 400.
+    /// `ack`/`from` out of range: the caller's mistake.
     #[error("{0}")]
     BadReplication(String),
-    /// Fewer than `ack` replicas answered in time; the node answers 504.
+    /// Fewer than `ack` replicas answered in time.
     #[error("not enough replicas: got {got} of {need}")]
     NotEnoughReplicas { got: usize, need: usize },
-    /// The store refused for now (write stall); the node answers 503.
+    /// The store refused for now (a write stall): worth retrying later.
     #[error("busy: {0}")]
     Busy(String),
-    /// The store is closed (shutting down); the node answers 503.
+    /// The store is closed (shutting down).
     #[error("store is closed")]
     Closed,
     #[error("storage error: {0}")]
@@ -23,8 +23,7 @@ pub enum ClusterError {
     /// A failure shared by every write of a failed group (already logged).
     #[error("storage error: {0}")]
     Failed(String),
-    /// This node is in no layout yet (started to join); the node answers
-    /// 503.
+    /// This node is in no layout yet (started to join).
     #[error("this node is not a member of a cluster layout yet (strata cluster join)")]
     NotMember,
 }

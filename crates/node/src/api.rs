@@ -112,6 +112,9 @@ fn write_error(e: ClusterError) -> Response<Body> {
     )
 }
 
+/// The cluster's errors as HTTP answers: a bad `ack`/`from` is 400, too
+/// few replicas in time 504, a busy, closing or not-yet-member node 503
+/// (with `Retry-After`), a storage failure 500 (507 for a write, above).
 fn cluster_error(e: ClusterError) -> Response<Body> {
     match e {
         ClusterError::BadReplication(m) => text(StatusCode::BAD_REQUEST, &m),
