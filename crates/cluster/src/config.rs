@@ -42,8 +42,11 @@ pub struct ClusterConfig {
     pub unsafe_wall_clock: bool,
     /// Where hints live (`DATA/hints`).
     pub hints_dir: PathBuf,
-    /// Engine options for the hint store.
-    pub hints_engine: strata_engine::Options,
+    /// How durable the hint store's writes are (the node's own
+    /// durability: a hint is kept as durably as the write it stands for).
+    /// The hint store's other engine settings are the cluster's
+    /// (`hints::engine_options`).
+    pub hints_durability: strata_engine::Durability,
     /// When tombstones may be dropped.
     pub reaper: ReaperConfig,
     /// When and how fast replicas compare their Merkle trees.
@@ -78,7 +81,7 @@ impl Default for ClusterConfig {
             max_clock_ahead_ms: 60_000,
             unsafe_wall_clock: false,
             hints_dir: PathBuf::from("strata-data/hints"),
-            hints_engine: Default::default(),
+            hints_durability: strata_engine::Durability::Sync,
             reaper: ReaperConfig::default(),
             anti_entropy: AntiEntropyConfig::default(),
             wall_clock: WallClock::system(),

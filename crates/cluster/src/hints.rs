@@ -115,6 +115,17 @@ fn decode(k: &[u8], v: &Bytes) -> Option<(u64, u64, Hint)> {
     ))
 }
 
+/// The hint store's engine settings: a small memtable and cache (hints
+/// are few, written once and read back in order), at `durability`.
+pub fn engine_options(durability: strata_engine::Durability) -> strata_engine::Options {
+    strata_engine::Options {
+        durability,
+        memtable_size: 8 << 20,
+        block_cache_size: 8 << 20,
+        ..Default::default()
+    }
+}
+
 impl Hints {
     /// Open (or create) the hint store and count what it holds.
     pub fn open(dir: &Path, opts: strata_engine::Options, cfg: HintsConfig) -> Result<Hints> {

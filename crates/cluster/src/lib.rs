@@ -248,8 +248,12 @@ impl Cluster {
         };
         let hints = match &ctx {
             Some(_) => Some(Arc::new(
-                Hints::open(&cfg.hints_dir, cfg.hints_engine.clone(), cfg.hints)
-                    .map_err(|e| format!("opening hints in {}: {e}", cfg.hints_dir.display()))?,
+                Hints::open(
+                    &cfg.hints_dir,
+                    hints::engine_options(cfg.hints_durability),
+                    cfg.hints,
+                )
+                .map_err(|e| format!("opening hints in {}: {e}", cfg.hints_dir.display()))?,
             )),
             None => None,
         };

@@ -375,7 +375,7 @@ async fn node_main(sh: Rc<Shared>, i: usize) -> turmoil::Result {
         clock_offset_ms: sh.plan.offsets[i],
         unsafe_wall_clock: sh.plan.broken,
         hints_dir: dir.join("hints"),
-        hints_engine: engine_options(),
+        hints_durability: Durability::None,
         wall_clock: WallClock::new(sim_wall_ms),
         inline_io: true,
         ..Default::default()

@@ -410,12 +410,7 @@ impl Config {
             clock_offset_ms: pick!(test_clock_offset_ms, 0),
             unsafe_wall_clock: pick!(test_unsafe_wall_clock, false),
             hints_dir: c.data_dir.join("hints"),
-            hints_engine: strata_engine::Options {
-                durability: c.durability,
-                memtable_size: 8 << 20,
-                block_cache_size: 8 << 20,
-                ..Default::default()
-            },
+            hints_durability: c.durability,
             ..Default::default()
         };
         if c.max_in_service == 0 {
