@@ -54,6 +54,7 @@ pub const ALL: &[&str] = &[
     REPLICA_COUNT,
     NOT_ENOUGH_REPLICAS,
     HINTS_PENDING,
+    HTTP_REQUESTS,
 ];
 
 // The process.
@@ -121,3 +122,5 @@ pub const REPLICA_SUM: &str = "strata_replica_duration_seconds_sum";
 pub const REPLICA_COUNT: &str = "strata_replica_duration_seconds_count";
 pub const NOT_ENOUGH_REPLICAS: &str = "strata_cluster_not_enough_replicas_total";
 pub const HINTS_PENDING: &str = "strata_hints_pending";
+/// Requests answered, by method and status (a counter).
+pub const HTTP_REQUESTS: &str = "strata_http_requests_total";

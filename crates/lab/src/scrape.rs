@@ -176,29 +176,26 @@ fn sample_base(
         t_s,
         cpu_cores: delta(CPU).zip(secs).map(|(d, s)| d / s.max(1e-3)),
         rss_bytes: get(RSS),
-        in_service: get("strata_admission_in_service"),
-        waiting: get("strata_admission_waiting"),
-        limit: get("strata_admission_limit"),
-        admitted_at_once: delta("strata_admission_admitted_at_once_total"),
-        admitted_after_wait: delta("strata_admission_admitted_after_wait_total"),
-        refused: delta("strata_admission_refused_queue_full_total")
-            .map(|a| a + delta("strata_admission_refused_timeout_total").unwrap_or(0.0)),
-        flushes: delta("strata_engine_flushes_total"),
-        compactions: delta("strata_engine_compactions_total"),
-        stalls: delta("strata_engine_write_stalls_total"),
-        fsync_busy: delta("strata_engine_wal_fsync_duration_seconds_sum")
-            .zip(secs)
-            .map(|(d, s)| d / s.max(1e-3)),
-        replica_errors: delta("strata_replica_errors_total"),
-        replica_mean_ms: delta("strata_replica_duration_seconds_sum")
-            .zip(delta("strata_replica_duration_seconds_count"))
+        in_service: get(M::ADMISSION_IN_SERVICE),
+        waiting: get(M::ADMISSION_WAITING),
+        limit: get(M::ADMISSION_LIMIT),
+        admitted_at_once: delta(M::ADMITTED_AT_ONCE),
+        admitted_after_wait: delta(M::ADMITTED_AFTER_WAIT),
+        refused: delta(M::REFUSED_QUEUE_FULL).map(|a| a + delta(M::REFUSED_TIMEOUT).unwrap_or(0.0)),
+        flushes: delta(M::FLUSHES),
+        compactions: delta(M::COMPACTIONS),
+        stalls: delta(M::WRITE_STALLS),
+        fsync_busy: delta(M::FSYNC_SUM).zip(secs).map(|(d, s)| d / s.max(1e-3)),
+        replica_errors: delta(M::REPLICA_ERRORS),
+        replica_mean_ms: delta(M::REPLICA_SUM)
+            .zip(delta(M::REPLICA_COUNT))
             .and_then(|(s, n)| (n > 0.0).then(|| 1000.0 * s / n)),
-        not_enough: delta("strata_cluster_not_enough_replicas_total"),
-        hints_pending: get("strata_hints_pending"),
-        cpus: get("strata_process_cpus"),
-        open_fds: get("process_open_fds"),
-        client_connections: get("strata_connections_open"),
-        rss_anon_bytes: get("strata_process_resident_anon_bytes"),
+        not_enough: delta(M::NOT_ENOUGH_REPLICAS),
+        hints_pending: get(M::HINTS_PENDING),
+        cpus: get(M::PROCESS_CPUS),
+        open_fds: get(M::OPEN_FDS),
+        client_connections: get(M::CONNECTIONS_OPEN),
+        rss_anon_bytes: get(M::RESIDENT_ANON_BYTES),
         ..Default::default()
     }
 }

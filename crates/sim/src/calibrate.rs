@@ -15,6 +15,52 @@ use crate::dist::DistSpec;
 use crate::scenario::{Arrivals, Clients, Policy, Scenario, Stage, WriteMode};
 use crate::units::{human_ns, rate, Dur};
 
+/// The node's metric names this model reads from `/metrics` (the
+/// simulator depends on no other Strata crate, so the names are its own;
+/// the node's test checks that a real node serves every one: `READS`,
+/// histograms by their families in `HISTOGRAMS`, and those served only
+/// once a node has called a peer in `CLUSTER_ONLY`).
+pub mod names {
+    pub const HTTP_REQUESTS: &str = "strata_http_requests_total";
+    pub const HTTP_DURATION_SUM: &str = "strata_http_request_duration_seconds_sum";
+    pub const HTTP_DURATION_COUNT: &str = "strata_http_request_duration_seconds_count";
+    pub const RUNTIME_WORKERS: &str = "strata_runtime_workers";
+    pub const RUNTIME_BUSY: &str = "strata_runtime_worker_busy_seconds_total";
+    pub const RUNTIME_PARKS: &str = "strata_runtime_worker_parks_total";
+    pub const PROCESS_CPUS: &str = "strata_process_cpus";
+    pub const CLUSTER_MEMBERS: &str = "strata_cluster_members";
+    pub const MAX_IN_SERVICE: &str = "strata_admission_max_in_service";
+    pub const MAX_WAITING: &str = "strata_admission_max_waiting";
+    pub const MAX_WAIT_SECONDS: &str = "strata_admission_max_wait_seconds";
+    pub const ADMISSION_LIMIT: &str = "strata_admission_limit";
+    pub const SERVICE_DURATION: &str = "strata_admission_service_duration_seconds";
+    pub const FSYNC_DURATION: &str = "strata_engine_wal_fsync_duration_seconds";
+    pub const COMMIT_GROUP: &str = "strata_engine_commit_group_writes";
+    pub const REPLICA_SUM: &str = "strata_replica_duration_seconds_sum";
+    pub const REPLICA_COUNT: &str = "strata_replica_duration_seconds_count";
+    /// Every plain name above (histogram families excluded).
+    pub const READS: &[&str] = &[
+        HTTP_REQUESTS,
+        HTTP_DURATION_SUM,
+        HTTP_DURATION_COUNT,
+        RUNTIME_WORKERS,
+        RUNTIME_BUSY,
+        RUNTIME_PARKS,
+        PROCESS_CPUS,
+        CLUSTER_MEMBERS,
+        MAX_IN_SERVICE,
+        MAX_WAITING,
+        MAX_WAIT_SECONDS,
+        ADMISSION_LIMIT,
+        REPLICA_SUM,
+        REPLICA_COUNT,
+    ];
+    /// Histogram families (served as `_bucket`, `_sum`, `_count`).
+    pub const HISTOGRAMS: &[&str] = &[COMMIT_GROUP, FSYNC_DURATION, SERVICE_DURATION];
+    /// Served only once a node has called a peer.
+    pub const CLUSTER_ONLY: &[&str] = &[REPLICA_COUNT, REPLICA_SUM];
+}
+
 /// One sample line: `name{labels} value`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
@@ -293,8 +339,8 @@ pub fn scenario_from_metrics(
         m = m.minus(&parse_metrics(b)?);
     }
     let requests = m
-        .get("strata_http_requests_total")
-        .ok_or(CalibrationError::Missing("strata_http_requests_total"))?;
+        .get(names::HTTP_REQUESTS)
+        .ok_or(CalibrationError::Missing(names::HTTP_REQUESTS))?;
     if requests <= 0.0 {
         return Err(CalibrationError::Invalid(
             "the node served no requests (in the window): put load on it first (strata load), \
@@ -302,9 +348,7 @@ pub fn scenario_from_metrics(
                 .into(),
         ));
     }
-    let writes = m
-        .sum("strata_http_requests_total", is_write_method)
-        .unwrap_or(0.0);
+    let writes = m.sum(names::HTTP_REQUESTS, is_write_method).unwrap_or(0.0);
     let wf = (writes / requests).clamp(0.0, 1.0);
     let cpu = m
         .get("process_cpu_seconds_total")
@@ -315,8 +359,8 @@ pub fn scenario_from_metrics(
         ));
     }
     let cpu_per_req = cpu / requests;
-    let workers = m.get("strata_runtime_workers").filter(|w| *w >= 1.0);
-    let (cores, cores_from) = match (opts.cores, m.get("strata_process_cpus")) {
+    let workers = m.get(names::RUNTIME_WORKERS).filter(|w| *w >= 1.0);
+    let (cores, cores_from) = match (opts.cores, m.get(names::PROCESS_CPUS)) {
         (Some(c), _) => (c, "as given"),
         // HTTP is served by the runtime's workers: fewer workers than CPUs
         // cannot use them all.
@@ -336,20 +380,16 @@ pub fn scenario_from_metrics(
     };
     let cores = cores.max(1);
     let permits = m
-        .get("strata_admission_max_in_service")
-        .ok_or(CalibrationError::Missing("strata_admission_max_in_service"))?
+        .get(names::MAX_IN_SERVICE)
+        .ok_or(CalibrationError::Missing(names::MAX_IN_SERVICE))?
         .round()
         .max(1.0) as u32;
-    let max_waiting = m
-        .get("strata_admission_max_waiting")
-        .map(|v| v.round() as u32);
-    let max_wait = m
-        .get("strata_admission_max_wait_seconds")
-        .map(Dur::from_secs_f64);
-    let limit = m.get("strata_admission_limit");
-    let hold = m.histogram("strata_admission_service_duration_seconds");
-    let fsync = m.histogram("strata_engine_wal_fsync_duration_seconds");
-    let group = m.histogram("strata_engine_commit_group_writes");
+    let max_waiting = m.get(names::MAX_WAITING).map(|v| v.round() as u32);
+    let max_wait = m.get(names::MAX_WAIT_SECONDS).map(Dur::from_secs_f64);
+    let limit = m.get(names::ADMISSION_LIMIT);
+    let hold = m.histogram(names::SERVICE_DURATION);
+    let fsync = m.histogram(names::FSYNC_DURATION);
+    let group = m.histogram(names::COMMIT_GROUP);
     let max_batch = opts.max_batch.unwrap_or(512).max(1);
 
     let mut notes = Vec::new();
@@ -441,8 +481,8 @@ pub fn scenario_from_metrics(
     for (method, label) in [("GET", "GET"), ("PUT", "PUT")] {
         let keep = |l: &[(String, String)]| l.iter().any(|(k, v)| k == "method" && v == method);
         if let (Some(s), Some(c)) = (
-            m.sum("strata_http_request_duration_seconds_sum", keep),
-            m.sum("strata_http_request_duration_seconds_count", keep),
+            m.sum(names::HTTP_DURATION_SUM, keep),
+            m.sum(names::HTTP_DURATION_COUNT, keep),
         ) {
             if c > 0.0 {
                 notes.push(format!(

@@ -79,9 +79,11 @@ pub fn authority(url: &str) -> String {
 /// The difference of one node's two scrapes.
 pub fn node_delta(s: &NodeScrape) -> Result<NodeDelta, CalibrationError> {
     let m = parse_metrics(&s.after)?.minus(&parse_metrics(&s.before)?);
-    let requests = m
-        .get("strata_http_requests_total")
-        .ok_or(CalibrationError::Missing("strata_http_requests_total"))?;
+    let requests =
+        m.get(crate::calibrate::names::HTTP_REQUESTS)
+            .ok_or(CalibrationError::Missing(
+                crate::calibrate::names::HTTP_REQUESTS,
+            ))?;
     let cpu_s = m
         .get("process_cpu_seconds_total")
         .ok_or(CalibrationError::Missing("process_cpu_seconds_total"))?;
@@ -92,11 +94,11 @@ pub fn node_delta(s: &NodeScrape) -> Result<NodeDelta, CalibrationError> {
         if !matches!(op, Some("write") | Some("read")) {
             continue;
         }
-        if x.name == "strata_replica_duration_seconds_count" {
+        if x.name == crate::calibrate::names::REPLICA_COUNT {
             if let Some(p) = label(&x.labels, "peer") {
                 *sent.entry(authority(p)).or_insert(0.0) += x.value;
             }
-        } else if x.name == "strata_replica_duration_seconds_sum" {
+        } else if x.name == crate::calibrate::names::REPLICA_SUM {
             rtt_sum_s += x.value;
         }
     }
@@ -104,16 +106,16 @@ pub fn node_delta(s: &NodeScrape) -> Result<NodeDelta, CalibrationError> {
         url: s.url.clone(),
         requests,
         writes: m
-            .sum("strata_http_requests_total", is_write_method)
+            .sum(crate::calibrate::names::HTTP_REQUESTS, is_write_method)
             .unwrap_or(0.0),
         cpu_s,
-        runtime_busy_s: m.get("strata_runtime_worker_busy_seconds_total"),
-        parks: m.get("strata_runtime_worker_parks_total"),
+        runtime_busy_s: m.get(crate::calibrate::names::RUNTIME_BUSY),
+        parks: m.get(crate::calibrate::names::RUNTIME_PARKS),
         sent,
         rtt_sum_s,
-        cpus: m.get("strata_process_cpus"),
-        members: m.get("strata_cluster_members"),
-        fsync: m.histogram("strata_engine_wal_fsync_duration_seconds"),
+        cpus: m.get(crate::calibrate::names::PROCESS_CPUS),
+        members: m.get(crate::calibrate::names::CLUSTER_MEMBERS),
+        fsync: m.histogram(crate::calibrate::names::FSYNC_DURATION),
         metrics: m,
     })
 }
@@ -588,14 +590,14 @@ pub fn scenario_from_cluster_metrics(
     };
     let m0 = &d[0].metrics;
     let admission = m0
-        .get("strata_admission_max_in_service")
+        .get(crate::calibrate::names::MAX_IN_SERVICE)
         .map(|p| AdmissionSpec {
             permits: p.round().max(1.0) as u32,
             max_waiting: m0
-                .get("strata_admission_max_waiting")
+                .get(crate::calibrate::names::MAX_WAITING)
                 .map(|v| v.round() as u32),
             max_wait: m0
-                .get("strata_admission_max_wait_seconds")
+                .get(crate::calibrate::names::MAX_WAIT_SECONDS)
                 .map(Dur::from_secs_f64),
         });
     let wal = match (wal_used, fsync.as_ref().and_then(Hist::to_dist)) {

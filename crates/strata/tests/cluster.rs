@@ -308,7 +308,10 @@ fn a_replicated_answer_names_the_peer_it_waited_for() {
         "{t:?}"
     );
     let text = String::from_utf8(a.request("GET", "/metrics", b"").body).unwrap();
-    for name in strata_api::metrics::CLUSTER_ONLY {
+    for name in strata_api::metrics::CLUSTER_ONLY
+        .iter()
+        .chain(strata_sim::calibrate::names::CLUSTER_ONLY)
+    {
         assert!(support::serves(&text, name), "{name}:\n{text}");
     }
 }

@@ -280,6 +280,25 @@ fn metrics_count_requests_admission_engine_and_process() {
             );
         }
     }
+    // And every name the simulator's calibration reads.
+    use strata_sim::calibrate::names as sim;
+    for name in sim::READS {
+        if !sim::CLUSTER_ONLY.contains(name) {
+            assert!(
+                support::serves(&text, name),
+                "{name} (read by the simulator) is not served:\n{text}"
+            );
+        }
+    }
+    for family in sim::HISTOGRAMS {
+        for part in ["_bucket", "_sum", "_count"] {
+            let name = format!("{family}{part}");
+            assert!(
+                support::serves(&text, &name),
+                "{name} (read by the simulator) is not served:\n{text}"
+            );
+        }
+    }
     // Every metric name follows the conventions.
     for l in text.lines().filter(|l| l.starts_with("# TYPE")) {
         let mut f = l.split(' ').skip(2);

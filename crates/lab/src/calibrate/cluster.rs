@@ -232,8 +232,8 @@ fn totals(scrapes: &[NodeScrape]) -> (f64, f64) {
     for s in scrapes {
         let (b, a) = (parse_metrics(&s.before), parse_metrics(&s.after));
         let d = |k: &str| a.get(k).copied().unwrap_or(0.0) - b.get(k).copied().unwrap_or(0.0);
-        cpu += d("process_cpu_seconds_total");
-        reqs += d("strata_http_requests_total");
+        cpu += d(strata_api::metrics::CPU_SECONDS);
+        reqs += d(strata_api::metrics::HTTP_REQUESTS);
     }
     (cpu, reqs)
 }

@@ -233,8 +233,8 @@ pub fn run(
         // The window the node's counters cover includes the warm-up.
         let secs = o.elapsed.as_secs_f64() + t.warmup;
         let (m0, m1) = (parse_metrics(&before), parse_metrics(&after));
-        let cpu = delta(&m0, &m1, "process_cpu_seconds_total");
-        let reqs = delta(&m0, &m1, "strata_http_requests_total");
+        let cpu = delta(&m0, &m1, strata_api::metrics::CPU_SECONDS);
+        let reqs = delta(&m0, &m1, strata_api::metrics::HTTP_REQUESTS);
         let step = Step {
             offered: rate,
             achieved: o.achieved_rate(),
