@@ -22,16 +22,8 @@ KEYS=${KEYS:-100000}
 CONNECTIONS=${CONNECTIONS:-64}
 DURABILITY=${DURABILITY:-sync}
 WORKLOADS=${WORKLOADS:-put get}
-cargo build --release -q -p strata
-STRATA_BIN=${STRATA_BIN:-target/release/strata}
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/cluster.sh
+. scripts/lib/cluster.sh
 
 sweep() { # name urls workload -> prints "name workload rate"
     local extra=()
@@ -45,18 +37,6 @@ sweep() { # name urls workload -> prints "name workload rate"
     grep -E "^At |Verdict" "$TMP/$1-$3.txt" | head -2 | sed 's/^/    /' >&2 || true
 }
 
-cluster_up() { # name replication -> sets URLS
-    "$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/$1" --base-port 0 --replication "$2" \
-        -- --durability "$DURABILITY" >"$TMP/$1.out" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 100); do
-        URLS=$(grep -E '^http://.*,http://' "$TMP/$1.out" || true)
-        [ -n "$URLS" ] && return 0
-        sleep 0.2
-    done
-    cat "$TMP/$1.out" >&2
-    exit 1
-}
 
 echo "## Single node (--durability $DURABILITY)"
 "$STRATA_BIN" serve --listen 127.0.0.1:0 --data-dir "$TMP/single" --log-level warn \
@@ -72,14 +52,14 @@ for w in $WORKLOADS; do sweep single "$URL" "$w"; done
 kill "$SINGLE_PID"; wait "$SINGLE_PID" 2>/dev/null || true
 
 echo "## 3 nodes, ack=2&from=3"
-cluster_up r3 3
+cluster_up "$TMP/r3" --replication 3 -- --durability "$DURABILITY"
 for w in $WORKLOADS; do sweep r3 "$URLS" "$w"; done
-kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+cluster_down
 
 echo "## 3 nodes, ack=1&from=1"
-cluster_up r1 1
+cluster_up "$TMP/r1" --replication 1 -- --durability "$DURABILITY"
 for w in $WORKLOADS; do sweep r1 "$URLS" "$w"; done
-kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+cluster_down
 
 echo
 echo "| setup | PUT breaking point req/s | ratio | GET breaking point req/s | ratio |"

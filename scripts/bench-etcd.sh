@@ -36,16 +36,8 @@ if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-cargo build --release -q -p strata
-STRATA_BIN=${STRATA_BIN:-target/release/strata}
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/cluster.sh
+. scripts/lib/cluster.sh
 
 etcd_up() {
     local cluster="" i
@@ -86,19 +78,10 @@ etcd_run() { # -> PUT/s
 
 strata_run() { # -> PUT/s
     rm -rf "$TMP/strata"
-    "$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/strata" --base-port 0 -- --durability sync >"$TMP/up.out" 2>&1 &
-    local up=$!
-    PIDS+=("$up")
-    local urls=
-    for _ in $(seq 100); do
-        urls=$(grep -E '^http://.*,http://' "$TMP/up.out" || true)
-        [[ -n $urls ]] && break
-        sleep 0.2
-    done
-    [[ -n $urls ]] || { cat "$TMP/up.out" >&2; exit 1; }
-    "$STRATA_BIN" load "$urls" --workload put --keys 1000000000 --clients "$CLIENTS" \
+    cluster_up "$TMP/strata" -- --durability sync
+    "$STRATA_BIN" load "$URLS" --workload put --keys 1000000000 --clients "$CLIENTS" \
         --duration "$DURATION" --client "$CLIENT" --quiet --json >"$TMP/load.json"
-    kill "$up"; wait "$up" 2>/dev/null || true
+    cluster_down
     python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trials"][0]; print(round((t["requests"]-t["errors"])/t["duration_s"]))' "$TMP/load.json"
 }
 

@@ -23,28 +23,9 @@ KEYS=${KEYS:-100000}
 SLO=${SLO:-p99<=10ms}
 DURABILITY=${DURABILITY:-sync}
 SWEEP_DURATION=${SWEEP_DURATION:-5}
-if [[ -z ${STRATA_BIN:-} ]]; then
-    cargo build --release -q -p strata
-    STRATA_BIN=target/release/strata
-fi
-TMP=$(mktemp -d)
-CLUSTER=
-cleanup() {
-    [[ -n $CLUSTER ]] && kill "$CLUSTER" 2>/dev/null && wait "$CLUSTER" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-"$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/cluster" --base-port 0 \
-    -- --durability "$DURABILITY" >"$TMP/cluster.out" 2>&1 &
-CLUSTER=$!
-URLS=
-for _ in $(seq 100); do
-    URLS=$(grep -E '^http://.*,http://' "$TMP/cluster.out" || true)
-    [[ -n $URLS ]] && break
-    sleep 0.2
-done
-[[ -n $URLS ]] || { cat "$TMP/cluster.out" >&2; exit 1; }
+# shellcheck source=scripts/lib/cluster.sh
+. scripts/lib/cluster.sh
+cluster_up "$TMP/cluster" -- --durability "$DURABILITY"
 
 # The machine's CPU over a phase (user+nice+system+irq+softirq+steal, in
 # cores), to tell afterwards whether something else was running.

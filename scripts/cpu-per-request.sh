@@ -37,17 +37,10 @@ if ! command -v redis-server >/dev/null; then
     log "installing redis-server"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
 fi
-cargo build --release -q -p strata -p strata-respload
-STRATA_BIN=${STRATA_BIN:-target/release/strata}
+cargo build --release -q -p strata-respload
 RESP=target/release/resp-load
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/cluster.sh
+. scripts/lib/cluster.sh
 TCK=$(getconf CLK_TCK)
 
 ticks() { # pid... -> summed utime+stime ticks
@@ -135,21 +128,11 @@ for round in $(seq "$ROUNDS"); do
             else
                 log "round $round: Strata PUT, 3 nodes, ack=2&from=3, sync"
                 rm -rf "$TMP/cluster"
-                taskset -c 1 "$STRATA_BIN" cluster up --nodes 3 --data-dir "$TMP/cluster" --base-port 0 \
-                    -- --durability sync >"$TMP/cluster.out" 2>&1 &
-                UP=$!
-                PIDS+=("$UP")
-                URLS=
-                for _ in $(seq 100); do
-                    URLS=$(grep -E '^http://.*,http://' "$TMP/cluster.out" || true)
-                    [[ -n $URLS ]] && break
-                    sleep 0.2
-                done
-                [[ -n $URLS ]] || { cat "$TMP/cluster.out" >&2; exit 1; }
-                mapfile -t nodes < <(pgrep -f "serve .*$TMP/cluster")
+                CLUSTER_CPUS=1 cluster_up "$TMP/cluster" -- --durability sync
+                mapfile -t nodes < <(pgrep -f "serve .*$TMP/cluster/data")
                 ((${#nodes[@]} == 3)) || { echo "expected 3 node processes, found ${#nodes[@]}" >&2; exit 1; }
                 s=$(strata_run "$URLS" put "$KEYS" "${nodes[@]}")
-                kill "$UP"; wait "$UP" 2>/dev/null || true
+                cluster_down
                 three=$(awk -v r="$redis_sync" 'BEGIN { print 3 * r }')
                 row "$round" "PUT, 3 nodes ack=2 from=3, sync, summed (Redis: 3 fsynced SETs)" "$s" "$three"
             fi
