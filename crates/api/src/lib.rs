@@ -1,4 +1,5 @@
-//! What a Strata node and its clients agree on, written once: where a key
+//! What a Strata node and its clients agree on, written once: who may do
+//! what (`access`: roles, token digests, the operator token), where a key
 //! lives (`placement`: the nodes place keys with it, clients route with
 //! it), the head of the cluster view's JSON (`view`), headers a node adds
 //! and what they promise (`headers`), the stages an
@@ -8,6 +9,7 @@
 //! the lab read them; neither spells a name of its own. Owns names, shapes
 //! and formats; must not do I/O or depend on another Strata crate.
 
+pub mod access;
 pub mod headers;
 pub mod metrics;
 pub mod placement;

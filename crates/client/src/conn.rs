@@ -150,6 +150,10 @@ impl Conn {
         self.wbuf.extend_from_slice(path.as_bytes());
         self.wbuf.extend_from_slice(b" HTTP/1.1\r\nHost: ");
         self.wbuf.extend_from_slice(self.target.host.as_bytes());
+        if let Some(t) = &self.target.token {
+            self.wbuf.extend_from_slice(b"\r\nAuthorization: Bearer ");
+            self.wbuf.extend_from_slice(t.as_bytes());
+        }
         if !body.is_empty() || method == "PUT" || method == "POST" {
             self.wbuf.extend_from_slice(b"\r\nContent-Length: ");
             self.wbuf

@@ -26,6 +26,9 @@ pub struct Target {
     pub addr: SocketAddr,
     pub host: String,
     pub tls: Option<Tls>,
+    /// The bearer token sent on every request (`Authorization: Bearer`),
+    /// the process's (set with [`credentials`]) unless changed.
+    pub token: Option<Arc<str>>,
 }
 
 impl Target {
@@ -54,8 +57,30 @@ impl Target {
             addr,
             host: hostport.to_string(),
             tls,
+            token: TOKEN.read().unwrap_or_else(|e| e.into_inner()).clone(),
         })
     }
+}
+
+static TOKEN: std::sync::RwLock<Option<Arc<str>>> = std::sync::RwLock::new(None);
+
+/// The credentials every connection of this process shows a node
+/// (`docs/security.md`): a bearer token sent on each request (by every
+/// [`Target`] parsed after this), and a client certificate and key (PEM
+/// files) for a node that asks for one under TLS (only the first call's
+/// counts, and only before the first https:// connection).
+pub fn credentials(
+    token: Option<String>,
+    cert_and_key: Option<(std::path::PathBuf, std::path::PathBuf)>,
+) {
+    *TOKEN.write().unwrap_or_else(|e| e.into_inner()) = token.map(|t| Arc::from(t.trim()));
+    strata_tls::identity(cert_and_key);
+}
+
+/// Send `token` from now on (targets parsed after this): a local
+/// cluster's operator token, for the lab that started the cluster.
+pub fn set_token(token: String) {
+    *TOKEN.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::from(token.trim()));
 }
 
 /// Trust `ca` (a PEM file; `None`: the system's roots) for every https://

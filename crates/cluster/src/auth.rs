@@ -34,6 +34,12 @@ impl Secret {
         Ok(Secret(trimmed))
     }
 
+    /// The secret's bytes (trimmed), for what is derived from it (the
+    /// operator token).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     /// A fresh random secret, hex (for `strata cluster up`).
     pub fn generate_hex() -> String {
         let mut b = [0u8; 32];

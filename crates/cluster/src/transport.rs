@@ -347,6 +347,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     w.shutdown().await
 }
 
+/// How long a peer has to answer the challenge on a new internal
+/// connection.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Operations one accepted connection works on at once.
 const SERVE_WINDOW: usize = 4096;
 
@@ -360,8 +364,12 @@ pub async fn serve<S: Stream, H: Handler>(
     hlc: Arc<Hlc>,
     handler: Arc<H>,
 ) -> Result<(), String> {
-    let from = auth::accept(&mut s, secret)
+    // A connection that does not finish the challenge in time is closed:
+    // an upgrade token can be replayed, the answer to a fresh challenge
+    // cannot, and a silent connection must not hold a place for ever.
+    let from = tokio::time::timeout(HANDSHAKE_TIMEOUT, auth::accept(&mut s, secret))
         .await
+        .map_err(|_| format!("no answer to the challenge within {HANDSHAKE_TIMEOUT:?}"))?
         .map_err(|e| e.to_string())?;
     let (mut r, w) = tokio::io::split(s);
     let (tx, rx) = mpsc::channel::<Outgoing>(SERVE_WINDOW);

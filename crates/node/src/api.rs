@@ -17,12 +17,13 @@ use strata_api::timing::{ServerTiming, Stage};
 use strata_cluster::trace::Trace;
 use strata_cluster::{Cluster, ClusterError, Replication};
 
+use crate::access::{self, Peer, Refusal};
 use crate::admission::{Admission, Refused, Ticket};
 use crate::arrival::Arrival;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::operator;
-use crate::overload::Guard;
+use crate::overload::{Guard, Open};
 use crate::probes;
 use crate::profile;
 use crate::query::{BadQuery, Query};
@@ -33,6 +34,15 @@ use crate::reply::{full, json, text};
 /// A handler's answer; `Err` is an early answer (an error status), so that
 /// validation can use `?`.
 type Answer = Result<Response<Body>, Response<Body>>;
+
+/// The connection a request came on: who is calling (for `access`), and
+/// its place among the open connections (an internal connection keeps it
+/// once upgraded, so it stays counted).
+#[derive(Clone)]
+pub struct Conn {
+    pub peer: Arc<Peer>,
+    pub open: Arc<Open>,
+}
 
 /// Everything a request handler needs.
 pub struct Node {
@@ -182,10 +192,35 @@ pub fn priority_request(head: &[u8]) -> bool {
     PRIORITY.iter().any(|p| head.starts_with(p))
 }
 
+/// Refuse a request whose caller may not make it (`docs/security.md`):
+/// 401 without credentials the node knows, 403 for a role that may not.
+fn authorize(node: &Node, req: &Request<Incoming>, conn: &Conn) -> Result<(), Response<Body>> {
+    let Some(need) = access::need(req.method(), req.uri().path()) else {
+        return Ok(());
+    };
+    let auth = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    match node.config.access.check(need, auth, &conn.peer) {
+        Ok(()) => Ok(()),
+        Err(Refusal::Unauthenticated(why)) => {
+            let mut r = text(StatusCode::UNAUTHORIZED, &why);
+            r.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"strata\""),
+            );
+            Err(r)
+        }
+        Err(Refusal::Forbidden(why)) => Err(text(StatusCode::FORBIDDEN, &why)),
+    }
+}
+
 pub async fn handle(
     node: Arc<Node>,
     req: Request<Incoming>,
     arrival: Arrival,
+    conn: Conn,
 ) -> Result<Response<Body>, Infallible> {
     let start = Instant::now();
     // Time from reaching the socket to being read: the queue before
@@ -195,20 +230,16 @@ pub async fn handle(
     let method = req.method().clone();
     let id = probes::next_id();
     probes::request__start!(|| (id, method.as_str(), req.uri().path()));
-    let mut r = match req.uri().path() {
-        "/v0/entity" => entity(&node, id, req, waited).await.unwrap_or_else(|r| r),
-        "/v0/entities" => entities(&node, id, req, waited).await.unwrap_or_else(|r| r),
-        "/v0/internal" => internal(&node, req),
-        "/v0/status" => status(&node, &req),
-        "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
-        "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
-        "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node.cluster, &req).await,
-        p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(&node, &req).await,
-        "/metrics" => metrics(&node, &req).await,
-        "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
-        "/debug/pprof/heap" => heap_profile(&req).await.unwrap_or_else(|r| r),
-        _ => text(StatusCode::BAD_REQUEST, "unknown path"),
+    let mut r = match authorize(&node, &req, &conn) {
+        Err(refused) => {
+            // The body of a refused request is read (bounded) so that the
+            // answer is not lost to a reset.
+            drain(req).await;
+            refused
+        }
+        Ok(()) => route(&node, id, req, waited, conn).await,
     };
+
     // Over the connection limit: this connection closes after this answer
     // (its client reconnects, and waits in the kernel's backlog while the
     // node is full), the cheapest way to shed its next requests.
@@ -238,6 +269,30 @@ pub async fn handle(
         r.headers_mut().insert(strata_api::timing::HEADER, v);
     }
     Ok(r)
+}
+
+/// The handler of a request's path.
+async fn route(
+    node: &Arc<Node>,
+    id: u64,
+    req: Request<Incoming>,
+    waited: Duration,
+    conn: Conn,
+) -> Response<Body> {
+    match req.uri().path() {
+        "/v0/entity" => entity(node, id, req, waited).await.unwrap_or_else(|r| r),
+        "/v0/entities" => entities(node, id, req, waited).await.unwrap_or_else(|r| r),
+        "/v0/internal" => internal(node, req, conn),
+        "/v0/status" => status(node, &req),
+        "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
+        "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
+        "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node.cluster, &req).await,
+        p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(node, &req).await,
+        "/metrics" => metrics(node, &req).await,
+        "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
+        "/debug/pprof/heap" => heap_profile(&req).await.unwrap_or_else(|r| r),
+        _ => text(StatusCode::BAD_REQUEST, "unknown path"),
+    }
 }
 
 /// The cluster's critical path as stages: this node's own part, then the
@@ -692,7 +747,7 @@ async fn backup(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
 /// `GET /v0/internal` with `Upgrade: strata-internal/0`: a peer opening an
 /// internal connection. Without a valid token made with the cluster secret
 /// the answer is 403 and nothing else happens.
-fn internal(node: &Arc<Node>, mut req: Request<Incoming>) -> Response<Body> {
+fn internal(node: &Arc<Node>, mut req: Request<Incoming>, conn: Conn) -> Response<Body> {
     use crate::peer::{AUTH_HEADER, FROM_HEADER, UPGRADE};
     let header = |name: &str| {
         req.headers()
@@ -711,9 +766,24 @@ fn internal(node: &Arc<Node>, mut req: Request<Incoming>) -> Response<Body> {
             "internal traffic needs the cluster secret",
         );
     }
+    // Under mutual TLS a member also shows a node certificate.
+    let mutual = node.config.tls.as_ref().is_some_and(|t| t.mutual);
+    if mutual
+        && !matches!(
+            conn.peer.cert_role(),
+            Some(Ok(strata_api::access::Role::Node))
+        )
+    {
+        return text(
+            StatusCode::FORBIDDEN,
+            "internal traffic needs a node certificate (OU=node) signed by the cluster's CA",
+        );
+    }
     let upgrade = hyper::upgrade::on(&mut req);
     let n = node.clone();
     tokio::spawn(async move {
+        // Counted among the open connections for as long as it lives.
+        let _open = conn.open;
         match upgrade.await {
             Ok(up) => {
                 let io = hyper_util::rt::TokioIo::new(up);

@@ -162,6 +162,25 @@ pub struct ServeArgs {
     /// [default: the system's].
     #[arg(skip)]
     pub tls_ca: Option<PathBuf>,
+    /// The certificate authority a client certificate must be signed by
+    /// (TLS only): a client that presents one is verified in the
+    /// handshake, and its subject's `OU=` is its role (read, readwrite,
+    /// monitor, operator; `node` for members, whose internal connections
+    /// must then present one) [default: --tls-ca when given, else no
+    /// client certificates].
+    #[arg(long, env = "STRATA_CLIENT_CA")]
+    pub client_ca: Option<PathBuf>,
+    /// Bearer tokens, one a line: `ROLE NAME SHA256-HEX` (`strata token
+    /// new` makes them). Read again on SIGHUP and when the file changes.
+    /// Giving it makes --client-auth default to required.
+    #[arg(long, env = "STRATA_AUTH_TOKENS")]
+    pub auth_tokens: Option<PathBuf>,
+    /// `open`: data and metrics need no credentials (operator endpoints
+    /// always do); `required`: everything but /v0/status needs a token or
+    /// a client certificate whose role allows it (docs/security.md)
+    /// [default: required with --auth-tokens, else open].
+    #[arg(long, env = "STRATA_CLIENT_AUTH")]
+    pub client_auth: Option<String>,
     /// Internal connections per peer [default: 2].
     #[arg(long, env = "STRATA_PEER_CONNECTIONS")]
     pub peer_connections: Option<usize>,
@@ -223,6 +242,8 @@ pub struct Config {
     pub cluster: strata_cluster::ClusterConfig,
     /// `None`: plain HTTP.
     pub tls: Option<Tls>,
+    /// Who may call what.
+    pub access: Arc<crate::access::Access>,
 }
 
 /// TLS on the node's port: what it shows its clients, and what it trusts
@@ -236,6 +257,10 @@ pub struct Tls {
     /// What `peers` trusts when `--tls-ca` names a file (reloaded with the
     /// certificate); `None` for the system's roots.
     pub trust: Option<Arc<strata_tls::Trust>>,
+    /// Client certificates are verified (`--client-ca` or `--tls-ca`):
+    /// members prove themselves with node certificates, on top of the
+    /// cluster secret.
+    pub mutual: bool,
 }
 
 impl std::fmt::Debug for Tls {
@@ -259,6 +284,9 @@ impl Config {
         macro_rules! pick {
             ($f:ident, $d:expr) => {
                 args.$f.clone().or(file.$f.clone()).unwrap_or($d)
+            };
+            ($f:ident) => {
+                args.$f.clone().or(file.$f.clone())
             };
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -298,6 +326,11 @@ impl Config {
             log_level: pick!(log_level, "info".to_string()),
             cluster: strata_cluster::ClusterConfig::default(),
             tls: None,
+            access: Arc::new(crate::access::Access::new(
+                None,
+                crate::access::ClientAuth::Open,
+                None,
+            )?),
         };
         let tls_files = (
             args.tls_cert.clone().or(file.tls_cert.clone()),
@@ -305,15 +338,20 @@ impl Config {
         );
         c.tls = match tls_files {
             (Some(cert), Some(key)) => {
-                let (server, certificate) = strata_tls::server_config(&cert, &key)?;
-                let (peers, trust) = strata_tls::peer_config(
-                    args.tls_ca.clone().or(file.tls_ca.clone()).as_deref(),
-                )?;
+                let ca = args.tls_ca.clone().or(file.tls_ca.clone());
+                let clients = pick!(client_ca).or(ca.clone());
+                let (server, certificate) =
+                    strata_tls::server_config(&cert, &key, clients.as_deref())?;
+                // A node shows its own certificate when it dials a peer
+                // that verifies client certificates.
+                let (peers, trust) =
+                    strata_tls::peer_config(ca.as_deref(), Some(certificate.clone()))?;
                 Some(Tls {
                     server,
                     certificate,
                     peers,
                     trust,
+                    mutual: clients.is_some(),
                 })
             }
             (None, None) => None,
@@ -365,6 +403,17 @@ impl Config {
             }
             (None, None) => None,
         };
+        let tokens = pick!(auth_tokens);
+        let mode = match pick!(client_auth) {
+            Some(m) => m.parse()?,
+            None if tokens.is_some() => crate::access::ClientAuth::Required,
+            None => crate::access::ClientAuth::Open,
+        };
+        c.access = Arc::new(crate::access::Access::new(
+            tokens,
+            mode,
+            secret.as_ref().map(|s| s.as_bytes()),
+        )?);
         let defaults = strata_cluster::HintsConfig::default();
         let reaper = strata_cluster::ReaperConfig::default();
         c.cluster = strata_cluster::ClusterConfig {

@@ -15,8 +15,9 @@ use strata_engine::Db;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
+use crate::access::Peer;
 use crate::admission::{Mode, ADJUST_EVERY};
-use crate::api::{handle, priority_request, refuse_stale, Node};
+use crate::api::{handle, priority_request, refuse_stale, Conn, Node};
 use crate::arrival::TimedStream;
 use crate::config::Config;
 use crate::metrics::{EngineEvents, Metrics};
@@ -340,17 +341,23 @@ fn start(
             && first != First::Priority
             && first_request(&stream, node.config.tls.is_some()) != First::Priority
     });
-    let open = guard.opened();
+    let open = Arc::new(guard.opened());
     let _ = stream.set_nodelay(true);
+    let peer = Arc::new(Peer::new(stream.peer_addr().ok(), None));
     let node2 = node.clone();
     let (stream, arrival) = TimedStream::new(stream);
+    let (peer2, open2) = (peer.clone(), open.clone());
     let service = service_fn(move |req| {
         let node = node2.clone();
         let arrival = arrival.clone();
+        let conn = Conn {
+            peer: peer2.clone(),
+            open: open2.clone(),
+        };
         async move {
             match stale {
                 Some(age) => Ok(refuse_stale(&node, age, req).await),
-                None => handle(node, req, arrival).await,
+                None => handle(node, req, arrival, conn).await,
             }
         }
     });
@@ -367,7 +374,16 @@ fn start(
                 // The handshake gets the time a request's head gets.
                 let acceptor = tokio_rustls::TlsAcceptor::from(server);
                 match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => serve_http(tls, service, header_timeout, stop_rx).await,
+                    Ok(Ok(tls)) => {
+                        // A client certificate was verified in the
+                        // handshake: its subject names the caller.
+                        let cert = tls.get_ref().1.peer_certificates();
+                        if let Some(s) = cert.and_then(|c| c.first()).and_then(strata_tls::subject)
+                        {
+                            let _ = peer.cert.set(s);
+                        }
+                        serve_http(tls, service, header_timeout, stop_rx).await
+                    }
                     Ok(Err(e)) => {
                         tracing::debug!(error = %e, "TLS handshake failed");
                         return;

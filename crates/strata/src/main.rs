@@ -40,6 +40,36 @@ struct Cli {
     /// on SIGHUP and when it changes) [default: the system's].
     #[arg(long, global = true, env = "STRATA_TLS_CA")]
     tls_ca: Option<PathBuf>,
+    /// The bearer token the commands show the nodes they talk to
+    /// (docs/security.md; `strata token`) [default: none; the lab's own
+    /// local clusters get their operator token].
+    #[arg(long, global = true, env = "STRATA_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// A file holding the bearer token (keeps it off the command line).
+    #[arg(
+        long,
+        global = true,
+        env = "STRATA_TOKEN_FILE",
+        conflicts_with = "token"
+    )]
+    token_file: Option<PathBuf>,
+    /// A client certificate (PEM) the commands present to nodes that ask
+    /// for one under TLS; its OU= is the role. Needs --tls-client-key.
+    #[arg(
+        long,
+        global = true,
+        env = "STRATA_TLS_CLIENT_CERT",
+        requires = "tls_client_key"
+    )]
+    tls_client_cert: Option<PathBuf>,
+    /// The private key of --tls-client-cert.
+    #[arg(
+        long,
+        global = true,
+        env = "STRATA_TLS_CLIENT_KEY",
+        requires = "tls_client_cert"
+    )]
+    tls_client_key: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -103,6 +133,12 @@ enum Cmd {
     /// Restore one node's backup into a new data directory (checked
     /// against its backup.json); then start `strata serve` on it.
     Restore(strata_lab::cluster::backup::RestoreArgs),
+    /// Credentials for nodes that check them: a new bearer token and its
+    /// line for a tokens file, or a cluster's operator token.
+    Token {
+        #[command(subcommand)]
+        what: strata_lab::cluster::token::TokenCmd,
+    },
     /// Long-running correctness checks.
     Stress {
         #[command(subcommand)]
@@ -204,6 +240,17 @@ struct StressArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     strata_client::stream::trust(cli.tls_ca.clone());
+    let token = match &cli.token_file {
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(t) => Some(t),
+            Err(e) => return exit("strata", Err(format!("{}: {e}", f.display()))),
+        },
+        None => cli.token.clone(),
+    };
+    strata_client::stream::credentials(
+        token,
+        cli.tls_client_cert.clone().zip(cli.tls_client_key.clone()),
+    );
     match cli.cmd {
         Cmd::Serve(mut a) => exit("strata serve", {
             a.tls_ca = cli.tls_ca.or(a.tls_ca);
@@ -248,6 +295,7 @@ fn main() -> ExitCode {
         Cmd::Cluster { what } => cluster(what),
         Cmd::Backup(a) => exit("strata backup", strata_lab::cluster::backup::backup(&a)),
         Cmd::Restore(a) => exit("strata restore", strata_lab::cluster::backup::restore(&a)),
+        Cmd::Token { what } => exit("strata token", strata_lab::cluster::token::main(&what)),
         Cmd::Stress {
             what: StressCmd::Engine(a),
         } => stress(a),

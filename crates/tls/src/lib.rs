@@ -14,7 +14,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::ResolvesServerCert;
+use rustls::server::{ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig};
 
@@ -37,26 +37,59 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// served through a [`Certificate`] that [`Certificate::reload`] swaps
 /// for what the files hold later. Both protocol names are accepted; a
 /// client offering neither gets no ALPN and plain HTTP/1.1.
+///
+/// With `clients` (a CA file), a client may present a certificate: one
+/// that this CA signed is verified in the handshake and its subject is
+/// then the caller's identity ([`subject`]); one it did not sign fails the
+/// handshake. A client without a certificate is let through: whether it
+/// needs one is the node's decision, request by request.
 pub fn server_config(
     cert: &Path,
     key: &Path,
+    clients: Option<&Path>,
 ) -> Result<(Arc<ServerConfig>, Arc<Certificate>), String> {
-    // The files' stamps before they are read: a change in between is
-    // then seen by the next reload.
-    let stamped = stamps(cert, key);
-    let current = Arc::new(Certificate {
-        cert: cert.to_path_buf(),
-        key: key.to_path_buf(),
-        now: RwLock::new(load_certified(cert, key)?),
-        stamps: Mutex::new(stamped),
-    });
-    let mut c = ServerConfig::builder_with_provider(provider())
+    let current = Certificate::load(cert, key)?;
+    let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_cert_resolver(current.clone());
+        .map_err(|e| e.to_string())?;
+    let builder = match clients {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let v =
+                WebPkiClientVerifier::builder_with_provider(Arc::new(roots(Some(ca))?), provider())
+                    .allow_unauthenticated()
+                    .build()
+                    .map_err(|e| format!("{}: {e}", ca.display()))?;
+            builder.with_client_cert_verifier(v)
+        }
+    };
+    let mut c = builder.with_cert_resolver(current.clone());
     c.alpn_protocols = vec![HTTP11.to_vec(), PRIORITY.to_vec()];
     Ok((Arc::new(c), current))
+}
+
+/// What a verified client certificate says of its holder: the subject's
+/// organizational unit (`OU=`, Strata reads it as the role) and common
+/// name (`CN=`, the holder's name in logs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Subject {
+    pub ou: Option<String>,
+    pub cn: Option<String>,
+}
+
+/// The subject of a certificate (DER); `None` if it does not parse.
+pub fn subject(cert: &CertificateDer<'_>) -> Option<Subject> {
+    let (_, c) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let s = c.subject();
+    let ou = s.iter_organizational_unit().next();
+    let cn = s.iter_common_name().next();
+    let text = |a: Option<&x509_parser::x509::AttributeTypeAndValue<'_>>| {
+        a.and_then(|a| a.as_str().ok()).map(str::to_string)
+    };
+    Some(Subject {
+        ou: text(ou),
+        cn: text(cn),
+    })
 }
 
 /// The node's certificate and key, as its files held when last loaded.
@@ -106,6 +139,23 @@ fn load_certified(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> 
 }
 
 impl Certificate {
+    /// The chain and key in the files, checked to belong together.
+    pub fn load(cert: &Path, key: &Path) -> Result<Arc<Certificate>, String> {
+        // The files' stamps before they are read: a change in between is
+        // then seen by the next reload.
+        let stamped = stamps(cert, key);
+        Ok(Arc::new(Certificate {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            now: RwLock::new(load_certified(cert, key)?),
+            stamps: Mutex::new(stamped),
+        }))
+    }
+
+    fn current(&self) -> Arc<CertifiedKey> {
+        self.now.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Load the files again if they changed since the last load (or
     /// `always`). `Ok(true)`: new handshakes now get the new certificate.
     /// On an error (a file half written, a key that does not match) the
@@ -132,7 +182,7 @@ impl Certificate {
 
 impl ResolvesServerCert for Certificate {
     fn resolve(&self, _: rustls::server::ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.now.read().unwrap_or_else(|e| e.into_inner()).clone())
+        Some(self.current())
     }
 }
 
@@ -280,36 +330,66 @@ impl ServerCertVerifier for Trust {
     }
 }
 
+/// Presents the certificate as a client's (a node to its peers, the lab
+/// to a node that asks for one): whatever `reload` last loaded.
+impl rustls::client::ResolvesClientCert for Certificate {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        Some(self.current())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
 /// A node's side as a client of its peers: trusting `ca` (reloadable:
 /// the [`Trust`] is returned) or the system's roots, offering
-/// [`PRIORITY`].
-pub fn peer_config(ca: Option<&Path>) -> Result<(Arc<ClientConfig>, Option<Arc<Trust>>), String> {
+/// [`PRIORITY`], presenting `own` (the node's certificate) when a peer
+/// asks for a client certificate.
+pub fn peer_config(
+    ca: Option<&Path>,
+    own: Option<Arc<Certificate>>,
+) -> Result<(Arc<ClientConfig>, Option<Arc<Trust>>), String> {
     let Some(ca) = ca else {
-        return Ok((client_config(None, PRIORITY)?, None));
+        return Ok((client_config(None, PRIORITY, own)?, None));
     };
     let trust = Arc::new(Trust {
         ca: ca.to_path_buf(),
         stamp: Mutex::new(stamp(ca)),
         now: RwLock::new(verifier(ca)?),
     });
-    let mut c = ClientConfig::builder_with_provider(provider())
+    let c = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .dangerous()
-        .with_custom_certificate_verifier(trust.clone())
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(trust.clone());
+    let mut c = match own {
+        Some(own) => c.with_client_cert_resolver(own),
+        None => c.with_no_client_auth(),
+    };
     c.alpn_protocols = vec![PRIORITY.to_vec()];
     Ok((Arc::new(c), Some(trust)))
 }
 
 /// A client's side: trusting `ca` (or the system's roots), offering
-/// `alpn`.
-pub fn client_config(ca: Option<&Path>, alpn: &[u8]) -> Result<Arc<ClientConfig>, String> {
-    let mut c = ClientConfig::builder_with_provider(provider())
+/// `alpn`, presenting `own` if a node asks for a client certificate.
+pub fn client_config(
+    ca: Option<&Path>,
+    alpn: &[u8],
+    own: Option<Arc<Certificate>>,
+) -> Result<Arc<ClientConfig>, String> {
+    let c = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
-        .with_root_certificates(roots(ca)?)
-        .with_no_client_auth();
+        .with_root_certificates(roots(ca)?);
+    let mut c = match own {
+        Some(own) => c.with_client_cert_resolver(own),
+        None => c.with_no_client_auth(),
+    };
     c.alpn_protocols = vec![alpn.to_vec()];
     Ok(Arc::new(c))
 }
@@ -368,6 +448,8 @@ pub fn hello(peeked: &[u8]) -> Hello {
 /// The lab's trust, for every https:// URL this process dials: set once
 /// from `--tls-ca` (or `STRATA_TLS_CA`) before any connection opens.
 static CLIENT_CA: OnceLock<Option<PathBuf>> = OnceLock::new();
+/// The lab's client certificate and key, if it has one (`--tls-client-cert`).
+static CLIENT_ID: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
 static CLIENTS: OnceLock<Result<[Arc<ClientConfig>; 2], String>> = OnceLock::new();
 
 /// Set the certificate authority the lab's clients trust (`None`: the
@@ -376,13 +458,23 @@ pub fn trust(ca: Option<PathBuf>) {
     let _ = CLIENT_CA.set(ca);
 }
 
+/// Set the certificate and key (PEM files) the lab presents to a node that
+/// asks for a client certificate. Only the first call counts.
+pub fn identity(cert_and_key: Option<(PathBuf, PathBuf)>) {
+    let _ = CLIENT_ID.set(cert_and_key);
+}
+
 /// The lab's client configuration: offering [`PRIORITY`] (control
 /// requests, scrapes) or [`HTTP11`] (load). Built on first use.
 pub fn lab_client(priority: bool) -> Result<Arc<ClientConfig>, String> {
     let both = CLIENTS.get_or_init(|| {
         let ca = CLIENT_CA.get().cloned().flatten();
+        let own = match CLIENT_ID.get().cloned().flatten() {
+            Some((cert, key)) => Some(Certificate::load(&cert, &key)?),
+            None => None,
+        };
         // The trust read once; the two differ only in what they offer.
-        let http = client_config(ca.as_deref(), HTTP11)?;
+        let http = client_config(ca.as_deref(), HTTP11, own)?;
         let mut priority = (*http).clone();
         priority.alpn_protocols = vec![PRIORITY.to_vec()];
         Ok([http, Arc::new(priority)])

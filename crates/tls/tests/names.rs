@@ -32,7 +32,8 @@ fn openssl_present() -> bool {
 /// A whole handshake in memory, the client checking the certificate
 /// against `name`: Ok, or the client's error in words.
 fn handshake(dir: &Path, name: &str) -> Result<(), String> {
-    let client = strata_tls::client_config(Some(&dir.join("ca.pem")), strata_tls::HTTP11).unwrap();
+    let client =
+        strata_tls::client_config(Some(&dir.join("ca.pem")), strata_tls::HTTP11, None).unwrap();
     handshake_with(client, dir, name)
 }
 
@@ -40,7 +41,7 @@ fn handshake(dir: &Path, name: &str) -> Result<(), String> {
 /// certificate shown to it.
 fn handshake_with(client: Arc<ClientConfig>, dir: &Path, name: &str) -> Result<(), String> {
     let (server, _cert) =
-        strata_tls::server_config(&dir.join("node.pem"), &dir.join("node.key")).unwrap();
+        strata_tls::server_config(&dir.join("node.pem"), &dir.join("node.key"), None).unwrap();
     let sn = strata_tls::server_name(&format!("{name}:8080"))?;
     let mut c = ClientConnection::new(client, sn).map_err(|e| e.to_string())?;
     let mut s = ServerConnection::new(server).map_err(|e| e.to_string())?;
@@ -140,7 +141,7 @@ fn a_peer_trust_follows_its_ca_file_on_reload() {
     assert!(make_certs(&new, &["127.0.0.1"]));
     let file = tmp.path().join("trusted.pem");
     std::fs::copy(old.join("ca.pem"), &file).unwrap();
-    let (client, trust) = strata_tls::peer_config(Some(&file)).unwrap();
+    let (client, trust) = strata_tls::peer_config(Some(&file), None).unwrap();
     let trust = trust.expect("a file's trust is reloadable");
     handshake_with(client.clone(), &old, "127.0.0.1").unwrap();
     assert!(handshake_with(client.clone(), &new, "127.0.0.1").is_err());

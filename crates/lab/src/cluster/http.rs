@@ -131,8 +131,12 @@ fn send(
     } else {
         ""
     };
+    let auth = match &target.token {
+        Some(t) => format!("Authorization: Bearer {t}\r\n"),
+        None => String::new(),
+    };
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{body}Connection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}{body}Connection: close\r\n\r\n",
         target.host
     );
     // Under TLS the handshake happens here, bounded by the timeouts.

@@ -147,6 +147,11 @@ impl LocalCluster {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let secret_file = dir.join("cluster-secret");
         write_secret(&secret_file)?;
+        // The lab operates the cluster it starts (repair, membership,
+        // backups, profiles): with the operator token of its secret.
+        let secret =
+            std::fs::read(&secret_file).map_err(|e| format!("{}: {e}", secret_file.display()))?;
+        strata_client::stream::set_token(strata_api::access::operator_token(&secret));
 
         let n = opts.nodes;
         // Free ports stay held until the proxies have bound theirs, so that

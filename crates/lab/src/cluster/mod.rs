@@ -20,6 +20,7 @@
 //! | `backup.rs` | `strata backup` (a node's checkpoint downloaded file by file) and `strata restore` |
 //! | `change.rs` | `strata cluster join` / `leave`: a layout change started and followed, keys moved against the ideal |
 //! | `repair.rs` | `strata cluster repair`: anti-entropy on demand, the exchanges as a table |
+//! //! | `token.rs` | `strata token`: a new bearer token and its tokens-file line, the operator token of a secret |
 //! | `delay.rs` | `strata cluster delay`: a TCP relay that adds a fixed delay each way (a distant network path, in a namespace; this kernel has no netem) |
 //! | `fake_node.rs` | tests only: a stand-in node for the tests of the above |
 
@@ -37,4 +38,5 @@ pub mod proxy;
 pub mod repair;
 pub mod schedule;
 pub mod status;
+pub mod token;
 pub mod up;

@@ -86,6 +86,10 @@ pub fn up(args: &UpArgs, strata: Command) -> Result<(), String> {
     print!("{}", summary(&lock()));
     let control = super::control::serve(&opts.dir, c.clone())?;
     println!(
+        "Operator endpoints (backup, repair, join, leave, profiles) need its operator token: export STRATA_TOKEN=$(strata token operator --cluster-secret-file {})",
+        lock().secret_file().display()
+    );
+    println!(
         "Faults during a run: strata load ... --fault kill:2@20s --cluster-dir {} (control socket {})",
         opts.dir.display(),
         control.display()

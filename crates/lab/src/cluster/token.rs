@@ -1,0 +1,123 @@
+//! `strata token`: credentials for nodes that check them
+//! (`docs/security.md`). `new` makes a random bearer token and the line a
+//! node's tokens file (`--auth-tokens`) holds for it (its role, a name,
+//! its SHA-256: the file never holds the token); `operator` prints the
+//! operator token every member derives from the cluster secret. Owns
+//! making tokens; must not talk to a node (the node checks them).
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+
+use rand::RngCore;
+use strata_api::access::{operator_token, token_digest, Role};
+
+#[derive(clap::Subcommand, Clone, Debug)]
+pub enum TokenCmd {
+    /// A new random token for ROLE (read, readwrite, monitor, operator):
+    /// the token on stdout, and its line for the tokens file appended to
+    /// --append FILE (created mode 0600) or printed on stderr.
+    New(NewArgs),
+    /// The cluster's operator token, derived from its secret (every member
+    /// accepts it): `export STRATA_TOKEN=$(strata token operator
+    /// --cluster-secret-file DIR/cluster-secret)`.
+    Operator(OperatorArgs),
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct NewArgs {
+    /// read, readwrite, monitor or operator.
+    pub role: String,
+    /// A name for the holder (logs and refusals name it; no spaces).
+    pub name: String,
+    /// The tokens file to append the token's line to.
+    #[arg(long)]
+    pub append: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct OperatorArgs {
+    /// The cluster secret.
+    #[arg(
+        long,
+        env = "STRATA_CLUSTER_SECRET",
+        conflicts_with = "cluster_secret_file"
+    )]
+    pub cluster_secret: Option<String>,
+    /// A file holding the cluster secret.
+    #[arg(long, env = "STRATA_CLUSTER_SECRET_FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+}
+
+pub fn main(cmd: &TokenCmd) -> Result<(), String> {
+    match cmd {
+        TokenCmd::New(a) => {
+            let (token, line) = new_token(&a.role, &a.name)?;
+            match &a.append {
+                Some(f) => {
+                    let mut file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .mode(0o600)
+                        .open(f)
+                        .map_err(|e| format!("{}: {e}", f.display()))?;
+                    writeln!(file, "{line}").map_err(|e| format!("{}: {e}", f.display()))?;
+                }
+                None => eprintln!("the tokens file's line for it:\n{line}"),
+            }
+            println!("{token}");
+            Ok(())
+        }
+        TokenCmd::Operator(a) => {
+            let secret = match (&a.cluster_secret, &a.cluster_secret_file) {
+                (Some(s), _) => s.clone().into_bytes(),
+                (None, Some(f)) => std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?,
+                (None, None) => return Err("give --cluster-secret or --cluster-secret-file".into()),
+            };
+            if secret.trim_ascii().len() < 16 {
+                return Err("the cluster secret must be at least 16 bytes".into());
+            }
+            println!("{}", operator_token(&secret));
+            Ok(())
+        }
+    }
+}
+
+/// A random token for `role` and its tokens-file line.
+pub fn new_token(role: &str, name: &str) -> Result<(String, String), String> {
+    let r = Role::parse(role)
+        .filter(|r| *r != Role::Node)
+        .ok_or_else(|| format!("unknown role {role:?}: read, readwrite, monitor or operator"))?;
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c == '#') {
+        return Err(format!("name {name:?}: one word, no '#'"));
+    }
+    let mut b = [0u8; 24];
+    rand::rng().fill_bytes(&mut b);
+    let token: String = "st0_"
+        .chars()
+        .chain(b.iter().flat_map(|x| {
+            let s = format!("{x:02x}");
+            s.chars().collect::<Vec<_>>()
+        }))
+        .collect();
+    let line = format!("{} {name} {}", r.name(), token_digest(&token));
+    Ok((token, line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_token_is_random_and_its_line_holds_its_digest_only() {
+        let (a, la) = new_token("readwrite", "app").unwrap();
+        let (b, _) = new_token("readwrite", "app").unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with("st0_") && a.len() == 4 + 48);
+        assert_eq!(la, format!("readwrite app {}", token_digest(&a)));
+        assert!(!la.contains(&a));
+        assert!(new_token("node", "x").is_err());
+        assert!(new_token("admin", "x").is_err());
+        assert!(new_token("read", "two words").is_err());
+    }
+}
