@@ -634,7 +634,7 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
         .map(|(c, n)| format!("{c}: {n}"))
         .collect();
     s += &format!(
-        "  Status codes: {}; connection errors: {}{}; errors (5xx, none or dropped): {} ({:.3}%)\n",
+        "  Status codes: {}; connection errors: {}{}; errors (5xx, 401/403, none or dropped): {} ({:.3}%)\n",
         codes.join(", "),
         o.conn_errors,
         match (o.unfinished, &o.first_conn_error) {

@@ -257,6 +257,9 @@ pub struct Tls {
     /// What `peers` trusts when `--tls-ca` names a file (reloaded with the
     /// certificate); `None` for the system's roots.
     pub trust: Option<Arc<strata_tls::Trust>>,
+    /// What client certificates are checked against, if anything (the
+    /// same as `trust` unless `--client-ca` names another file).
+    pub clients: Option<Arc<strata_tls::Trust>>,
     /// Client certificates are verified (`--client-ca` or `--tls-ca`):
     /// members prove themselves with node certificates, on top of the
     /// cluster secret.
@@ -339,19 +342,26 @@ impl Config {
         c.tls = match tls_files {
             (Some(cert), Some(key)) => {
                 let ca = args.tls_ca.clone().or(file.tls_ca.clone());
-                let clients = pick!(client_ca).or(ca.clone());
-                let (server, certificate) =
-                    strata_tls::server_config(&cert, &key, clients.as_deref())?;
                 // A node shows its own certificate when it dials a peer
                 // that verifies client certificates.
+                let certificate = strata_tls::Certificate::load(&cert, &key)?;
                 let (peers, trust) =
                     strata_tls::peer_config(ca.as_deref(), Some(certificate.clone()))?;
+                // Client certificates are checked against --client-ca, or
+                // the CA the peers are trusted by (reloaded with it).
+                let clients = match pick!(client_ca) {
+                    Some(f) => Some(strata_tls::Trust::load(&f)?),
+                    None => trust.clone(),
+                };
+                let (server, certificate) =
+                    strata_tls::server_config_with(certificate, clients.clone())?;
                 Some(Tls {
                     server,
                     certificate,
                     peers,
                     trust,
                     mutual: clients.is_some(),
+                    clients,
                 })
             }
             (None, None) => None,

@@ -77,7 +77,14 @@ pub fn run(config: Config) -> Result<(), String> {
         let shutdown = shutdown_signal();
         if let Some(tls) = &node.config.tls {
             reload_certificates(tls.certificate.clone(), tls.trust.clone());
+            // A --client-ca of its own is reloaded the same way.
+            if let Some(c) = &tls.clients {
+                if !tls.trust.as_ref().is_some_and(|t| Arc::ptr_eq(t, c)) {
+                    reload_certificates(tls.certificate.clone(), Some(c.clone()));
+                }
+            }
         }
+        reload_tokens(node.config.access.clone());
         // Tests and scripts wait for this line to learn the port.
         let scheme = if node.config.tls.is_some() {
             "https"
@@ -181,6 +188,37 @@ fn reload_certificates(
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "TLS certificate reload failed"),
+            }
+        }
+    });
+}
+
+/// Read the tokens file (`--auth-tokens`) again on SIGHUP and whenever it
+/// changes (checked every 10 s). A bad file is logged and the tokens in
+/// use stay.
+fn reload_tokens(access: Arc<crate::access::Access>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Some(file) = access.file().map(|f| f.display().to_string()) else {
+        return;
+    };
+    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let asked = tokio::select! {
+                _ = hup.recv() => true,
+                _ = tick.tick() => false,
+            };
+            let a = access.clone();
+            match tokio::task::spawn_blocking(move || a.reload(asked)).await {
+                Ok(Ok(true)) => tracing::info!(file = %file, "tokens file reloaded"),
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::error!(
+                    error = %e,
+                    "tokens file not reloaded: the tokens in use stay"
+                ),
+                Err(e) => tracing::error!(error = %e, "tokens file reload failed"),
             }
         }
     });

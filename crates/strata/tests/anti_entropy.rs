@@ -57,7 +57,7 @@ fn own(n: &NodeProc) -> Vec<(String, String)> {
 }
 
 fn repair(n: &NodeProc) -> serde_json::Value {
-    let r = n.request("POST", "/v0/cluster/repair", b"");
+    let r = n.operate("POST", "/v0/cluster/repair", b"");
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     serde_json::from_slice(&r.body).unwrap()
 }
@@ -147,7 +147,7 @@ fn a_wiped_node_is_rebuilt_by_repair_and_nothing_else_moves() {
         "{after:#}"
     );
     // The table the command prints.
-    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+    let out = support::strata_operator()
         .args(["cluster", "repair", &c.urls[2], "--all"])
         .output()
         .unwrap();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use support::{ClusterProcs, NodeProc};
 
 fn strata() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
+    support::strata_operator()
 }
 
 fn run(args: &[&str]) -> String {

@@ -32,7 +32,7 @@ fn env_or(name: &str, d: u64) -> u64 {
 
 fn repair(n: &NodeProc) -> (serde_json::Value, Duration) {
     let t = Instant::now();
-    let r = n.request("POST", "/v0/cluster/repair", b"");
+    let r = n.operate("POST", "/v0/cluster/repair", b"");
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     (serde_json::from_slice(&r.body).unwrap(), t.elapsed())
 }
@@ -70,7 +70,7 @@ fn keys_in_tree(c: &ClusterProcs, i: usize) -> u64 {
 }
 
 fn strata() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
+    support::strata_operator()
 }
 
 #[test]

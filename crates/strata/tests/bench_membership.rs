@@ -25,7 +25,7 @@ fn env_or(name: &str, d: u64) -> u64 {
 }
 
 fn strata() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
+    support::strata_operator()
 }
 
 /// Run a change with the CLI; (its output, start and end in seconds

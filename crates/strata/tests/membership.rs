@@ -22,7 +22,7 @@ use support::{ClusterProcs, NodeProc};
 const PRELOAD: usize = 1500;
 
 fn strata() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
+    support::strata_operator()
 }
 
 fn key(i: usize) -> String {
@@ -244,12 +244,12 @@ fn a_join_and_a_leave_under_load_lose_nothing_and_move_what_they_should() {
 fn changes_that_cannot_be_made_are_refused_with_the_reason() {
     let c = ClusterProcs::start(3, &[]);
     // Three members and three replicas a key: none can leave.
-    let r = c.node(0).request("POST", "/v0/cluster/leave", b"");
+    let r = c.node(0).operate("POST", "/v0/cluster/leave", b"");
     assert_eq!(r.status, 409);
     let body = String::from_utf8_lossy(&r.body);
     assert!(body.contains("replication factor of 3"), "{body}");
     // A member cannot join again.
-    let r = c.node(1).request("POST", "/v0/cluster/join", b"");
+    let r = c.node(1).operate("POST", "/v0/cluster/join", b"");
     assert_eq!(r.status, 409, "{}", String::from_utf8_lossy(&r.body));
     // A node with data of its own cannot join.
     let tmp = tempfile::tempdir().unwrap();
@@ -259,7 +259,7 @@ fn changes_that_cannot_be_made_are_refused_with_the_reason() {
     lone.stop();
     let first = c.urls[0].clone();
     let (n, _) = support::start_joining(&d, &first);
-    let r = n.request("POST", "/v0/cluster/join", b"");
+    let r = n.operate("POST", "/v0/cluster/join", b"");
     assert_eq!(r.status, 409);
     let body = String::from_utf8_lossy(&r.body);
     assert!(body.contains("not empty"), "{body}");

@@ -265,25 +265,19 @@ fn a_cluster_serves_and_replicates_over_tls_only() {
         "{text}"
     );
 
-    // A node trusting another authority cannot open connections to its
-    // peers (they still reach it, so its failure detector hears them): a
-    // write it coordinates that needs every replica is not acknowledged.
+    // A node trusting another authority is cut off both ways under mutual
+    // TLS: it refuses its peers' servers, and their node certificates
+    // when they dial it. A write that needs every replica is not
+    // acknowledged, through it or through a node that trusts the right
+    // authority.
     c.nodes[2] = None;
     let trusted = c.certs.join("trusted-by-2.pem");
     std::fs::copy(rogue.join("ca.pem"), &trusted).unwrap();
     c.start_node(2, &trusted);
-    c.wait_all_up(2);
     let url = format!("{}/v0/entity?id=k2&ack=3", c.urls[2]);
     assert_eq!(put(&ca, &url, "x"), 504, "PUT ack=3 through node 2");
-    // The same write through a node that trusts the right authority is
-    // (once it has seen the restarted node back).
-    c.wait_all_up(1);
     let url1 = format!("{}/v0/entity?id=k2&ack=3", c.urls[1]);
-    let code = put(&ca, &url1, "x");
-    assert!(
-        code == 201 || code == 204,
-        "PUT ack=3 through node 1: {code}"
-    );
+    assert_eq!(put(&ca, &url1, "x"), 504, "PUT ack=3 through node 1");
     // The right authority put in node 2's file, and SIGHUP: it dials its
     // peers again, without a restart.
     std::fs::copy(&ca, &trusted).unwrap();
@@ -530,4 +524,142 @@ fn a_renewed_certificate_is_served_without_a_restart() {
     assert!(!trusted(&b));
     // The same process all along.
     assert!(node.child.try_wait().unwrap().is_none(), "the node exited");
+}
+
+/// `make-certs.sh --client DIR USER ROLE`.
+fn client_cert(dir: &Path, user: &str, role: &str) {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/tls/make-certs.sh"
+    );
+    let o = Command::new("sh")
+        .arg(script)
+        .args(["--client", dir.to_str().unwrap(), user, role])
+        .output()
+        .expect("run make-certs.sh (needs openssl)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn client_certificates_carry_their_role_and_members_need_node_certificates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("certs");
+    certs(&dir, &["127.0.0.1"]);
+    client_cert(&dir, "alice", "operator");
+    client_cert(&dir, "bob", "read");
+    let rogue = tmp.path().join("rogue");
+    certs(&rogue, &["127.0.0.1"]);
+    client_cert(&rogue, "mallory", "operator");
+    let ca = dir.join("ca.pem");
+    let port = free_port();
+    let url = format!("https://127.0.0.1:{port}");
+    let _n = NodeProc::start(
+        &tmp.path().join("d"),
+        &[
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--tls-cert",
+            dir.join("node.pem").to_str().unwrap(),
+            "--tls-key",
+            dir.join("node.key").to_str().unwrap(),
+            "--tls-ca",
+            ca.to_str().unwrap(),
+            "--client-auth",
+            "required",
+            "--cluster",
+            &url,
+            "--cluster-secret",
+            TEST_SECRET,
+        ],
+    );
+    // (status code, or 0 when the handshake failed) as `who` (a client
+    // certificate in `dir`, or none).
+    let as_ = |who: Option<(&Path, &str)>, method: &str, path: &str| -> u16 {
+        let mut args: Vec<String> = vec![
+            "-o".into(),
+            "/dev/null".into(),
+            "-w".into(),
+            "%{http_code}".into(),
+        ];
+        if let Some((d, user)) = who {
+            args.extend([
+                "--cert".into(),
+                d.join(format!("{user}.pem")).display().to_string(),
+                "--key".into(),
+                d.join(format!("{user}.key")).display().to_string(),
+            ]);
+        }
+        args.extend(["-X".into(), method.into(), format!("{url}{path}")]);
+        if method == "PUT" {
+            args.extend(["--data-binary".into(), "v".into()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (_, out) = curl(&ca, &args);
+        out.trim().parse().unwrap_or(0)
+    };
+    let alice = Some((dir.as_path(), "alice"));
+    let bob = Some((dir.as_path(), "bob"));
+    // No certificate and no token: only the status.
+    assert_eq!(as_(None, "GET", "/v0/status"), 200);
+    assert_eq!(as_(None, "GET", "/v0/entity?id=k"), 401);
+    // A read-only certificate reads and may not write or operate.
+    assert_eq!(as_(bob, "GET", "/v0/entity?id=k"), 404);
+    assert_eq!(as_(bob, "PUT", "/v0/entity?id=k"), 403);
+    assert_eq!(as_(bob, "POST", "/v0/backup"), 403);
+    // An operator certificate does everything.
+    assert_eq!(as_(alice, "PUT", "/v0/entity?id=k"), 201);
+    assert_eq!(as_(alice, "POST", "/v0/backup"), 201);
+    // A certificate signed by another authority fails the handshake.
+    assert_eq!(
+        as_(Some((rogue.as_path(), "mallory")), "GET", "/v0/status"),
+        0
+    );
+    // The lab with a client certificate: its control requests pass.
+    let (ok, text) = support::run_strata(&[
+        "--tls-ca",
+        ca.to_str().unwrap(),
+        "--tls-client-cert",
+        dir.join("alice.pem").to_str().unwrap(),
+        "--tls-client-key",
+        dir.join("alice.key").to_str().unwrap(),
+        "backup",
+        &url,
+        tmp.path().join("backup").to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    assert!(text.contains("3 files"), "{text}");
+
+    // The internal channel under mutual TLS: the cluster secret's upgrade
+    // token is not enough without a node certificate (an operator's is
+    // not one).
+    let secret = strata_cluster::Secret::new(TEST_SECRET).unwrap();
+    let upgrade = |who: Option<(&Path, &str)>| -> String {
+        let mut args: Vec<String> = vec!["-i".into(), "--max-time".into(), "3".into()];
+        if let Some((d, user)) = who {
+            args.extend([
+                "--cert".into(),
+                d.join(format!("{user}.pem")).display().to_string(),
+                "--key".into(),
+                d.join(format!("{user}.key")).display().to_string(),
+            ]);
+        }
+        for h in [
+            "Connection: Upgrade".to_string(),
+            "Upgrade: strata-internal/0".to_string(),
+            format!("X-Strata-From: {url}"),
+            format!("X-Strata-Auth: {}", secret.upgrade_token(&url)),
+        ] {
+            args.extend(["-H".into(), h]);
+        }
+        args.push(format!("{url}/v0/internal"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        curl(&ca, &args).1
+    };
+    let said = upgrade(alice);
+    assert!(
+        said.contains(" 403") && said.contains("node certificate"),
+        "{said}"
+    );
+    let said = upgrade(Some((dir.as_path(), "node")));
+    assert!(said.contains(" 101"), "{said}");
 }

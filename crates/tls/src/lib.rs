@@ -14,6 +14,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig};
@@ -38,30 +39,32 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// for what the files hold later. Both protocol names are accepted; a
 /// client offering neither gets no ALPN and plain HTTP/1.1.
 ///
-/// With `clients` (a CA file), a client may present a certificate: one
-/// that this CA signed is verified in the handshake and its subject is
-/// then the caller's identity ([`subject`]); one it did not sign fails the
-/// handshake. A client without a certificate is let through: whether it
-/// needs one is the node's decision, request by request.
+///
+/// With `clients` (a [`Trust`]: a CA file, reloadable), a client may
+/// present a certificate: one that this CA signed is verified in the
+/// handshake and its subject is then the caller's identity ([`subject`]);
+/// one it did not sign fails the handshake. A client without a
+/// certificate is let through: whether it needs one is the node's
+/// decision, request by request.
 pub fn server_config(
     cert: &Path,
     key: &Path,
-    clients: Option<&Path>,
+    clients: Option<Arc<Trust>>,
 ) -> Result<(Arc<ServerConfig>, Arc<Certificate>), String> {
-    let current = Certificate::load(cert, key)?;
+    server_config_with(Certificate::load(cert, key)?, clients)
+}
+
+/// As [`server_config`], with the certificate already loaded.
+pub fn server_config_with(
+    current: Arc<Certificate>,
+    clients: Option<Arc<Trust>>,
+) -> Result<(Arc<ServerConfig>, Arc<Certificate>), String> {
     let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
     let builder = match clients {
         None => builder.with_no_client_auth(),
-        Some(ca) => {
-            let v =
-                WebPkiClientVerifier::builder_with_provider(Arc::new(roots(Some(ca))?), provider())
-                    .allow_unauthenticated()
-                    .build()
-                    .map_err(|e| format!("{}: {e}", ca.display()))?;
-            builder.with_client_cert_verifier(v)
-        }
+        Some(t) => builder.with_client_cert_verifier(t),
     };
     let mut c = builder.with_cert_resolver(current.clone());
     c.alpn_protocols = vec![HTTP11.to_vec(), PRIORITY.to_vec()];
@@ -248,8 +251,16 @@ fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
 #[derive(Debug)]
 pub struct Trust {
     ca: PathBuf,
-    now: RwLock<Arc<WebPkiServerVerifier>>,
+    now: RwLock<Verifiers>,
     stamp: Mutex<Option<(std::time::SystemTime, u64)>>,
+}
+
+/// What one CA file verifies: servers (a node's peers, for the dialing
+/// node) and clients (certificates shown to a node).
+#[derive(Debug, Clone)]
+struct Verifiers {
+    servers: Arc<WebPkiServerVerifier>,
+    clients: Arc<dyn ClientCertVerifier>,
 }
 
 fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
@@ -257,13 +268,30 @@ fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
-fn verifier(ca: &Path) -> Result<Arc<WebPkiServerVerifier>, String> {
-    WebPkiServerVerifier::builder_with_provider(Arc::new(roots(Some(ca))?), provider())
-        .build()
-        .map_err(|e| format!("{}: {e}", ca.display()))
+fn verifier(ca: &Path) -> Result<Verifiers, String> {
+    let roots = Arc::new(roots(Some(ca))?);
+    let fail = |e: rustls::server::VerifierBuilderError| format!("{}: {e}", ca.display());
+    Ok(Verifiers {
+        servers: WebPkiServerVerifier::builder_with_provider(roots.clone(), provider())
+            .build()
+            .map_err(fail)?,
+        clients: WebPkiClientVerifier::builder_with_provider(roots, provider())
+            .allow_unauthenticated()
+            .build()
+            .map_err(fail)?,
+    })
 }
 
 impl Trust {
+    /// The authorities in the CA file `ca` (PEM).
+    pub fn load(ca: &Path) -> Result<Arc<Trust>, String> {
+        Ok(Arc::new(Trust {
+            ca: ca.to_path_buf(),
+            stamp: Mutex::new(stamp(ca)),
+            now: RwLock::new(verifier(ca)?),
+        }))
+    }
+
     /// Load the file again if it changed since the last load (or
     /// `always`). `Ok(true)`: new connections are checked against it. On
     /// an error the authorities in use stay.
@@ -285,7 +313,67 @@ impl Trust {
     }
 
     fn current(&self) -> Arc<WebPkiServerVerifier> {
-        self.now.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.now
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .servers
+            .clone()
+    }
+
+    fn clients(&self) -> Arc<dyn ClientCertVerifier> {
+        self.now
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clients
+            .clone()
+    }
+}
+
+/// Client certificates are optional (the node decides, request by
+/// request, what needs one) and checked against what was last loaded.
+impl ClientCertVerifier for Trust {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.clients()
+            .verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.clients().verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.clients().verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.clients().supported_verify_schemes()
     }
 }
 
@@ -357,11 +445,7 @@ pub fn peer_config(
     let Some(ca) = ca else {
         return Ok((client_config(None, PRIORITY, own)?, None));
     };
-    let trust = Arc::new(Trust {
-        ca: ca.to_path_buf(),
-        stamp: Mutex::new(stamp(ca)),
-        now: RwLock::new(verifier(ca)?),
-    });
+    let trust = Trust::load(ca)?;
     let c = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?

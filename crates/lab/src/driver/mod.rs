@@ -39,7 +39,7 @@ use worker::{Current, Values, Worker};
 
 /// Operation names, in the order histograms are kept. The last is not an
 /// operation: answers of 500 and above (a refusal under overload comes
-/// back fast) are timed there, so each operation's latencies are those of
+/// back fast), 401 and 403 (`record::failed_status`) are timed there, so each operation's latencies are those of
 /// the requests it served.
 pub const OPS: [&str; N] = ["get", "put", "delete", "range", "rmw", "5xx"];
 const N: usize = 6;

@@ -114,7 +114,7 @@ impl Recorder {
         let failed = match status {
             Some(code) => {
                 *self.totals.statuses.entry(code).or_default() += 1;
-                code >= 500
+                failed_status(code)
             }
             None => {
                 self.totals.conn_errors += 1;
@@ -285,4 +285,11 @@ impl Collector {
         }
         out
     }
+}
+
+/// An answer that counts as an error: 500 and above (the node failed or
+/// refused under load), and 401 and 403 (the node refused the run's
+/// credentials: nothing was measured but the refusal).
+pub fn failed_status(code: u16) -> bool {
+    code >= 500 || code == 401 || code == 403
 }

@@ -90,7 +90,7 @@ impl Worker {
                 encode_into(&mut self.path, key);
                 self.path.push_str(&self.query);
                 let read = self.one(Method::Get, key.as_ref(), b"").await?;
-                if read >= 500 {
+                if super::record::failed_status(read) {
                     return Ok(read);
                 }
                 let v = self.values.get(*value_len);

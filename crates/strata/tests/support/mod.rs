@@ -61,6 +61,21 @@ impl NodeProc {
         st.code()
     }
 
+    /// The node's base URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Send the node a signal by name (`HUP`, `STOP`, `CONT`).
+    pub fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{name}");
+    }
+
     pub fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.addr).unwrap();
         // Head and body go out in two writes: without this, Nagle's
@@ -72,8 +87,35 @@ impl NodeProc {
 
     /// One request on a fresh connection; returns (status, headers, body).
     pub fn request(&self, method: &str, target: &str, body: &[u8]) -> Response {
+        self.request_with(method, target, &[], body)
+    }
+
+    /// As `request`, with the operator token of `TEST_SECRET`.
+    pub fn operate(&self, method: &str, target: &str, body: &[u8]) -> Response {
+        let auth = format!("Bearer {}", operator_token());
+        self.request_with(method, target, &[("Authorization", &auth)], body)
+    }
+
+    /// As `request`, with more headers.
+    pub fn request_with(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
         let mut s = self.connect();
-        let _ = try_send(&mut s, method, target, body);
+        let mut head = format!(
+            "{method} {target} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        let _ = s
+            .write_all(head.as_bytes())
+            .and_then(|()| s.write_all(body));
         read_response(&mut s)
     }
 }
@@ -184,6 +226,19 @@ pub struct ClusterProcs {
 }
 
 pub const TEST_SECRET: &str = "test-cluster-secret-0123456789";
+
+/// The operator token of a cluster started with `TEST_SECRET`.
+pub fn operator_token() -> String {
+    strata_api::access::operator_token(TEST_SECRET.as_bytes())
+}
+
+/// `strata`, run as the operator of a cluster started with `TEST_SECRET`
+/// (`STRATA_TOKEN` set to its operator token).
+pub fn strata_operator() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
+    c.env("STRATA_TOKEN", operator_token());
+    c
+}
 
 /// A loopback port free now.
 pub fn free_port() -> u16 {
