@@ -57,7 +57,7 @@ impl Target {
             addr,
             host: hostport.to_string(),
             tls,
-            token: TOKEN.read().unwrap_or_else(|e| e.into_inner()).clone(),
+            token: token_for(hostport),
         })
     }
 }
@@ -77,10 +77,32 @@ pub fn credentials(
     strata_tls::identity(cert_and_key);
 }
 
-/// Send `token` from now on (targets parsed after this): a local
-/// cluster's operator token, for the lab that started the cluster.
-pub fn set_token(token: String) {
-    *TOKEN.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::from(token.trim()));
+/// Tokens for particular nodes (`host:port`), before the process's.
+static TOKENS: std::sync::RwLock<Vec<(String, Arc<str>)>> = std::sync::RwLock::new(Vec::new());
+
+/// Send `token` to the node at `url` from now on (targets parsed after
+/// this): a local cluster's operator token, for the lab that started the
+/// cluster. It goes before the process's token for that node only.
+pub fn set_token_for(url: &str, token: &str) {
+    let hostport = url
+        .split_once("://")
+        .map_or(url, |(_, r)| r)
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let mut t = TOKENS.write().unwrap_or_else(|e| e.into_inner());
+    t.retain(|(h, _)| *h != hostport);
+    t.push((hostport, Arc::from(token.trim())));
+}
+
+/// The token for the node at `hostport`.
+fn token_for(hostport: &str) -> Option<Arc<str>> {
+    let own = TOKENS.read().unwrap_or_else(|e| e.into_inner());
+    match own.iter().find(|(h, _)| h == hostport) {
+        Some((_, t)) => Some(t.clone()),
+        None => TOKEN.read().unwrap_or_else(|e| e.into_inner()).clone(),
+    }
 }
 
 /// Trust `ca` (a PEM file; `None`: the system's roots) for every https://

@@ -34,6 +34,17 @@ use crate::{ClusterError, Inner, OpKind, Replication, Result};
 pub(crate) const MAX_ATTEMPTS: usize = 4;
 /// Hints read and delivered per round.
 const HINT_BATCH: usize = 256;
+
+/// The time a replica operation may take, beyond the replica timeout, per
+/// byte it carries: 100 ns, as if the path moved 10 MB/s (a loaded
+/// machine's WAL write and fsync of a large value are slower than the
+/// network).
+const PER_BYTE: Duration = Duration::from_nanos(100);
+
+/// The bytes a write of `record` to `key` carries.
+fn record_bytes(key: &[u8], record: &Record) -> usize {
+    key.len() + record.value.as_ref().map_or(0, |v| v.len())
+}
 /// Largest scan page a peer serves.
 pub(crate) const MAX_PAGE: u32 = 4096;
 
@@ -213,7 +224,7 @@ impl Inner {
                 .count()
         };
         let began = tokio::time::Instant::now();
-        let deadline = began + self.cfg.timeout;
+        let deadline = began + self.timeout_for(record_bytes(&key, &record));
         let mut local_err = None;
         // This node's own part, when it answered, and when.
         let mut local_done = None;
@@ -263,13 +274,20 @@ impl Inner {
 
     /// One request to peer `m`, observed; no answer in time, or an error
     /// answer, is an error.
-    async fn call_peer(&self, id: u64, m: usize, op: OpKind, req: Request) -> Result<Response> {
+    async fn call_peer(
+        &self,
+        id: u64,
+        m: usize,
+        op: OpKind,
+        req: Request,
+        timeout: Duration,
+    ) -> Result<Response> {
         let peer = self.topo().peers[m].clone().expect("a peer, not this node");
         if let Some(o) = &self.observer {
             o.replica_send(id, &peer.url, op);
         }
         let t = Instant::now();
-        let r = peer.call(req, self.cfg.timeout).await;
+        let r = peer.call(req, timeout).await;
         if let Some(o) = &self.observer {
             o.replica_answer(id, &peer.url, op, t.elapsed(), r.is_ok());
         }
@@ -311,25 +329,37 @@ impl Inner {
         record: Record,
         op: OpKind,
     ) -> Result<(Outcome, LocalTiming)> {
+        let timeout = self.timeout_for(record_bytes(&key, &record));
         let req = if op == OpKind::Repair {
             Request::Repair { key, record }
         } else {
             Request::Write { key, record }
         };
-        match self.call_peer(id, m, op, req).await? {
+        match self.call_peer(id, m, op, req, timeout).await? {
             Response::Written(o, t) => Ok((o, t)),
             _ => Err(self.unexpected(m, "write")),
         }
     }
 
     pub(crate) async fn send_read(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Record>> {
+        // The answer's size is not known before it comes: the call may
+        // take as long as the largest record would; the coordinator's own
+        // deadline decides how long a read waits.
+        let timeout = self.timeout_for(crate::wire::MAX_FRAME);
         match self
-            .call_peer(id, m, OpKind::Read, Request::Read { key })
+            .call_peer(id, m, OpKind::Read, Request::Read { key }, timeout)
             .await?
         {
             Response::Read(rec) => Ok(rec),
             _ => Err(self.unexpected(m, "read")),
         }
+    }
+
+    /// How long a replica operation carrying `bytes` may take: the
+    /// replica timeout, and `PER_BYTE` more for each byte (a 32 MiB value
+    /// gets 3.4 s more), so that a large value is not timed out on its way.
+    pub(crate) fn timeout_for(&self, bytes: usize) -> Duration {
+        self.cfg.timeout + PER_BYTE * bytes.min(u32::MAX as usize) as u32
     }
 
     /// Which of `replicas` to contact: this node, and every peer the failure
@@ -390,7 +420,15 @@ impl Inner {
             }
         }
         drop(tx);
-        let deadline = tokio::time::Instant::now() + self.cfg.timeout;
+        // A large record read here is as large on the other replicas: their
+        // answers get the time it takes to carry it.
+        let local_bytes = answers
+            .iter()
+            .filter_map(|(_, rec)| rec.as_ref())
+            .map(|rec| record_bytes(&key, rec))
+            .max()
+            .unwrap_or(0);
+        let deadline = tokio::time::Instant::now() + self.timeout_for(local_bytes);
         while answers.len() < r.ack && answers.len() + outstanding >= r.ack {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some((m, res))) => {

@@ -440,7 +440,14 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
     let q = Query::parse(req.uri().query())?;
     let key = q.required("id")?.to_vec();
     if key.len() > node.config.max_key_bytes {
-        return Err(text(StatusCode::URI_TOO_LONG, "key too long"));
+        return Err(text(
+            StatusCode::URI_TOO_LONG,
+            &format!(
+                "key too long: {} bytes, the limit is {} (--max-key-bytes)",
+                key.len(),
+                node.config.max_key_bytes
+            ),
+        ));
     }
     let (ack, from) = (q.number("ack")?, q.number("from")?);
     let rep: Replication = node.cluster.replication(ack, from).map_err(cluster_error)?;
@@ -451,8 +458,11 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > max as u64) {
-            return Err(text(StatusCode::PAYLOAD_TOO_LARGE, "value too large"));
+        if let Some(n) = declared.filter(|&n| n > max as u64) {
+            return Err(text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("value too large: {n} bytes, the limit is {max} (--max-value-bytes)"),
+            ));
         }
     }
     // Held until the answer is ready. A refused PUT's small body is read
@@ -495,7 +505,10 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
                     if e.downcast_ref::<http_body_util::LengthLimitError>()
                         .is_some() =>
                 {
-                    return Err(text(StatusCode::PAYLOAD_TOO_LARGE, "value too large"))
+                    return Err(text(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &format!("value too large: the limit is {max} bytes (--max-value-bytes)"),
+                    ))
                 }
                 Ok(Err(e)) => {
                     return Err(text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")))

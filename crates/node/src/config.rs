@@ -54,7 +54,10 @@ pub struct ServeArgs {
     /// Largest value accepted, in bytes [default: 33554432 = 32 MiB].
     #[arg(long, env = "STRATA_MAX_VALUE_BYTES")]
     pub max_value_bytes: Option<usize>,
-    /// Longest key accepted, in bytes [default: 65536].
+    /// Longest key accepted, in bytes [default: 16384]. At most 21,800: a
+    /// key travels percent-encoded in the request's URI (a binary key's
+    /// bytes take three characters each), and a URI is at most 65,534
+    /// bytes long.
     #[arg(long, env = "STRATA_MAX_KEY_BYTES")]
     pub max_key_bytes: Option<usize>,
     /// Time allowed for a request's headers to arrive, in ms [default: 10000].
@@ -214,6 +217,12 @@ fn de_parse<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durability>
         .transpose()
 }
 
+/// The longest key `--max-key-bytes` may allow: a binary key
+/// percent-encodes to three characters a byte, and with the path and the
+/// other parameters it must fit the longest URI the HTTP stack parses
+/// (65,534 bytes, the `http` crate's limit).
+pub const MAX_KEY_BYTES: usize = 21_800;
+
 /// The resolved configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -313,7 +322,7 @@ impl Config {
             max_waiting: pick!(max_waiting, 1024),
             max_wait: Duration::from_millis(pick!(max_wait_ms, 100)),
             max_value_bytes: pick!(max_value_bytes, 32 << 20),
-            max_key_bytes: pick!(max_key_bytes, 64 << 10),
+            max_key_bytes: pick!(max_key_bytes, 16 << 10),
             header_timeout: Duration::from_millis(pick!(header_timeout_ms, 10_000)),
             body_timeout: Duration::from_millis(pick!(body_timeout_ms, 30_000)),
             shutdown_timeout: Duration::from_millis(pick!(shutdown_timeout_ms, 10_000)),
@@ -472,6 +481,12 @@ impl Config {
             hints_durability: c.durability,
             ..Default::default()
         };
+        if c.max_key_bytes > MAX_KEY_BYTES {
+            return Err(format!(
+                "max_key_bytes {} is more than a URI can carry: at most {MAX_KEY_BYTES} (a key travels percent-encoded in the URI, three characters a byte at worst, and a URI is at most 65,534 bytes)",
+                c.max_key_bytes
+            ));
+        }
         if c.max_in_service == 0 {
             return Err("max_in_service must be at least 1".into());
         }

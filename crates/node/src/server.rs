@@ -23,8 +23,10 @@ use crate::config::Config;
 use crate::metrics::{EngineEvents, Metrics};
 use crate::overload::{self, Guard};
 
-/// Largest request head (request line and headers) accepted.
-const MAX_HEAD_BYTES: usize = 64 << 10;
+/// Largest request head (request line and headers) accepted: the longest
+/// URI the HTTP stack parses (65,534 bytes, which the longest key allowed
+/// percent-encoded fits, `config::MAX_KEY_BYTES`) and 8 KiB of headers.
+const MAX_HEAD_BYTES: usize = 72 << 10;
 
 /// Open the store and serve until a signal arrives. Blocks.
 pub fn run(config: Config) -> Result<(), String> {

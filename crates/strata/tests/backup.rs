@@ -11,12 +11,24 @@ use std::sync::Arc;
 
 use support::{ClusterProcs, NodeProc};
 
-fn strata() -> Command {
-    support::strata_operator()
+/// `strata ARGS` as a local user of a node on its own (no credentials).
+fn run(args: &[&str]) -> String {
+    run_with(strata(), args)
 }
 
-fn run(args: &[&str]) -> String {
-    let out = strata().args(args).output().unwrap();
+fn strata() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
+    c.env_remove("STRATA_TOKEN");
+    c
+}
+
+/// `strata ARGS` as the operator of a test cluster.
+fn operate(args: &[&str]) -> String {
+    run_with(support::strata_operator(), args)
+}
+
+fn run_with(mut cmd: Command, args: &[&str]) -> String {
+    let out = cmd.args(args).output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -129,7 +141,7 @@ fn a_cluster_backed_up_with_all_restarts_from_its_backup() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("backup");
-    let out = run(&["backup", &c.urls[1], dir.to_str().unwrap(), "--all"]);
+    let out = operate(&["backup", &c.urls[1], dir.to_str().unwrap(), "--all"]);
     assert_eq!(
         out.lines().filter(|l| l.contains("files")).count(),
         3,

@@ -147,11 +147,9 @@ impl LocalCluster {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let secret_file = dir.join("cluster-secret");
         write_secret(&secret_file)?;
-        // The lab operates the cluster it starts (repair, membership,
-        // backups, profiles): with the operator token of its secret.
         let secret =
             std::fs::read(&secret_file).map_err(|e| format!("{}: {e}", secret_file.display()))?;
-        strata_client::stream::set_token(strata_api::access::operator_token(&secret));
+        let token = strata_api::access::operator_token(&secret);
 
         let n = opts.nodes;
         // Free ports stay held until the proxies have bound theirs, so that
@@ -185,6 +183,13 @@ impl LocalCluster {
         }
         drop(held);
         let members = advertised.join(",");
+        // The lab operates the cluster it starts (repair, membership,
+        // backups, profiles): with the operator token of its secret, sent
+        // to its nodes only.
+        for (port, url) in ports.iter().zip(&advertised) {
+            strata_client::stream::set_token_for(&format!("127.0.0.1:{port}"), &token);
+            strata_client::stream::set_token_for(url, &token);
+        }
 
         let mut nodes = Vec::with_capacity(n);
         for (i, &port) in ports.iter().enumerate() {
