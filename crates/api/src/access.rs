@@ -68,14 +68,14 @@ impl Role {
 
     /// Whether this role may make a request that needs `need`.
     pub fn allows(self, need: Need) -> bool {
-        match (self, need) {
-            (_, Need::Health) => true,
-            (Role::Operator | Role::Node, _) => true,
-            (Role::Read, Need::Read) => true,
-            (Role::ReadWrite, Need::Read | Need::Write) => true,
-            (Role::Monitor, Need::Monitor) => true,
-            _ => false,
-        }
+        matches!(
+            (self, need),
+            (_, Need::Health)
+                | (Role::Operator | Role::Node, _)
+                | (Role::Read, Need::Read)
+                | (Role::ReadWrite, Need::Read | Need::Write)
+                | (Role::Monitor, Need::Monitor)
+        )
     }
 
     /// The roles that may make a request needing `need`, for an answer

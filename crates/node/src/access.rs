@@ -2,8 +2,8 @@
 //! (`strata_api::access::Need`, from its method and path), the caller's
 //! role (a bearer token from the tokens file, the operator token derived
 //! from the cluster secret, or a verified client certificate's `OU=`), and
-//! the answer when they do not match: `401` without credentials, `403`
-//! with a role that may not. Owns the tokens file (read at start, again on
+//! the answer when they do not match (`authorize`): `401` without
+//! credentials, `403` with a role that may not. Owns the tokens file (read at start, again on
 //! SIGHUP and when it changes) and the decision; must not verify
 //! certificates (the TLS handshake did) or touch the internal channel's
 //! secret (the cluster does).
@@ -13,8 +13,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use hyper::Method;
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::{Method, Request, Response, StatusCode};
 use strata_api::access::{operator_token, token_digest, Need, Role};
+
+use crate::reply::{text, Body};
 
 /// Whether a data request (and a scrape) needs credentials.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,6 +251,29 @@ impl Access {
                     .to_string(),
             )),
         }
+    }
+}
+
+/// The answer refusing a request whose caller may not make it: 401 (with
+/// `WWW-Authenticate: Bearer`) without credentials the node knows, 403 for
+/// a role that may not; `None` when it may go ahead.
+pub fn authorize(access: &Access, req: &Request<Incoming>, peer: &Peer) -> Option<Response<Body>> {
+    let need = need(req.method(), req.uri().path())?;
+    let auth = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    match access.check(need, auth, peer) {
+        Ok(()) => None,
+        Err(Refusal::Unauthenticated(why)) => {
+            let mut r = text(StatusCode::UNAUTHORIZED, &why);
+            r.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"strata\""),
+            );
+            Some(r)
+        }
+        Err(Refusal::Forbidden(why)) => Some(text(StatusCode::FORBIDDEN, &why)),
     }
 }
 

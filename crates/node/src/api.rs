@@ -17,9 +17,10 @@ use strata_api::timing::{ServerTiming, Stage};
 use strata_cluster::trace::Trace;
 use strata_cluster::{Cluster, ClusterError, Replication};
 
-use crate::access::{self, Peer, Refusal};
+use crate::access::{self, Peer};
 use crate::admission::{Admission, Refused, Ticket};
 use crate::arrival::Arrival;
+use crate::body::{Bodies, BodyError};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::operator;
@@ -44,6 +45,11 @@ pub struct Conn {
     pub open: Arc<Open>,
 }
 
+/// The bytes of request bodies a node holds at once, at least: a budget
+/// that slow senders cannot exhaust by trickling (they hold only what they
+/// have sent), and twice the value limit when that is more.
+const BODY_BUDGET: usize = 256 << 20;
+
 /// Everything a request handler needs.
 pub struct Node {
     pub cluster: Arc<Cluster>,
@@ -54,6 +60,8 @@ pub struct Node {
     pub metrics: Metrics,
     /// False while starting and once draining: `/v0/status` answers 503.
     pub serving: AtomicBool,
+    /// The bytes of request bodies held at once (`body.rs`).
+    pub bodies: Bodies,
 }
 
 impl Node {
@@ -72,6 +80,7 @@ impl Node {
         ));
         metrics.watch(admission.clone(), guard.clone(), cluster.clone());
         Node {
+            bodies: Bodies::new(BODY_BUDGET.max(2 * config.max_value_bytes)),
             admission,
             guard,
             cluster,
@@ -87,6 +96,22 @@ fn unavailable(msg: &str) -> Response<Body> {
     r.headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from_static("1"));
     r
+}
+
+/// The answer to a body that could not be read.
+fn body_error(e: BodyError) -> Response<Body> {
+    match e {
+        BodyError::TooLarge { limit } => text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("value too large: the limit is {limit} bytes (--max-value-bytes)"),
+        ),
+        BodyError::TimedOut => text(StatusCode::REQUEST_TIMEOUT, "body did not arrive in time"),
+        BodyError::Full { budget } => refused(&format!(
+            "overloaded: request bodies being read hold all {} MiB this node allows",
+            budget >> 20
+        )),
+        BodyError::Broken(e) => text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")),
+    }
 }
 
 /// A 503 for a request refused before the node acted on it: a client may
@@ -192,30 +217,6 @@ pub fn priority_request(head: &[u8]) -> bool {
     PRIORITY.iter().any(|p| head.starts_with(p))
 }
 
-/// Refuse a request whose caller may not make it (`docs/security.md`):
-/// 401 without credentials the node knows, 403 for a role that may not.
-fn authorize(node: &Node, req: &Request<Incoming>, conn: &Conn) -> Result<(), Response<Body>> {
-    let Some(need) = access::need(req.method(), req.uri().path()) else {
-        return Ok(());
-    };
-    let auth = req
-        .headers()
-        .get(hyper::header::AUTHORIZATION)
-        .map(|v| v.as_bytes());
-    match node.config.access.check(need, auth, &conn.peer) {
-        Ok(()) => Ok(()),
-        Err(Refusal::Unauthenticated(why)) => {
-            let mut r = text(StatusCode::UNAUTHORIZED, &why);
-            r.headers_mut().insert(
-                hyper::header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"strata\""),
-            );
-            Err(r)
-        }
-        Err(Refusal::Forbidden(why)) => Err(text(StatusCode::FORBIDDEN, &why)),
-    }
-}
-
 pub async fn handle(
     node: Arc<Node>,
     req: Request<Incoming>,
@@ -230,14 +231,15 @@ pub async fn handle(
     let method = req.method().clone();
     let id = probes::next_id();
     probes::request__start!(|| (id, method.as_str(), req.uri().path()));
-    let mut r = match authorize(&node, &req, &conn) {
-        Err(refused) => {
+    let refusal = access::authorize(&node.config.access, &req, &conn.peer);
+    let mut r = match refusal {
+        Some(refused) => {
             // The body of a refused request is read (bounded) so that the
             // answer is not lost to a reset.
             drain(req).await;
             refused
         }
-        Ok(()) => route(&node, id, req, waited, conn).await,
+        None => route(&node, id, req, waited, conn).await,
     };
 
     // Over the connection limit: this connection closes after this answer
@@ -282,7 +284,7 @@ async fn route(
     match req.uri().path() {
         "/v0/entity" => entity(node, id, req, waited).await.unwrap_or_else(|r| r),
         "/v0/entities" => entities(node, id, req, waited).await.unwrap_or_else(|r| r),
-        "/v0/internal" => internal(node, req, conn),
+        "/v0/internal" => crate::peer::accept(node, req, conn),
         "/v0/status" => status(node, &req),
         "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
         "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
@@ -465,16 +467,27 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
             ));
         }
     }
-    // Held until the answer is ready. A refused PUT's small body is read
-    // first, so that the connection can close cleanly if it is shed.
-    let admitting = Instant::now();
     let mut st = ServerTiming::default();
+    // A PUT's body is read before the request is admitted: a client that
+    // sends it slowly holds its connection and its bytes, not a place in
+    // service (`body.rs`).
+    let body = if method == Method::PUT {
+        let reading = Instant::now();
+        let b = node
+            .bodies
+            .read(req.into_body(), max, node.config.body_timeout)
+            .await
+            .map_err(body_error)?;
+        st.add(Stage::Body, reading.elapsed(), None);
+        Some(b)
+    } else {
+        None
+    };
+    // Held until the answer is ready.
+    let admitting = Instant::now();
     let _ticket = match admit(node, id, waited).await {
         Ok(t) => t,
         Err(refusal) => {
-            if method == Method::PUT {
-                drain(req).await;
-            }
             st.add(Stage::Admit, admitting.elapsed(), None);
             return Err(with_stages(refusal, st));
         }
@@ -492,30 +505,7 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
             Ok(with_stages(r, st))
         }
         Method::PUT => {
-            let reading = Instant::now();
-            let body = Limited::new(req.into_body(), max).collect();
-            let value = match tokio::time::timeout(node.config.body_timeout, body).await {
-                Err(_) => {
-                    return Err(text(
-                        StatusCode::REQUEST_TIMEOUT,
-                        "body did not arrive in time",
-                    ))
-                }
-                Ok(Err(e))
-                    if e.downcast_ref::<http_body_util::LengthLimitError>()
-                        .is_some() =>
-                {
-                    return Err(text(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        &format!("value too large: the limit is {max} bytes (--max-value-bytes)"),
-                    ))
-                }
-                Ok(Err(e)) => {
-                    return Err(text(StatusCode::BAD_REQUEST, &format!("reading body: {e}")))
-                }
-                Ok(Ok(b)) => b.to_bytes(),
-            };
-            st.add(Stage::Body, reading.elapsed(), None);
+            let value = body.expect("a PUT's body was read").value;
             probes::persist__start!(|| id);
             let (r, trace) = node
                 .cluster
@@ -755,66 +745,6 @@ async fn backup(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
             "POST /v0/backup, GET /v0/backup/ID[/FILE], DELETE /v0/backup/ID",
         ),
     }
-}
-
-/// `GET /v0/internal` with `Upgrade: strata-internal/0`: a peer opening an
-/// internal connection. Without a valid token made with the cluster secret
-/// the answer is 403 and nothing else happens.
-fn internal(node: &Arc<Node>, mut req: Request<Incoming>, conn: Conn) -> Response<Body> {
-    use crate::peer::{AUTH_HEADER, FROM_HEADER, UPGRADE};
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    let (from, token) = (header(FROM_HEADER), header(AUTH_HEADER));
-    if req.method() != Method::GET
-        || !header("upgrade").eq_ignore_ascii_case(UPGRADE)
-        || !node.cluster.check_upgrade(&from, &token)
-    {
-        return text(
-            StatusCode::FORBIDDEN,
-            "internal traffic needs the cluster secret",
-        );
-    }
-    // Under mutual TLS a member also shows a node certificate.
-    let mutual = node.config.tls.as_ref().is_some_and(|t| t.mutual);
-    if mutual
-        && !matches!(
-            conn.peer.cert_role(),
-            Some(Ok(strata_api::access::Role::Node))
-        )
-    {
-        return text(
-            StatusCode::FORBIDDEN,
-            "internal traffic needs a node certificate (OU=node) signed by the cluster's CA",
-        );
-    }
-    let upgrade = hyper::upgrade::on(&mut req);
-    let n = node.clone();
-    tokio::spawn(async move {
-        // Counted among the open connections for as long as it lives.
-        let _open = conn.open;
-        match upgrade.await {
-            Ok(up) => {
-                let io = hyper_util::rt::TokioIo::new(up);
-                if let Err(e) = n.cluster.serve_peer(Box::new(io)).await {
-                    tracing::debug!(peer = %from, error = %e, "internal connection ended");
-                }
-            }
-            Err(e) => tracing::warn!(peer = %from, error = %e, "upgrade failed"),
-        }
-    });
-    let mut r = full(StatusCode::SWITCHING_PROTOCOLS, Bytes::new());
-    r.headers_mut().insert(
-        hyper::header::CONNECTION,
-        HeaderValue::from_static("Upgrade"),
-    );
-    r.headers_mut()
-        .insert(hyper::header::UPGRADE, HeaderValue::from_static(UPGRADE));
-    r
 }
 
 #[cfg(test)]

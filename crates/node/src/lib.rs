@@ -1,6 +1,6 @@
 //! The Strata node: the v0 HTTP API (`docs/api.md`) over the cluster
 //! layer, with explicit admission control between the network and the store.
-//! `config` reads options, `access` decides who may call what, `reply` builds plain answers, `query` parses query strings, `admission` bounds
+//! `config` reads options, `access` decides who may call what, `reply` builds plain answers, `body` reads PUT bodies before admission within a node-wide byte budget, `query` parses query strings, `admission` bounds
 //! the work in service and waiting, `arrival` times when a request
 //! reached its socket, `overload` keeps the queue of connections waiting
 //! to be read short, `api` maps HTTP to cluster calls (`operator` the cluster's operator endpoints: view, join and leave, repair), `peer` opens internal connections, `metrics` serves
@@ -15,6 +15,7 @@ pub mod admission;
 pub mod api;
 pub mod arrival;
 pub mod backup;
+pub mod body;
 pub mod config;
 pub mod evidence;
 pub mod metrics;

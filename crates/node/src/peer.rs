@@ -1,15 +1,24 @@
-//! How this node opens an internal connection to a peer: a TCP connection
-//! to the peer's public port and an HTTP/1.1 upgrade to
+//! Internal connections over HTTP. Dialing (`UpgradeDialer`): a TCP
+//! connection to the peer's public port and an HTTP/1.1 upgrade to
 //! `strata-internal/0`, carrying this node's URL and a token made with the
 //! cluster secret; after `101 Switching Protocols` the raw connection is
-//! the cluster's. The node owns this because it is HTTP; the cluster only
+//! the cluster's. Accepting (`accept`): the token checked, under mutual
+//! TLS the peer's node certificate too, then the upgraded connection
+//! handed to the cluster, still counted among the open connections. The node owns this because it is HTTP; the cluster only
 //! sees a byte stream. Over TLS when the node has it (https:// members).
 //! Must not read or write anything after the upgrade.
 
 use std::io;
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::{Method, Request, Response, StatusCode};
 use strata_cluster::{BoxStream, Cluster, DialFuture, Dialer};
+
+use crate::api::{Conn, Node};
+use crate::reply::{full, text, Body};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -102,4 +111,63 @@ async fn upgrade<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         ));
     }
     Ok(Box::new(s) as BoxStream)
+}
+
+/// `GET /v0/internal` with `Upgrade: strata-internal/0`: a peer opening an
+/// internal connection. Without a valid token made with the cluster secret
+/// the answer is 403 and nothing else happens.
+pub fn accept(node: &Arc<Node>, mut req: Request<Incoming>, conn: Conn) -> Response<Body> {
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (from, token) = (header(FROM_HEADER), header(AUTH_HEADER));
+    if req.method() != Method::GET
+        || !header("upgrade").eq_ignore_ascii_case(UPGRADE)
+        || !node.cluster.check_upgrade(&from, &token)
+    {
+        return text(
+            StatusCode::FORBIDDEN,
+            "internal traffic needs the cluster secret",
+        );
+    }
+    // Under mutual TLS a member also shows a node certificate.
+    let mutual = node.config.tls.as_ref().is_some_and(|t| t.mutual);
+    if mutual
+        && !matches!(
+            conn.peer.cert_role(),
+            Some(Ok(strata_api::access::Role::Node))
+        )
+    {
+        return text(
+            StatusCode::FORBIDDEN,
+            "internal traffic needs a node certificate (OU=node) signed by the cluster's CA",
+        );
+    }
+    let upgrade = hyper::upgrade::on(&mut req);
+    let n = node.clone();
+    tokio::spawn(async move {
+        // Counted among the open connections for as long as it lives.
+        let _open = conn.open;
+        match upgrade.await {
+            Ok(up) => {
+                let io = hyper_util::rt::TokioIo::new(up);
+                if let Err(e) = n.cluster.serve_peer(Box::new(io)).await {
+                    tracing::debug!(peer = %from, error = %e, "internal connection ended");
+                }
+            }
+            Err(e) => tracing::warn!(peer = %from, error = %e, "upgrade failed"),
+        }
+    });
+    let mut r = full(StatusCode::SWITCHING_PROTOCOLS, Bytes::new());
+    r.headers_mut().insert(
+        hyper::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    r.headers_mut()
+        .insert(hyper::header::UPGRADE, HeaderValue::from_static(UPGRADE));
+    r
 }
