@@ -51,6 +51,9 @@ pub struct ClusterConfig {
     pub reaper: ReaperConfig,
     /// When and how fast replicas compare their Merkle trees.
     pub anti_entropy: AntiEntropyConfig,
+    /// Bytes of table blocks the background scrub checks a second (0:
+    /// none).
+    pub scrub_rate: u64,
     /// The wall clock behind versions and hint ages (default: the
     /// system's). A deterministic simulation passes its simulated time.
     pub wall_clock: WallClock,
@@ -84,6 +87,7 @@ impl Default for ClusterConfig {
             hints_durability: strata_engine::Durability::Sync,
             reaper: ReaperConfig::default(),
             anti_entropy: AntiEntropyConfig::default(),
+            scrub_rate: 8 << 20,
             wall_clock: WallClock::system(),
             inline_io: false,
         }

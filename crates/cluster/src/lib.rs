@@ -6,7 +6,7 @@
 //! (`store`), the coordinator of quorum reads and writes with read repair
 //! (`coordinator`), hinted handoff (`hints`), tombstones dropped once every
 //! replica agrees (`reaper`), anti-entropy by Merkle trees (`merkle`,
-//! `antientropy`), layouts and members joining and leaving (`layout`,
+//! `antientropy`), the pace of the checksum scrub (`scrub`), layouts and members joining and leaving (`layout`,
 //! `rebalance`), merged cluster-wide ranges (`scan`), where each request's
 //! time went (`trace`), what this node knows of the cluster (`view`), and
 //! internal traffic (`wire`, `transport`, `auth`). A node without peers is
@@ -28,6 +28,7 @@ mod reaper;
 pub mod rebalance;
 pub mod record;
 pub mod scan;
+mod scrub;
 pub mod store;
 pub mod topology;
 pub mod trace;
@@ -312,6 +313,9 @@ impl Cluster {
     pub fn start(&self) {
         let inner = self.inner.clone();
         tokio::spawn(async move { inner.reaper_loop().await });
+        if !self.inner.cfg.inline_io {
+            tokio::spawn(scrub::run(self.inner.clone()));
+        }
         if self.inner.store.merkle().is_some() {
             // Build the Merkle trees once (a scan of the store), then keep
             // them current; exchanges wait until they are ready.

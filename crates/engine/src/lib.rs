@@ -32,7 +32,7 @@ mod version;
 
 pub use batch::WriteBatch;
 pub use checkpoint::CheckpointInfo;
-pub use db::Db;
+pub use db::{Db, ScrubStep};
 pub use error::{Error, Result};
 pub use events::{Event, EventListener, EventLog, StallReason};
 pub use iterator::DbIterator;

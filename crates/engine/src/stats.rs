@@ -34,6 +34,12 @@ pub struct Stats {
     pub no_space_errors: AtomicU64,
     /// Tables set aside after a failed checksum (`Db::set_aside`).
     pub tables_quarantined: AtomicU64,
+    /// Bytes of table blocks the scrub checked (`Db::scrub_step`).
+    pub scrub_bytes: AtomicU64,
+    /// Passes the scrub finished over every table.
+    pub scrub_passes: AtomicU64,
+    /// Blocks the scrub found damaged.
+    pub scrub_corruptions: AtomicU64,
     pub commit_group_writes: AtomicU64,
     pub gets: AtomicU64,
     pub bloom_negatives: AtomicU64,
@@ -89,6 +95,9 @@ pub struct StatsSnapshot {
     /// that found the disk full.
     pub no_space_errors: u64,
     pub tables_quarantined: u64,
+    pub scrub_bytes: u64,
+    pub scrub_passes: u64,
+    pub scrub_corruptions: u64,
     /// True while writes are refused because the disk was full at the last
     /// flush or compaction (until a retry succeeds).
     pub no_space: bool,
@@ -133,6 +142,9 @@ impl StatsSnapshot {
             commit_groups: load(&s.commit_groups),
             no_space_errors: load(&s.no_space_errors),
             tables_quarantined: load(&s.tables_quarantined),
+            scrub_bytes: load(&s.scrub_bytes),
+            scrub_passes: load(&s.scrub_passes),
+            scrub_corruptions: load(&s.scrub_corruptions),
             no_space: false,
             commit_group_writes: load(&s.commit_group_writes),
             gets: load(&s.gets),

@@ -147,6 +147,12 @@ pub struct ServeArgs {
     /// [default: 16777216 = 16 MiB].
     #[arg(long, env = "STRATA_ANTI_ENTROPY_RATE")]
     pub anti_entropy_rate: Option<u64>,
+    /// Bytes of table blocks the background scrub reads and checks against
+    /// their checksums a second; a damaged table is set aside and its
+    /// records pulled from the replicas. 0 turns it off
+    /// [default: 8388608 = 8 MiB].
+    #[arg(long, env = "STRATA_SCRUB_RATE")]
+    pub scrub_rate: Option<u64>,
     /// Records younger than this many ms are left out of anti-entropy
     /// (the write path and hints are still at them) [default: 5000].
     #[arg(long, env = "STRATA_ANTI_ENTROPY_SETTLE_MS")]
@@ -474,6 +480,7 @@ impl Config {
                     )),
                 }
             },
+            scrub_rate: pick!(scrub_rate, 8 << 20),
             apply_capacity: c.max_in_service.max(1024),
             clock_offset_ms: pick!(test_clock_offset_ms, 0),
             unsafe_wall_clock: pick!(test_unsafe_wall_clock, false),

@@ -468,6 +468,24 @@ impl Collector for StateCollector {
             "Tables that failed a checksum and were set aside under DATA/quarantine (their keys are repaired from the replicas)",
             s.tables_quarantined as f64,
         )?;
+        counter(
+            &mut e,
+            "strata_engine_scrub_bytes_total",
+            "Bytes of table blocks the background scrub read from disk and checked against their checksums (--scrub-rate)",
+            s.scrub_bytes as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_scrub_passes_total",
+            "Passes the scrub finished over every table",
+            s.scrub_passes as f64,
+        )?;
+        counter(
+            &mut e,
+            "strata_engine_scrub_corruptions_total",
+            "Damaged blocks the scrub found (each table set aside and repaired from the replicas)",
+            s.scrub_corruptions as f64,
+        )?;
         per_level(
             &mut e,
             "strata_engine_tables",

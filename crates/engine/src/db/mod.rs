@@ -1,7 +1,8 @@
 //! The database's door: point reads, scans, checkpoints, close and stats
 //! here; opening and recovery in `open`, the write path with group commit
 //! and back-pressure in `commit`, the WAL file in `wal`, the background
-//! flush, compaction and WAL-sync threads in `background`. Owns the
+//! flush, compaction and WAL-sync threads in `background`, the checksum
+//! scrub in `scrub`. Owns the
 //! coordination between those parts; the formats and algorithms live in
 //! their own modules and must stay there.
 //!
@@ -46,7 +47,10 @@ use crate::version::{meta_of, Version};
 mod background;
 mod commit;
 mod open;
+mod scrub;
 mod wal;
+
+pub use scrub::ScrubStep;
 
 use background::{flush_to_table, Files};
 use commit::CommitQueue;
@@ -105,6 +109,8 @@ struct Inner {
     closed: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
     jobs: AtomicU64,
+    /// Where the scrub stopped (`scrub`).
+    scrub: Mutex<scrub::Cursor>,
     _lock_file: File,
 }
 

@@ -244,6 +244,7 @@ impl Db {
             retired_wals: Mutex::new(Vec::new()),
             versions: Mutex::new(VersionSet { state, manifest }),
             compaction_lock: Mutex::new(vec![Vec::new(); opts.num_levels]),
+            scrub: Mutex::new(Default::default()),
             bg: Mutex::new(BgState::default()),
             bg_cv: Condvar::new(),
             bg_error: Mutex::new(None),

@@ -211,6 +211,33 @@ impl Table {
         Ok(b)
     }
 
+    /// Data blocks in the table.
+    pub fn blocks(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Check data block `i` as the file holds it (not the cache): its
+    /// checksum, and that its entries parse. The bytes checked.
+    pub fn verify_block(&self, i: usize) -> Result<u64> {
+        let e = &self.index[i];
+        let raw = read_block(&self.data, &self.path, e.offset, e.len)?;
+        let b = Block::new(raw)
+            .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
+        let mut it = b.iter();
+        it.seek_to_first();
+        while it.valid() {
+            it.next();
+        }
+        if it.corrupt() {
+            return Err(Error::corruption(
+                &self.path,
+                e.offset,
+                "malformed data block entry",
+            ));
+        }
+        Ok(e.len + BLOCK_TRAILER_LEN as u64)
+    }
+
     /// Index of the first block whose last key is >= `target`.
     fn find_block(&self, target: &[u8]) -> usize {
         let p = key::prefix(key::user_key(target));
