@@ -284,7 +284,13 @@ async fn route(
     match req.uri().path() {
         "/v0/entity" => entity(node, id, req, waited).await.unwrap_or_else(|r| r),
         "/v0/entities" => entities(node, id, req, waited).await.unwrap_or_else(|r| r),
-        "/v0/internal" => crate::peer::accept(node, req, conn),
+        "/v0/internal" => crate::peer::accept(
+            &node.cluster,
+            node.config.tls.as_ref().is_some_and(|t| t.mutual),
+            req,
+            &conn.peer,
+            conn.open,
+        ),
         "/v0/status" => status(node, &req),
         "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
         "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,

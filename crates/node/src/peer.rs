@@ -16,11 +16,12 @@ use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
 use strata_cluster::{BoxStream, Cluster, DialFuture, Dialer};
-
-use crate::api::{Conn, Node};
-use crate::reply::{full, text, Body};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::access::Peer;
+use crate::overload::Open;
+use crate::reply::{full, text, Body};
 
 pub const UPGRADE: &str = "strata-internal/0";
 pub const FROM_HEADER: &str = "x-strata-from";
@@ -115,8 +116,16 @@ async fn upgrade<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 
 /// `GET /v0/internal` with `Upgrade: strata-internal/0`: a peer opening an
 /// internal connection. Without a valid token made with the cluster secret
-/// the answer is 403 and nothing else happens.
-pub fn accept(node: &Arc<Node>, mut req: Request<Incoming>, conn: Conn) -> Response<Body> {
+/// the answer is 403 and nothing else happens; under mutual TLS
+/// (`mutual`) the caller must also have shown a node certificate. `open`
+/// keeps the connection counted for as long as it lives.
+pub fn accept(
+    cluster: &Arc<Cluster>,
+    mutual: bool,
+    mut req: Request<Incoming>,
+    peer: &Peer,
+    open: Arc<Open>,
+) -> Response<Body> {
     let header = |name: &str| {
         req.headers()
             .get(name)
@@ -127,7 +136,7 @@ pub fn accept(node: &Arc<Node>, mut req: Request<Incoming>, conn: Conn) -> Respo
     let (from, token) = (header(FROM_HEADER), header(AUTH_HEADER));
     if req.method() != Method::GET
         || !header("upgrade").eq_ignore_ascii_case(UPGRADE)
-        || !node.cluster.check_upgrade(&from, &token)
+        || !cluster.check_upgrade(&from, &token)
     {
         return text(
             StatusCode::FORBIDDEN,
@@ -135,27 +144,21 @@ pub fn accept(node: &Arc<Node>, mut req: Request<Incoming>, conn: Conn) -> Respo
         );
     }
     // Under mutual TLS a member also shows a node certificate.
-    let mutual = node.config.tls.as_ref().is_some_and(|t| t.mutual);
-    if mutual
-        && !matches!(
-            conn.peer.cert_role(),
-            Some(Ok(strata_api::access::Role::Node))
-        )
-    {
+    if mutual && !matches!(peer.cert_role(), Some(Ok(strata_api::access::Role::Node))) {
         return text(
             StatusCode::FORBIDDEN,
             "internal traffic needs a node certificate (OU=node) signed by the cluster's CA",
         );
     }
     let upgrade = hyper::upgrade::on(&mut req);
-    let n = node.clone();
+    let n = cluster.clone();
     tokio::spawn(async move {
         // Counted among the open connections for as long as it lives.
-        let _open = conn.open;
+        let _open = open;
         match upgrade.await {
             Ok(up) => {
                 let io = hyper_util::rt::TokioIo::new(up);
-                if let Err(e) = n.cluster.serve_peer(Box::new(io)).await {
+                if let Err(e) = n.serve_peer(Box::new(io)).await {
                     tracing::debug!(peer = %from, error = %e, "internal connection ended");
                 }
             }

@@ -43,8 +43,14 @@ fn until(url: &str, secs: u64, what: &str, ok: impl Fn(&[String]) -> bool) {
     }
 }
 
+/// One cluster at a time: each picks free ports and lets them go just
+/// before its nodes bind them, and a cluster starting beside it could take
+/// one (seen once: "Address already in use").
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn three_nodes_serve_and_a_killed_one_comes_back_on_its_data() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let o = ClusterOptions::new(3, dir.path());
     let mut c = LocalCluster::start(&o, strata()).unwrap_or_else(|e| panic!("{e}"));
@@ -75,6 +81,7 @@ fn three_nodes_serve_and_a_killed_one_comes_back_on_its_data() {
 
 #[test]
 fn a_partitioned_node_is_seen_down_and_up_again_after_the_heal() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut o = ClusterOptions::new(3, dir.path());
     o.proxied = true;
