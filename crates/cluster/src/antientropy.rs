@@ -890,6 +890,7 @@ fn hashes_of(
 fn not_kept() -> Response {
     Response::Error {
         transient: false,
+        read_only: false,
         message: "this node keeps no Merkle trees (a cluster of one)".into(),
     }
 }

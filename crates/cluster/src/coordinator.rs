@@ -170,7 +170,8 @@ impl Inner {
         // The failure detector already knows `ack` is out of reach in
         // some set: answer at once and write nothing (no partial write,
         // no hints), with the number of replicas that could have answered.
-        let reach = self.reachable(&replicas);
+        // A peer whose store refuses writes counts as out of reach.
+        let reach = self.writable(&replicas);
         let pos = |m: usize| replicas.iter().position(|&x| x == m).expect("in the union");
         let live = sets
             .iter()
@@ -291,6 +292,14 @@ impl Inner {
         if let Some(o) = &self.observer {
             o.replica_answer(id, &peer.url, op, t.elapsed(), r.is_ok());
         }
+        if let Err(CallError::Remote {
+            read_only: true, ..
+        }) = &r
+        {
+            // Its store refuses writes: the next writes go to the other
+            // replicas (and hints) for a while.
+            self.topo.read().detectors[m].refused_write(Instant::now());
+        }
         r.map_err(|e| ClusterError::Failed(format!("{}: {e}", peer.url)))
     }
 
@@ -360,6 +369,19 @@ impl Inner {
     /// gets 3.4 s more), so that a large value is not timed out on its way.
     pub(crate) fn timeout_for(&self, bytes: usize) -> Duration {
         self.cfg.timeout + PER_BYTE * bytes.min(u32::MAX as usize) as u32
+    }
+
+    /// Which of `replicas` a write goes to: those `reachable` says, less
+    /// the peers whose store refused a write lately (`READ_ONLY_FOR`).
+    fn writable(&self, replicas: &[usize]) -> Vec<bool> {
+        let reach = self.reachable(replicas);
+        let now = Instant::now();
+        let t = self.topo.read();
+        reach
+            .into_iter()
+            .zip(replicas)
+            .map(|(r, &m)| r && (m == self.me || !t.detectors[m].refuses_writes(now)))
+            .collect()
     }
 
     /// Which of `replicas` to contact: this node, and every peer the failure
@@ -469,7 +491,23 @@ impl Inner {
                 // newest version is on `ack` replicas and the next quorum
                 // read cannot go back in time.
                 let repaired = self.clone().repair(id, &key, newest, &stale).await;
-                let holders = answers.len() - stale.len() + repaired;
+                let mut holders = answers.len() - stale.len() + repaired;
+                // A stale replica that could not take the repair (its
+                // store refuses writes): a replica not heard yet may hold
+                // the newest version already, and counts instead.
+                while holders < r.ack && outstanding > 0 {
+                    match tokio::time::timeout_at(deadline, rx.recv()).await {
+                        Ok(Some((_, res))) => {
+                            outstanding -= 1;
+                            if let Ok(Some(rec)) = res {
+                                if rec.version >= newest.version {
+                                    holders += 1;
+                                }
+                            }
+                        }
+                        _ => break,
+                    }
+                }
                 if holders < r.ack {
                     return Err(self.not_enough(holders, r.ack));
                 }

@@ -23,6 +23,11 @@ pub enum ClusterError {
     /// A failure shared by every write of a failed group (already logged).
     #[error("storage error: {0}")]
     Failed(String),
+    /// The local store refuses writes (an fsync or a background job
+    /// failed: read-only until restarted; or the disk is full). Reads still
+    /// work; coordinators send writes to other replicas meanwhile.
+    #[error("storage refuses writes: {0}")]
+    ReadOnly(String),
     /// This node is in no layout yet (started to join).
     #[error("this node is not a member of a cluster layout yet (strata cluster join)")]
     NotMember,
@@ -36,6 +41,7 @@ impl ClusterError {
                 self,
                 ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember
             ),
+            read_only: matches!(self, ClusterError::ReadOnly(_)),
             message: self.to_string(),
         }
     }
@@ -52,6 +58,7 @@ impl ClusterError {
             ClusterError::Closed => ClusterError::Closed,
             ClusterError::Storage(e) => ClusterError::Failed(e.to_string()),
             ClusterError::Failed(m) => ClusterError::Failed(m.clone()),
+            ClusterError::ReadOnly(m) => ClusterError::ReadOnly(m.clone()),
             ClusterError::NotMember => ClusterError::NotMember,
         }
     }
@@ -62,6 +69,9 @@ impl From<strata_engine::Error> for ClusterError {
         match e {
             strata_engine::Error::Busy(m) => ClusterError::Busy(m),
             strata_engine::Error::Closed => ClusterError::Closed,
+            e @ (strata_engine::Error::SyncFailed { .. }
+            | strata_engine::Error::Background(_)
+            | strata_engine::Error::NoSpace(_)) => ClusterError::ReadOnly(e.to_string()),
             e => ClusterError::Storage(e),
         }
     }

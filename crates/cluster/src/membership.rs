@@ -59,6 +59,9 @@ pub struct Detector {
     inner: Mutex<Inner>,
     /// Connecting was refused: down until heard from again.
     refused: AtomicBool,
+    /// The peer's store refused a write (read-only after a failed fsync,
+    /// or a full disk): writes go to other replicas until then.
+    read_only_until: Mutex<Option<Instant>>,
 }
 
 impl Default for Detector {
@@ -74,9 +77,14 @@ impl Default for Detector {
                 at: 0,
             }),
             refused: AtomicBool::new(false),
+            read_only_until: Mutex::new(None),
         }
     }
 }
+
+/// How long a peer whose store refused a write is left out of writes
+/// before one is tried on it again.
+pub const READ_ONLY_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Detector {
     /// Any frame from the peer.
@@ -106,6 +114,17 @@ impl Detector {
     /// Connecting was refused: the process is not there.
     pub fn refused(&self) {
         self.refused.store(true, Ordering::Relaxed);
+    }
+
+    /// The peer's store refused a write at `now`.
+    pub fn refused_write(&self, now: Instant) {
+        *self.read_only_until.lock() = Some(now + READ_ONLY_FOR);
+    }
+
+    /// Whether writes should skip the peer at `now`: its store refused
+    /// one less than `READ_ONLY_FOR` ago.
+    pub fn refuses_writes(&self, now: Instant) -> bool {
+        self.read_only_until.lock().is_some_and(|t| now < t)
     }
 
     pub fn last_heard(&self) -> Option<Instant> {

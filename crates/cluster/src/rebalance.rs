@@ -755,6 +755,7 @@ impl Inner {
             },
             Err(message) => Response::Error {
                 transient: false,
+                read_only: false,
                 message,
             },
         }

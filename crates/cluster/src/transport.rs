@@ -84,7 +84,11 @@ pub enum CallError {
     #[error("too many operations in flight")]
     Overloaded,
     #[error("peer answered: {message}")]
-    Remote { transient: bool, message: String },
+    Remote {
+        transient: bool,
+        read_only: bool,
+        message: String,
+    },
     #[error("unexpected answer")]
     Protocol,
 }
@@ -238,9 +242,15 @@ impl Peer {
             return Err(CallError::Lost);
         }
         match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(Response::Error { transient, message })) => {
-                Err(CallError::Remote { transient, message })
-            }
+            Ok(Ok(Response::Error {
+                transient,
+                read_only,
+                message,
+            })) => Err(CallError::Remote {
+                transient,
+                read_only,
+                message,
+            }),
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) => Err(CallError::Lost),
             Err(_) => {

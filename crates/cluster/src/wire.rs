@@ -146,9 +146,12 @@ pub enum Response {
         state: LayoutState,
         stream: StreamStats,
     },
-    /// `transient`: busy or closing, worth trying again later.
+    /// `transient`: busy or closing, worth trying again later;
+    /// `read_only`: the replica's store refuses writes (send writes
+    /// elsewhere for a while).
     Error {
         transient: bool,
+        read_only: bool,
         message: String,
     },
 }
@@ -538,9 +541,13 @@ pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
             put_stream(out, stream);
             finish(out, at);
         }
-        Response::Error { transient, message } => {
+        Response::Error {
+            transient,
+            read_only,
+            message,
+        } => {
             let at = begin(out, id, ERROR, hlc);
-            out.put_u8(*transient as u8);
+            out.put_u8(*transient as u8 | (*read_only as u8) << 1);
             put_bytes(out, message.as_bytes());
             finish(out, at);
         }
@@ -764,10 +771,11 @@ pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
             if !b.has_remaining() {
                 return Err(bad("short error"));
             }
-            let transient = b.get_u8() != 0;
+            let flags = b.get_u8();
             let m = get_bytes(&mut b)?;
             Response::Error {
-                transient,
+                transient: flags & 1 != 0,
+                read_only: flags & 2 != 0,
                 message: String::from_utf8_lossy(&m).into_owned(),
             }
         }
@@ -902,7 +910,13 @@ mod tests {
             },
             Response::Error {
                 transient: true,
+                read_only: false,
                 message: "busy".into(),
+            },
+            Response::Error {
+                transient: false,
+                read_only: true,
+                message: "fsync failed".into(),
             },
         ];
         let mut buf = BytesMut::new();

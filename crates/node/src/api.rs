@@ -137,7 +137,7 @@ impl From<BadQuery> for Response<Body> {
 fn write_error(e: ClusterError) -> Response<Body> {
     let cause = match e {
         ClusterError::Storage(e) => e.to_string(),
-        ClusterError::Failed(m) => m,
+        ClusterError::Failed(m) | ClusterError::ReadOnly(m) => m,
         e => return cluster_error(e),
     };
     tracing::warn!(error = %cause, "write not made durable");
@@ -159,7 +159,7 @@ fn cluster_error(e: ClusterError) -> Response<Body> {
         e @ (ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember) => {
             unavailable(&e.to_string())
         }
-        e @ (ClusterError::Storage(_) | ClusterError::Failed(_)) => {
+        e @ (ClusterError::Storage(_) | ClusterError::Failed(_) | ClusterError::ReadOnly(_)) => {
             tracing::error!(error = %e, "storage error");
             text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
         }
@@ -415,7 +415,14 @@ fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
     }
     if node.serving.load(Ordering::Acquire) {
-        text(StatusCode::OK, "serving")
+        // A store that refuses writes still serves reads: 200, saying so.
+        match node.cluster.local().write_refusal() {
+            None => text(StatusCode::OK, "serving"),
+            Some(why) => text(
+                StatusCode::OK,
+                &format!("serving reads; writes refused: {why}"),
+            ),
+        }
     } else {
         refused("not serving (starting or draining)")
     }

@@ -112,3 +112,87 @@ fn a_failed_wal_write_is_never_acknowledged() {
     }
     a_failing_call_makes_the_node_read_only("posix/io/rw/pwrite", "Input/output error");
 }
+
+/// Node `n`'s own `rk…` keys (its store only).
+fn own_keys(n: &NodeProc) -> usize {
+    let r = n.request("GET", "/v0/entities?start=rk&end=rl", b"");
+    assert_eq!(r.status, 200);
+    r.chunks.len()
+}
+
+/// One node of three goes read-only (its WAL fsync fails): it says so in
+/// `/v0/status` and still serves reads; writes with `ack=2` keep being
+/// acknowledged through every node, itself included, because coordinators
+/// send them to the other replicas (and keep hints for it); restarted
+/// without the fault, hints and a repair bring it every write it missed.
+#[test]
+fn a_read_only_node_reports_itself_and_writes_go_around_it() {
+    if !fiu_available() {
+        panic!("io_faults: fiu-run/fiu-ctrl are missing; .ci/run installs them (apt-get install fiu-utils)");
+    }
+    let mut c = support::ClusterProcs::start_wrapped(
+        3,
+        &["--anti-entropy-settle-ms", "200"],
+        Some(Box::new(|i| {
+            if i == 2 {
+                let mut cmd = Command::new("fiu-run");
+                cmd.args(["-x", env!("CARGO_BIN_EXE_strata")]);
+                cmd
+            } else {
+                Command::new(env!("CARGO_BIN_EXE_strata"))
+            }
+        })),
+    );
+    let put = |n: &NodeProc, k: &str| n.request("PUT", &format!("/v0/entity?id={k}"), k.as_bytes());
+    for i in 0..20 {
+        assert_eq!(put(c.node(i % 3), &format!("rk{i:03}")).status, 201);
+    }
+    fiu(c.node(2), "enable", "posix/io/sync/fdatasync");
+    // Writes through every node, the read-only one too: all acknowledged.
+    for i in 20..80 {
+        let r = put(c.node(i % 3), &format!("rk{i:03}"));
+        assert_eq!(
+            r.status,
+            201,
+            "rk{i:03} through node {}: {}",
+            i % 3,
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    fiu(c.node(2), "disable", "posix/io/sync/fdatasync");
+    // It says why it takes no writes, and still serves reads.
+    let r = c.node(2).request("GET", "/v0/status", b"");
+    let said = String::from_utf8_lossy(&r.body);
+    assert_eq!(r.status, 200, "{said}");
+    assert!(
+        said.contains("writes refused") && said.contains("read-only"),
+        "{said}"
+    );
+    for i in 0..80 {
+        let r = c
+            .node(2)
+            .request("GET", &format!("/v0/entity?id=rk{i:03}"), b"");
+        assert_eq!(r.status, 200, "rk{i:03} read through the read-only node");
+    }
+    assert!(
+        own_keys(c.node(2)) < 80,
+        "the read-only node wrote nothing new"
+    );
+    // Restarted without the fault: the peers' hints bring it the writes
+    // they coordinated, anti-entropy those it coordinated itself (it
+    // could keep no hint for itself on a disk that failed).
+    c.kill(2);
+    c.wrap = None;
+    c.start_node(2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while own_keys(c.node(2)) < 80 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node 3 holds {} of 80",
+            own_keys(c.node(2))
+        );
+        // Once its trees are built, a repair exchanges what differs.
+        c.node(2).operate("POST", "/v0/cluster/repair", b"");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}

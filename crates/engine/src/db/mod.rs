@@ -368,6 +368,17 @@ impl Db {
         self.inner.close()
     }
 
+    /// Why writes are refused now, if they are: a failed fsync or
+    /// background job (read-only until reopened), or a full disk (until a
+    /// retry finds room).
+    pub fn write_refusal(&self) -> Option<String> {
+        let i = &self.inner;
+        i.check_bg_error()
+            .and_then(|()| i.check_no_space())
+            .err()
+            .map(|e| e.to_string())
+    }
+
     pub fn stats(&self) -> StatsSnapshot {
         self.inner.stats_snapshot()
     }
