@@ -22,6 +22,8 @@ pub struct Memtable {
     list: SkipList,
     /// Number of the WAL file whose records this memtable holds.
     wal: u64,
+    /// Bytes at which it is full and makes way for a new one.
+    limit: usize,
 }
 
 /// Capacity bytes per hash bucket: entries of 100-byte values take about
@@ -36,7 +38,20 @@ impl Memtable {
         Memtable {
             list: SkipList::new(buckets),
             wal,
+            limit: capacity,
         }
+    }
+
+    /// The same, full at `limit` bytes instead of its capacity (the first
+    /// memtable after opening, at a random share of it: `Inner::open`).
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Whether it holds its limit: the next write switches to a new one.
+    pub fn full(&self) -> bool {
+        self.size() >= self.limit
     }
 
     pub fn wal(&self) -> u64 {

@@ -502,3 +502,49 @@ fn write_batches_commits_a_group_in_order() {
     assert_eq!(db.get(b"y").unwrap().unwrap(), "1".as_bytes());
     assert_eq!(db.get(b"z").unwrap().unwrap(), "3".as_bytes());
 }
+
+/// Stores opened together under the same writes do not switch memtables
+/// together: the first memtable fills at a random 50-100 % of the size,
+/// so a cluster's nodes started at once do not flush at once ever after.
+#[test]
+fn first_memtables_fill_at_different_points() {
+    let size = 256 << 10;
+    let opts = || strata_engine::Options {
+        memtable_size: size,
+        durability: strata_engine::Durability::None,
+        ..strata_engine::Options::default()
+    };
+    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dbs: Vec<_> = dirs
+        .iter()
+        .map(|d| strata_engine::Db::open(d.path(), opts()).unwrap())
+        .collect();
+    let mut first_switch = vec![None; dbs.len()];
+    let value = [7u8; 100];
+    for i in 0..20_000u32 {
+        let key = format!("key{i:08}");
+        for (n, db) in dbs.iter().enumerate() {
+            db.put(key.as_bytes(), &value).unwrap();
+            let s = db.stats();
+            if first_switch[n].is_none() && (s.immutable_memtables > 0 || s.flushes > 0) {
+                first_switch[n] = Some(i);
+            }
+        }
+        if first_switch.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    let at: Vec<u32> = first_switch
+        .iter()
+        .map(|s| s.expect("every store switched"))
+        .collect();
+    let (lo, hi) = (*at.iter().min().unwrap(), *at.iter().max().unwrap());
+    // Four draws from the upper half all within 2 % of each other: about
+    // one chance in 10^4 with the jitter, certain without it.
+    assert!(
+        hi - lo > hi / 50,
+        "the first switches came together: {at:?}"
+    );
+    // None before half the size's worth of writes.
+    assert!(lo as usize * 100 > size / 2 / 4, "{at:?}");
+}

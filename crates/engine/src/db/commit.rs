@@ -157,7 +157,7 @@ impl Inner {
         last: u64,
     ) -> Result<Option<Duration>> {
         let mut wal = self.wal.lock();
-        if self.sv.load().mem.size() >= self.opts.memtable_size {
+        if self.sv.load().mem.full() {
             self.rotate(&mut wal)?;
         }
         wal.append(buf, self.opts.durability == Durability::None)?;
@@ -235,9 +235,7 @@ impl Inner {
 
     pub(super) fn stall_reason(&self) -> Option<StallReason> {
         let sv = self.sv.load();
-        if sv.imms.len() >= self.opts.max_immutable_memtables
-            && sv.mem.size() >= self.opts.memtable_size
-        {
+        if sv.imms.len() >= self.opts.max_immutable_memtables && sv.mem.full() {
             return Some(StallReason::TooManyImmutableMemtables);
         }
         if sv.version.levels[0].len() >= self.opts.l0_stop_trigger {

@@ -222,7 +222,14 @@ impl Db {
         let version = Arc::new(Version::from_levels(levels));
         let inner = Arc::new(Inner {
             sv: ArcSwap::from_pointee(SuperVersion {
-                mem: Arc::new(Memtable::new(new_wal, opts.memtable_size)),
+                // The first memtable fills at a random 50-100 % of the
+                // size: stores started together (a cluster's nodes under
+                // one load) then flush at different moments, not all at
+                // once for ever after.
+                mem: Arc::new(
+                    Memtable::new(new_wal, opts.memtable_size)
+                        .with_limit(first_limit(opts.memtable_size)),
+                ),
                 imms: vec![],
                 version,
             }),
@@ -274,4 +281,10 @@ impl Db {
         inner.kick();
         Ok(Db { inner })
     }
+}
+
+/// Where the first memtable after opening is full: a random point in
+/// the upper half of `size`.
+fn first_limit(size: usize) -> usize {
+    size / 2 + rand::random_range(0..=size / 2)
 }
