@@ -3,7 +3,7 @@
 //! on the blocking pool, so a pass over the whole store takes its size
 //! divided by the rate. What a step finds is logged with file and offset;
 //! the engine has set the table aside, and `quarantine_loop`
-//! (`antientropy.rs`) rebuilds the trees and pulls what this node lost
+//! (`antientropy/schedule.rs`) rebuilds the trees and pulls what this node lost
 //! from the replicas. Owns the pacing; must not check blocks itself (the
 //! engine does) nor repair (anti-entropy does).
 

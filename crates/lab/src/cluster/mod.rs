@@ -8,7 +8,7 @@
 //!
 //! | file | owns |
 //! | --- | --- |
-//! | `local.rs` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
+//! | `local/` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
 //! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
 //! | `http.rs` | a tiny blocking HTTP GET or POST for control requests (`/v0/status`, `/v0/cluster`, `/v0/cluster/repair`) |
 //! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |

@@ -22,8 +22,10 @@
 //! lower id) and on demand (`repair_now`: this node with every peer of
 //! every home set it belongs to).
 //!
-//! Owns the exchange, its schedule and its figures; must not change the
-//! trees (the store's applier does) or know about HTTP.
+//! Here: the exchange and its figures; `answer` is the peer's side of it,
+//! `schedule` when exchanges run and when the trees are built. Owns the
+//! exchange, its schedule and its figures; must not change the trees (the
+//! store's applier does) or know about HTTP.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +40,9 @@ use crate::record::{Record, Version};
 use crate::store::Outcome;
 use crate::wire::{Request, Response};
 use crate::{ClusterError, Inner};
+
+mod answer;
+mod schedule;
 
 #[derive(Clone, Copy, Debug)]
 pub struct AntiEntropyConfig {
@@ -213,148 +218,6 @@ impl Inner {
     /// A tombstone the reaper may have dropped elsewhere on purpose.
     fn past_grace(&self, v: Version, tombstone: bool) -> bool {
         tombstone && v < self.write_floor()
-    }
-
-    // ----- the peer's side -----
-
-    pub(crate) fn answer_hashes(&self, set: u64, level: u8, branches: &[u16]) -> Response {
-        let Some(m) = self.store.merkle() else {
-            return not_kept();
-        };
-        let st = m.state.lock();
-        let hashes = match level {
-            0 => Vec::new(),
-            1 => st.trees.branches(set),
-            _ => st.trees.leaves(set, branches),
-        };
-        Response::Hashes {
-            ready: st.ready,
-            keys: st.trees.keys(set),
-            root: st.trees.root(set),
-            hashes,
-        }
-    }
-
-    /// Keys of `set` in `leaves` after `after`: blocking (a store scan).
-    pub(crate) fn answer_keys(
-        &self,
-        set: u64,
-        leaves: &Leaves,
-        after: Option<&[u8]>,
-        limit: u32,
-    ) -> Response {
-        let limit = limit.clamp(1, KEYS_PAGE) as usize;
-        let it = match self.store.scan(after.unwrap_or(b""), None) {
-            Ok(it) => it,
-            Err(e) => return e.into_response(),
-        };
-        let mut entries = Vec::new();
-        let mut last: Option<Bytes> = None;
-        for (n, r) in it.enumerate() {
-            let (k, rec) = match r {
-                Ok(x) => x,
-                Err(e) => return e.into_response(),
-            };
-            if after == Some(&k[..]) {
-                continue;
-            }
-            if n >= KEYS_EXAMINE || entries.len() >= limit {
-                return Response::Keys {
-                    entries,
-                    resume: last,
-                };
-            }
-            if leaves.contains(merkle::leaf_of(&k)) && self.home_of(&k) == set {
-                entries.push((k.clone(), rec.version, rec.is_tombstone()));
-            }
-            last = Some(k);
-        }
-        Response::Keys {
-            entries,
-            resume: None,
-        }
-    }
-
-    /// A `KEYS` request, on the blocking pool.
-    pub(crate) async fn keys_request(
-        self: &Arc<Self>,
-        set: u64,
-        all: bool,
-        leaves: Vec<u16>,
-        after: Option<Bytes>,
-        limit: u32,
-    ) -> Response {
-        let s = self.clone();
-        let wanted = Leaves::new(all, &leaves);
-        self.blocking(move || s.answer_keys(set, &wanted, after.as_deref(), limit))
-            .await
-            .unwrap_or_else(|| ClusterError::Closed.into_response())
-    }
-
-    /// Records of `keys`, as many as fit `BATCH_BYTES` (at least one).
-    pub(crate) fn answer_fetch(&self, keys: &[Bytes]) -> Response {
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        for k in keys.iter().take(BATCH) {
-            if bytes >= BATCH_BYTES {
-                break;
-            }
-            match self.store.read(k) {
-                Ok(r) => {
-                    bytes += r.as_ref().map_or(0, |r| r.encoded_len()) + k.len();
-                    out.push(r);
-                }
-                Err(e) => return e.into_response(),
-            }
-        }
-        Response::Fetched(out)
-    }
-
-    pub(crate) async fn answer_push(self: &Arc<Self>, entries: Vec<(Bytes, Record)>) -> Response {
-        match self.apply_many(entries).await {
-            Ok((applied, _)) => {
-                self.anti_entropy
-                    .received
-                    .fetch_add(applied, Ordering::Relaxed);
-                Response::Pushed {
-                    applied: applied as u32,
-                }
-            }
-            Err(e) => e.into_response(),
-        }
-    }
-
-    /// Apply records as repairs, side by side (one commit group, not one
-    /// fsync each): (applied, already here or newer here).
-    async fn apply_many(
-        self: &Arc<Self>,
-        entries: Vec<(Bytes, Record)>,
-    ) -> crate::Result<(u64, u64)> {
-        let mut already = 0;
-        let mut set = tokio::task::JoinSet::new();
-        for (k, r) in entries {
-            // What was already here is overstreaming: counted, not applied.
-            if self.store.read(&k)?.is_some_and(|h| h.version >= r.version) {
-                already += 1;
-                continue;
-            }
-            let s = self.clone();
-            set.spawn(async move { s.store.apply(k, r).await });
-        }
-        let mut applied = 0;
-        let mut failed = None;
-        while let Some(r) = set.join_next().await {
-            match r {
-                Ok(Ok(Outcome::Applied)) => applied += 1,
-                Ok(Ok(Outcome::Superseded(_))) => already += 1,
-                Ok(Err(e)) => failed = Some(e),
-                Err(e) => failed = Some(ClusterError::Failed(e.to_string())),
-            }
-        }
-        match failed {
-            Some(e) => Err(e),
-            None => Ok((applied, already)),
-        }
     }
 
     // ----- this node's side -----
@@ -716,154 +579,6 @@ impl Inner {
             }
         }
         (pull, push)
-    }
-
-    /// The home sets this node belongs to.
-    pub(crate) fn my_home_sets(&self) -> Vec<HomeSet> {
-        // None while the layout changes: the trees are rebuilt after.
-        let t = self.topo();
-        if t.previous.is_some() {
-            return Vec::new();
-        }
-        let Some(me) = t.current.members.iter().position(|&m| m == self.me) else {
-            return Vec::new();
-        };
-        let ids: Vec<u64> = t.current.members.iter().map(|&m| t.members[m].id).collect();
-        let mut sets = home_sets(&ids, t.replication(), me);
-        for s in &mut sets {
-            for m in &mut s.members {
-                *m = t.current.members[*m];
-            }
-        }
-        sets
-    }
-
-    /// Exchange every home set this node belongs to with each of its other
-    /// members (`all`), or only with those of higher id (the schedule: each
-    /// pair once). One round at a time.
-    pub(crate) async fn anti_entropy_round(self: &Arc<Self>, all: bool) -> Vec<Exchange> {
-        let _one = self.ae_lock.lock().await;
-        let mut out = Vec::new();
-        let now = Instant::now();
-        let t = self.topo();
-        for hs in self.my_home_sets() {
-            for &m in &hs.members {
-                if m == self.me || (!all && t.members[m].id < self.my_id) {
-                    continue;
-                }
-                if self.is_down(m, now) {
-                    out.push(Exchange {
-                        set: hs.name,
-                        peer: self.topo().members[m].url.clone(),
-                        error: Some("the failure detector holds it down".into()),
-                        ..Exchange::default()
-                    });
-                    continue;
-                }
-                out.push(self.exchange(hs.name, m).await);
-                if self.closed.load(Ordering::Acquire) {
-                    return out;
-                }
-            }
-        }
-        out
-    }
-
-    /// Build the trees on a thread of their own (a scan of the store);
-    /// `repair`: then exchange with every replica at once (the keys of a
-    /// table set aside come back). One build at a time: false if one
-    /// runs.
-    pub(crate) fn spawn_tree_build(self: &Arc<Self>, repair: bool) -> bool {
-        if self.store.merkle().is_none() || self.anti_entropy.building.swap(true, Ordering::AcqRel)
-        {
-            return false;
-        }
-        let s = self.clone();
-        let rt = tokio::runtime::Handle::try_current().ok();
-        let build = move || {
-            let built = s.store.build_trees();
-            s.anti_entropy.building.store(false, Ordering::Release);
-            match built {
-                Ok(n) => tracing::info!(records = n, "anti-entropy trees built"),
-                // A damaged table is set aside on the way; the watcher
-                // builds again.
-                Err(e) => {
-                    tracing::warn!(error = %e, "building the anti-entropy trees failed");
-                    return;
-                }
-            }
-            if let (true, Some(rt)) = (repair, rt) {
-                rt.spawn(async move {
-                    let xs = s.anti_entropy_round(true).await;
-                    let pulled: u64 = xs.iter().map(|x| x.pulled).sum();
-                    let failed = xs.iter().filter(|x| x.error.is_some()).count();
-                    tracing::warn!(
-                        pulled,
-                        failed,
-                        "repaired from the replicas after a table was set aside"
-                    );
-                });
-            }
-        };
-        if self.cfg.inline_io {
-            build();
-        } else {
-            std::thread::Builder::new()
-                .name("strata-trees".into())
-                .spawn(build)
-                .expect("spawn the tree builder");
-        }
-        true
-    }
-
-    /// Watch for tables the engine set aside (a checksum failed on a read,
-    /// a scan or a compaction): their records left the store without the
-    /// applier, so the trees are rebuilt, then every replica is asked for
-    /// what this node lacks now.
-    pub(crate) async fn quarantine_loop(self: Arc<Self>) {
-        let count = |s: &Self| s.store.db().stats().tables_quarantined;
-        let mut seen = 0;
-        loop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            if self.closed.load(Ordering::Acquire) {
-                return;
-            }
-            let now = count(&self);
-            if now == seen || self.anti_entropy.building.load(Ordering::Acquire) {
-                continue;
-            }
-            if let Some(m) = self.store.merkle() {
-                m.clear();
-            }
-            if self.spawn_tree_build(true) {
-                self.anti_entropy
-                    .tables_set_aside
-                    .store(now, Ordering::Relaxed);
-                seen = now;
-            }
-        }
-    }
-
-    pub(crate) async fn anti_entropy_loop(self: Arc<Self>) {
-        let every = self.cfg.anti_entropy.interval;
-        if every.is_zero() || self.store.merkle().is_none() {
-            return;
-        }
-        // Spread the nodes' rounds: start after a random part of a period.
-        let first = every.mul_f64(0.1 + 0.9 * rand::random::<f64>());
-        tokio::time::sleep(first).await;
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if self.closed.load(Ordering::Acquire) {
-                return;
-            }
-            let ready = self.store.merkle().is_some_and(|m| m.state.lock().ready);
-            if ready {
-                self.anti_entropy_round(false).await;
-            }
-        }
     }
 }
 

@@ -1,0 +1,157 @@
+//! Anti-entropy's schedule: which home sets this node compares and with
+//! whom, a round over them (every `interval`, or on demand), the Merkle
+//! trees built after a start or after a table was set aside, and the
+//! loops that run those. Owns when exchanges happen; an exchange itself is
+//! in the parent module.
+
+use super::*;
+
+impl Inner {
+    /// The home sets this node belongs to.
+    pub(crate) fn my_home_sets(&self) -> Vec<HomeSet> {
+        // None while the layout changes: the trees are rebuilt after.
+        let t = self.topo();
+        if t.previous.is_some() {
+            return Vec::new();
+        }
+        let Some(me) = t.current.members.iter().position(|&m| m == self.me) else {
+            return Vec::new();
+        };
+        let ids: Vec<u64> = t.current.members.iter().map(|&m| t.members[m].id).collect();
+        let mut sets = home_sets(&ids, t.replication(), me);
+        for s in &mut sets {
+            for m in &mut s.members {
+                *m = t.current.members[*m];
+            }
+        }
+        sets
+    }
+
+    /// Exchange every home set this node belongs to with each of its other
+    /// members (`all`), or only with those of higher id (the schedule: each
+    /// pair once). One round at a time.
+    pub(crate) async fn anti_entropy_round(self: &Arc<Self>, all: bool) -> Vec<Exchange> {
+        let _one = self.ae_lock.lock().await;
+        let mut out = Vec::new();
+        let now = Instant::now();
+        let t = self.topo();
+        for hs in self.my_home_sets() {
+            for &m in &hs.members {
+                if m == self.me || (!all && t.members[m].id < self.my_id) {
+                    continue;
+                }
+                if self.is_down(m, now) {
+                    out.push(Exchange {
+                        set: hs.name,
+                        peer: self.topo().members[m].url.clone(),
+                        error: Some("the failure detector holds it down".into()),
+                        ..Exchange::default()
+                    });
+                    continue;
+                }
+                out.push(self.exchange(hs.name, m).await);
+                if self.closed.load(Ordering::Acquire) {
+                    return out;
+                }
+            }
+        }
+        out
+    }
+
+    /// Build the trees on a thread of their own (a scan of the store);
+    /// `repair`: then exchange with every replica at once (the keys of a
+    /// table set aside come back). One build at a time: false if one
+    /// runs.
+    pub(crate) fn spawn_tree_build(self: &Arc<Self>, repair: bool) -> bool {
+        if self.store.merkle().is_none() || self.anti_entropy.building.swap(true, Ordering::AcqRel)
+        {
+            return false;
+        }
+        let s = self.clone();
+        let rt = tokio::runtime::Handle::try_current().ok();
+        let build = move || {
+            let built = s.store.build_trees();
+            s.anti_entropy.building.store(false, Ordering::Release);
+            match built {
+                Ok(n) => tracing::info!(records = n, "anti-entropy trees built"),
+                // A damaged table is set aside on the way; the watcher
+                // builds again.
+                Err(e) => {
+                    tracing::warn!(error = %e, "building the anti-entropy trees failed");
+                    return;
+                }
+            }
+            if let (true, Some(rt)) = (repair, rt) {
+                rt.spawn(async move {
+                    let xs = s.anti_entropy_round(true).await;
+                    let pulled: u64 = xs.iter().map(|x| x.pulled).sum();
+                    let failed = xs.iter().filter(|x| x.error.is_some()).count();
+                    tracing::warn!(
+                        pulled,
+                        failed,
+                        "repaired from the replicas after a table was set aside"
+                    );
+                });
+            }
+        };
+        if self.cfg.inline_io {
+            build();
+        } else {
+            std::thread::Builder::new()
+                .name("strata-trees".into())
+                .spawn(build)
+                .expect("spawn the tree builder");
+        }
+        true
+    }
+
+    /// Watch for tables the engine set aside (a checksum failed on a read,
+    /// a scan or a compaction): their records left the store without the
+    /// applier, so the trees are rebuilt, then every replica is asked for
+    /// what this node lacks now.
+    pub(crate) async fn quarantine_loop(self: Arc<Self>) {
+        let count = |s: &Self| s.store.db().stats().tables_quarantined;
+        let mut seen = 0;
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let now = count(&self);
+            if now == seen || self.anti_entropy.building.load(Ordering::Acquire) {
+                continue;
+            }
+            if let Some(m) = self.store.merkle() {
+                m.clear();
+            }
+            if self.spawn_tree_build(true) {
+                self.anti_entropy
+                    .tables_set_aside
+                    .store(now, Ordering::Relaxed);
+                seen = now;
+            }
+        }
+    }
+
+    pub(crate) async fn anti_entropy_loop(self: Arc<Self>) {
+        let every = self.cfg.anti_entropy.interval;
+        if every.is_zero() || self.store.merkle().is_none() {
+            return;
+        }
+        // Spread the nodes' rounds: start after a random part of a period.
+        let first = every.mul_f64(0.1 + 0.9 * rand::random::<f64>());
+        tokio::time::sleep(first).await;
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let ready = self.store.merkle().is_some_and(|m| m.state.lock().ready);
+            if ready {
+                self.anti_entropy_round(false).await;
+            }
+        }
+    }
+}
