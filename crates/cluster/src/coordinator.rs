@@ -374,13 +374,15 @@ impl Inner {
     /// Which of `replicas` a write goes to: those `reachable` says, less
     /// the peers whose store refused a write lately (`READ_ONLY_FOR`).
     fn writable(&self, replicas: &[usize]) -> Vec<bool> {
-        let reach = self.reachable(replicas);
         let now = Instant::now();
+        // One read guard for every member: on the path of every write.
         let t = self.topo.read();
-        reach
-            .into_iter()
-            .zip(replicas)
-            .map(|(r, &m)| r && (m == self.me || !t.detectors[m].refuses_writes(now)))
+        replicas
+            .iter()
+            .map(|&m| {
+                let d = &t.detectors[m];
+                m == self.me || (d.state(now) != State::Down && !d.refuses_writes(now))
+            })
             .collect()
     }
 

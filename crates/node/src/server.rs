@@ -77,16 +77,7 @@ pub fn run(config: Config) -> Result<(), String> {
         }
         node.serving.store(true, Ordering::Release);
         let shutdown = shutdown_signal();
-        if let Some(tls) = &node.config.tls {
-            reload_certificates(tls.certificate.clone(), tls.trust.clone());
-            // A --client-ca of its own is reloaded the same way.
-            if let Some(c) = &tls.clients {
-                if !tls.trust.as_ref().is_some_and(|t| Arc::ptr_eq(t, c)) {
-                    reload_certificates(tls.certificate.clone(), Some(c.clone()));
-                }
-            }
-        }
-        reload_tokens(node.config.access.clone());
+        watch_files(&node.config);
         // Tests and scripts wait for this line to learn the port.
         let scheme = if node.config.tls.is_some() {
             "https"
@@ -139,14 +130,16 @@ fn init_logging(level: &str) {
         .try_init();
 }
 
-/// Load the node's certificate, and the CA file it trusts its peers by
-/// (`--tls-ca`), again on SIGHUP and whenever their files change (checked
-/// every 10 s: a Kubernetes Secret or a renewal tool replaces them in
-/// place). New handshakes get the new ones; a bad file is logged and what
-/// is in use stays.
-fn reload_certificates(
-    certificate: Arc<strata_tls::Certificate>,
-    trust: Option<Arc<strata_tls::Trust>>,
+/// Call `reload` on SIGHUP (`asked`: true) and every 10 s (false: only if
+/// its files changed), on the blocking pool. What it reloads is logged as
+/// `what` (with `file`); a file that does not load is logged and what is
+/// in use stays. The node's certificate, the CA files and the tokens file
+/// are each watched this way: a Kubernetes Secret or a renewal tool
+/// replaces them in place.
+fn watch_file(
+    what: &'static str,
+    file: String,
+    reload: impl Fn(bool) -> Result<bool, String> + Clone + Send + Sync + 'static,
 ) {
     use tokio::signal::unix::{signal, SignalKind};
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
@@ -158,72 +151,45 @@ fn reload_certificates(
                 _ = hup.recv() => true,
                 _ = tick.tick() => false,
             };
-            let (c, t) = (certificate.clone(), trust.clone());
-            let done =
-                tokio::task::spawn_blocking(move || (c.reload(asked), t.map(|t| t.reload(asked))))
-                    .await;
-            let (cert, key) = certificate.files();
-            match done {
-                Ok((c, t)) => {
-                    match c {
-                        Ok(true) => {
-                            tracing::info!(cert = %cert.display(), "TLS certificate reloaded")
-                        }
-                        Ok(false) => {}
-                        Err(e) => tracing::error!(
-                            key = %key.display(),
-                            error = %e,
-                            "TLS certificate not reloaded: the one in use stays"
-                        ),
-                    }
-                    let ca = trust.as_ref().map(|t| t.file().display());
-                    match (t, ca) {
-                        (Some(Ok(true)), Some(ca)) => {
-                            tracing::info!(ca = %ca, "TLS trusted CA reloaded")
-                        }
-                        (Some(Err(e)), Some(ca)) => tracing::error!(
-                            ca = %ca,
-                            error = %e,
-                            "TLS trusted CA not reloaded: the one in use stays"
-                        ),
-                        _ => {}
-                    }
-                }
-                Err(e) => tracing::error!(error = %e, "TLS certificate reload failed"),
+            let r = reload.clone();
+            match tokio::task::spawn_blocking(move || r(asked)).await {
+                Ok(Ok(true)) => tracing::info!(file = %file, "{what} reloaded"),
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::error!(
+                    file = %file,
+                    error = %e,
+                    "{what} not reloaded: the one in use stays"
+                ),
+                Err(e) => tracing::error!(error = %e, "{what} reload failed"),
             }
         }
     });
 }
 
-/// Read the tokens file (`--auth-tokens`) again on SIGHUP and whenever it
-/// changes (checked every 10 s). A bad file is logged and the tokens in
-/// use stay.
-fn reload_tokens(access: Arc<crate::access::Access>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Some(file) = access.file().map(|f| f.display().to_string()) else {
-        return;
-    };
-    let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let asked = tokio::select! {
-                _ = hup.recv() => true,
-                _ = tick.tick() => false,
-            };
-            let a = access.clone();
-            match tokio::task::spawn_blocking(move || a.reload(asked)).await {
-                Ok(Ok(true)) => tracing::info!(file = %file, "tokens file reloaded"),
-                Ok(Ok(false)) => {}
-                Ok(Err(e)) => tracing::error!(
-                    error = %e,
-                    "tokens file not reloaded: the tokens in use stay"
-                ),
-                Err(e) => tracing::error!(error = %e, "tokens file reload failed"),
+/// Watch every file the node reloads: its certificate and key, the CA its
+/// peers are trusted by (`--tls-ca`), the CA of client certificates when
+/// it is another file (`--client-ca`), the tokens file (`--auth-tokens`).
+fn watch_files(config: &Config) {
+    if let Some(tls) = &config.tls {
+        let c = tls.certificate.clone();
+        let file = c.files().0.display().to_string();
+        watch_file("TLS certificate", file, move |a| c.reload(a));
+        let mut cas = tls.trust.iter().collect::<Vec<_>>();
+        if let Some(c) = &tls.clients {
+            if !cas.iter().any(|t| Arc::ptr_eq(t, c)) {
+                cas.push(c);
             }
         }
-    });
+        for t in cas {
+            let t = t.clone();
+            let file = t.file().display().to_string();
+            watch_file("TLS CA", file, move |a| t.reload(a));
+        }
+    }
+    let access = config.access.clone();
+    if let Some(f) = access.file().map(|f| f.display().to_string()) {
+        watch_file("tokens file", f, move |a| access.reload(a));
+    }
 }
 
 /// Install the SIGTERM and SIGINT handlers now (so that a signal sent

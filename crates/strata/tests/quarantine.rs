@@ -48,6 +48,28 @@ fn metric(n: &NodeProc, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in /metrics"))
 }
 
+/// Every key written through node 1 to all three replicas; the entries
+/// each node should hold.
+fn write_all(c: &ClusterProcs) -> Vec<(String, String)> {
+    for i in 0..KEYS {
+        let r = c.node(0).request(
+            "PUT",
+            &format!("/v0/entity?id={}&ack=3", key(i)),
+            value(i).as_bytes(),
+        );
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    (0..KEYS).map(|i| (key(i), value(i))).collect()
+}
+
+/// Flip bytes inside the first data block of `table`.
+fn damage(table: &std::path::Path) {
+    let mut f = std::fs::OpenOptions::new().write(true).open(table).unwrap();
+    f.seek(SeekFrom::Start(16)).unwrap();
+    f.write_all(&[0xde, 0xad, 0xbe, 0xef]).unwrap();
+    f.sync_all().unwrap();
+}
+
 fn largest_table(dir: &std::path::Path) -> PathBuf {
     std::fs::read_dir(dir)
         .unwrap()
@@ -69,15 +91,7 @@ fn a_corrupted_table_is_set_aside_and_its_keys_come_back_from_the_peers() {
             "200",
         ],
     );
-    for i in 0..KEYS {
-        let r = c.node(0).request(
-            "PUT",
-            &format!("/v0/entity?id={}&ack=3", key(i)),
-            value(i).as_bytes(),
-        );
-        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    }
-    let want: Vec<(String, String)> = (0..KEYS).map(|i| (key(i), value(i))).collect();
+    let want = write_all(&c);
     assert_eq!(own(c.node(1)), want);
 
     // Node 2 stops; a data block of its largest table is damaged.
@@ -90,15 +104,7 @@ fn a_corrupted_table_is_set_aside_and_its_keys_come_back_from_the_peers() {
     let p = c.nodes[1].take().unwrap();
     assert_eq!(p.stop(), Some(0));
     let table = largest_table(&c.dirs[1]);
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&table)
-            .unwrap();
-        f.seek(SeekFrom::Start(16)).unwrap();
-        f.write_all(&[0xde, 0xad, 0xbe, 0xef]).unwrap();
-        f.sync_all().unwrap();
-    }
+    damage(&table);
     c.start_node(1);
 
     // Detected by the scan that builds the trees (before any client
@@ -156,15 +162,7 @@ fn the_scrub_finds_damage_on_a_running_node_and_it_is_repaired() {
             "1048576",
         ],
     );
-    for i in 0..KEYS {
-        let r = c.node(0).request(
-            "PUT",
-            &format!("/v0/entity?id={}&ack=3", key(i)),
-            value(i).as_bytes(),
-        );
-        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    }
-    let want: Vec<(String, String)> = (0..KEYS).map(|i| (key(i), value(i))).collect();
+    let want = write_all(&c);
     let n = c.node(1);
     // The scrub runs over clean tables first: passes, no findings.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -176,15 +174,7 @@ fn the_scrub_finds_damage_on_a_running_node_and_it_is_repaired() {
     assert!(metric(n, "strata_engine_scrub_bytes_total") > 0.0);
     // Damage a block of its largest table while it runs; no client reads.
     let table = largest_table(&c.dirs[1]);
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&table)
-            .unwrap();
-        f.seek(SeekFrom::Start(16)).unwrap();
-        f.write_all(&[0xde, 0xad, 0xbe, 0xef]).unwrap();
-        f.sync_all().unwrap();
-    }
+    damage(&table);
     while metric(n, "strata_engine_scrub_corruptions_total") < 1.0 {
         assert!(
             Instant::now() < deadline,

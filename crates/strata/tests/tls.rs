@@ -526,6 +526,20 @@ fn a_renewed_certificate_is_served_without_a_restart() {
     assert!(node.child.try_wait().unwrap().is_none(), "the node exited");
 }
 
+/// curl's arguments to present `who`'s client certificate (`DIR/USER.pem`
+/// and `.key`), none for `None`.
+fn cert_args(who: Option<(&Path, &str)>) -> Vec<String> {
+    who.map(|(d, user)| {
+        vec![
+            "--cert".into(),
+            d.join(format!("{user}.pem")).display().to_string(),
+            "--key".into(),
+            d.join(format!("{user}.key")).display().to_string(),
+        ]
+    })
+    .unwrap_or_default()
+}
+
 /// `make-certs.sh --client DIR USER ROLE`.
 fn client_cert(dir: &Path, user: &str, role: &str) {
     let script = concat!(
@@ -581,14 +595,7 @@ fn client_certificates_carry_their_role_and_members_need_node_certificates() {
             "-w".into(),
             "%{http_code}".into(),
         ];
-        if let Some((d, user)) = who {
-            args.extend([
-                "--cert".into(),
-                d.join(format!("{user}.pem")).display().to_string(),
-                "--key".into(),
-                d.join(format!("{user}.key")).display().to_string(),
-            ]);
-        }
+        args.extend(cert_args(who));
         args.extend(["-X".into(), method.into(), format!("{url}{path}")]);
         if method == "PUT" {
             args.extend(["--data-binary".into(), "v".into()]);
@@ -635,14 +642,7 @@ fn client_certificates_carry_their_role_and_members_need_node_certificates() {
     let secret = strata_cluster::Secret::new(TEST_SECRET).unwrap();
     let upgrade = |who: Option<(&Path, &str)>| -> String {
         let mut args: Vec<String> = vec!["-i".into(), "--max-time".into(), "3".into()];
-        if let Some((d, user)) = who {
-            args.extend([
-                "--cert".into(),
-                d.join(format!("{user}.pem")).display().to_string(),
-                "--key".into(),
-                d.join(format!("{user}.key")).display().to_string(),
-            ]);
-        }
+        args.extend(cert_args(who));
         for h in [
             "Connection: Upgrade".to_string(),
             "Upgrade: strata-internal/0".to_string(),

@@ -451,12 +451,21 @@ pub fn peer_config(
         .map_err(|e| e.to_string())?
         .dangerous()
         .with_custom_certificate_verifier(trust.clone());
-    let mut c = match own {
-        Some(own) => c.with_client_cert_resolver(own),
-        None => c.with_no_client_auth(),
-    };
+    let mut c = presenting(c, own);
     c.alpn_protocols = vec![PRIORITY.to_vec()];
     Ok((Arc::new(c), Some(trust)))
+}
+
+/// A client configuration that shows `own` when a server asks for a
+/// client certificate (none without it).
+fn presenting(
+    c: rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>,
+    own: Option<Arc<Certificate>>,
+) -> ClientConfig {
+    match own {
+        Some(own) => c.with_client_cert_resolver(own),
+        None => c.with_no_client_auth(),
+    }
 }
 
 /// A client's side: trusting `ca` (or the system's roots), offering
@@ -470,10 +479,7 @@ pub fn client_config(
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots(ca)?);
-    let mut c = match own {
-        Some(own) => c.with_client_cert_resolver(own),
-        None => c.with_no_client_auth(),
-    };
+    let mut c = presenting(c, own);
     c.alpn_protocols = vec![alpn.to_vec()];
     Ok(Arc::new(c))
 }
