@@ -99,9 +99,19 @@ impl Inner {
             return Err(ClusterError::NotMember);
         }
         let sets = t.write_sets(&key, r.from);
+        // After a replica answered that it holds something newer, the next
+        // stamp exceeds that version even where the clock will not follow
+        // it (a peer's clock jumped further ahead than `max_clock_ahead_ms`):
+        // per key, a write that starts after another one ended is stamped
+        // later, whatever the wall clocks say.
+        let mut floor: Option<Version> = None;
         for _ in 0..MAX_ATTEMPTS {
+            let mut version = self.stamp();
+            if let Some(f) = floor.filter(|f| f.hlc >= version.hlc) {
+                version.hlc = f.hlc + 1;
+            }
             let record = Record {
-                version: self.stamp(),
+                version,
                 value: value.clone(),
             };
             match self
@@ -112,6 +122,7 @@ impl Inner {
                 Replicated::Done => return Ok(()),
                 Replicated::Superseded(v) => {
                     self.hlc.observe(v.hlc);
+                    floor = Some(v);
                     self.stats
                         .superseded_retries
                         .fetch_add(1, Ordering::Relaxed);

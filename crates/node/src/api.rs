@@ -299,6 +299,7 @@ async fn route(
         "/metrics" => metrics(node, &req).await,
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
         "/debug/pprof/heap" => heap_profile(&req).await.unwrap_or_else(|r| r),
+        "/debug/clock" => operator::clock(&node.cluster, node.config.test_clock_hook, &req),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     }
 }

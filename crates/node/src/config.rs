@@ -215,6 +215,16 @@ pub struct ServeArgs {
     /// this many ms more (a slow disk).
     #[arg(long, env = "STRATA_TEST_FSYNC_DELAY_MS", hide = true)]
     pub test_fsync_delay_ms: Option<u64>,
+    /// Test only: `POST /debug/clock?jump_ms=N` (operator) moves this
+    /// running node's wall clock, the one behind versions (a clock fault).
+    #[arg(
+        long,
+        env = "STRATA_TEST_CLOCK_HOOK",
+        hide = true,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub test_clock_hook: Option<bool>,
 }
 
 fn de_parse<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durability>, D::Error> {
@@ -252,6 +262,8 @@ pub struct Config {
     pub block_cache_bytes: usize,
     /// Test only: added to each WAL fsync.
     pub test_fsync_delay: Duration,
+    /// Test only: `/debug/clock` may move the wall clock.
+    pub test_clock_hook: bool,
     pub worker_threads: usize,
     pub log_level: String,
     pub cluster: strata_cluster::ClusterConfig,
@@ -340,6 +352,7 @@ impl Config {
             memtable_bytes: pick!(memtable_bytes, 64 << 20),
             block_cache_bytes: pick!(block_cache_bytes, 256 << 20),
             test_fsync_delay: Duration::from_millis(pick!(test_fsync_delay_ms, 0)),
+            test_clock_hook: pick!(test_clock_hook, false),
             worker_threads: pick!(worker_threads, cores),
             log_level: pick!(log_level, "info".to_string()),
             cluster: strata_cluster::ClusterConfig::default(),

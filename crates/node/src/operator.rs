@@ -1,6 +1,7 @@
 //! The operator's cluster endpoints: `GET /v0/cluster` (this node's view,
 //! its head typed in `strata_api::view`), `POST /v0/cluster/join` and
-//! `/leave` (a layout change), `POST /v0/cluster/repair` (anti-entropy now).
+//! `/leave` (a layout change), `POST /v0/cluster/repair` (anti-entropy now),
+//! and `/debug/clock` (the wall clock behind versions; a test may move it).
 //! Owns their JSON; must not decide membership (the cluster does).
 
 use hyper::body::Incoming;
@@ -190,4 +191,70 @@ pub(crate) async fn repair(cluster: &Cluster, req: &Request<Incoming>) -> Respon
         "failed": failed,
     });
     json(StatusCode::OK, &body)
+}
+
+/// Furthest a test may move a node's clock, either way: a day.
+const MAX_CLOCK_SHIFT_MS: i64 = 24 * 3600 * 1000;
+
+/// `GET /debug/clock`: this node's wall clock as versions read it, its test
+/// offset and its hybrid clock. `POST /debug/clock?jump_ms=N` (or
+/// `offset_ms=N`, absolute) moves the wall clock of this running node, a
+/// clock fault: only with `--test-clock-hook`, 404 otherwise. Signed
+/// milliseconds, at most a day either way.
+pub(crate) fn clock(cluster: &Cluster, hook: bool, req: &Request<Incoming>) -> Response<Body> {
+    let hlc = cluster.hlc();
+    match *req.method() {
+        Method::GET => {}
+        Method::POST if !hook => {
+            return text(
+                StatusCode::NOT_FOUND,
+                "the clock hook is off: start the node with --test-clock-hook",
+            )
+        }
+        Method::POST => {
+            let q = match Query::parse(req.uri().query()) {
+                Ok(q) => q,
+                Err(e) => return text(StatusCode::BAD_REQUEST, &e.0),
+            };
+            let signed = |name: &str| -> Result<Option<i64>, String> {
+                q.get(name)
+                    .map(|v| {
+                        std::str::from_utf8(v)
+                            .ok()
+                            .and_then(|s| s.parse::<i64>().ok())
+                            .ok_or_else(|| format!("{name} is not a signed integer"))
+                    })
+                    .transpose()
+            };
+            let offset = match (signed("jump_ms"), signed("offset_ms")) {
+                (Err(e), _) | (_, Err(e)) => return text(StatusCode::BAD_REQUEST, &e),
+                (Ok(Some(j)), Ok(None)) => hlc.offset_ms().saturating_add(j),
+                (Ok(None), Ok(Some(o))) => o,
+                _ => {
+                    return text(
+                        StatusCode::BAD_REQUEST,
+                        "give one of jump_ms (relative) or offset_ms (absolute)",
+                    )
+                }
+            };
+            if offset.abs() > MAX_CLOCK_SHIFT_MS {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    &format!("offset {offset} ms is past the limit of {MAX_CLOCK_SHIFT_MS} ms"),
+                );
+            }
+            hlc.set_offset_ms(offset);
+            tracing::warn!(offset_ms = offset, "test clock hook moved the wall clock");
+        }
+        _ => return text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST"),
+    }
+    json(
+        StatusCode::OK,
+        &serde_json::json!({
+            "wall_ms": hlc.wall_ms(),
+            "offset_ms": hlc.offset_ms(),
+            "hlc": hlc.peek(),
+            "hook": hook,
+        }),
+    )
 }
