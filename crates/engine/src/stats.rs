@@ -40,6 +40,9 @@ pub struct Stats {
     pub scrub_passes: AtomicU64,
     /// Blocks the scrub found damaged.
     pub scrub_corruptions: AtomicU64,
+    /// Reads of table blocks the disk failed (EIO), by a lookup, a scan or
+    /// the scrub: reported to the caller, never served.
+    pub read_errors: AtomicU64,
     pub commit_group_writes: AtomicU64,
     pub gets: AtomicU64,
     pub bloom_negatives: AtomicU64,
@@ -98,6 +101,7 @@ pub struct StatsSnapshot {
     pub scrub_bytes: u64,
     pub scrub_passes: u64,
     pub scrub_corruptions: u64,
+    pub read_errors: u64,
     /// True while writes are refused because the disk was full at the last
     /// flush or compaction (until a retry succeeds).
     pub no_space: bool,
@@ -145,6 +149,7 @@ impl StatsSnapshot {
             scrub_bytes: load(&s.scrub_bytes),
             scrub_passes: load(&s.scrub_passes),
             scrub_corruptions: load(&s.scrub_corruptions),
+            read_errors: load(&s.read_errors),
             no_space: false,
             commit_group_writes: load(&s.commit_group_writes),
             gets: load(&s.gets),

@@ -77,7 +77,12 @@ impl Inner {
                     cur.block += 1;
                 }
                 Err(e) => {
-                    self.stats.inc(&self.stats.scrub_corruptions);
+                    // A block the disk would not read (counted as a read
+                    // error) is not known to be damaged: the table stays,
+                    // and the next pass tries it again.
+                    if matches!(e, Error::Corruption { .. }) {
+                        self.stats.inc(&self.stats.scrub_corruptions);
+                    }
                     // The table leaves the store (if a compaction has not
                     // taken it out meanwhile); the scrub goes on with the
                     // next.

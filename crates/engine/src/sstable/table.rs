@@ -1,10 +1,16 @@
 //! Reads one SSTable: footer, index, filter and properties are loaded at
-//! open; data blocks are read with positioned reads through the shared block
-//! cache. Owns point lookups and iteration within a table and the deletion of
-//! its file once it is obsolete and unused. Must not decide table placement.
+//! open; data blocks are read with positioned reads (`pread`) through the
+//! shared block cache. Not a memory map: a failed read of a mapped page
+//! (EIO from the disk) is a SIGBUS that kills the node, where a `pread`
+//! returns an error the read reports (with file and offset) and a replica
+//! answers instead; and the process's resident memory is then the cache
+//! and the memtables, not whatever pages of the tables were touched. Owns
+//! point lookups and iteration within a table and the deletion of its file
+//! once it is obsolete and unused. Must not decide table placement.
 
 use std::cmp::Ordering;
 use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -49,9 +55,8 @@ struct IndexEntry {
 pub struct Table {
     id: u64,
     path: PathBuf,
-    /// The whole file, memory-mapped: blocks are slices of it, read without
-    /// a system call or a copy.
-    data: Bytes,
+    /// Open for the table's life; blocks are read from it at their offset.
+    file: File,
     size: u64,
     index: Vec<IndexEntry>,
     /// Last internal keys of the data blocks, back to back.
@@ -80,21 +85,9 @@ impl Table {
                 format!("file of {size} bytes is too short for a table"),
             ));
         }
-        // SAFETY: tables are immutable once renamed into place, and are only
-        // deleted (never truncated) when obsolete; the mapping keeps the
-        // pages of a deleted file alive.
-        let map = unsafe { memmap2::Mmap::map(&file) }.ctx(path)?;
-        drop(file);
-        let data = Bytes::from_owner(map);
-        if data.len() as u64 != size {
-            return Err(Error::corruption(
-                path,
-                0,
-                "file changed size while opening",
-            ));
-        }
         let foff = size - FOOTER_LEN as u64;
-        let footer: [u8; FOOTER_LEN] = data[foff as usize..].try_into().unwrap();
+        let mut footer = [0u8; FOOTER_LEN];
+        read_at(&file, path, &mut footer, foff)?;
         if footer[56..64] != MAGIC {
             return Err(Error::corruption(path, foff + 56, "bad table magic"));
         }
@@ -123,9 +116,9 @@ impl Table {
                 ));
             }
         }
-        let raw_index = read_block(&data, path, index_h.0, index_h.1)?;
-        let filter = read_block(&data, path, filter_h.0, filter_h.1)?.to_vec();
-        let raw_props = read_block(&data, path, props_h.0, props_h.1)?;
+        let raw_index = read_block(&file, size, path, index_h.0, index_h.1)?;
+        let filter = read_block(&file, size, path, filter_h.0, filter_h.1)?.to_vec();
+        let raw_props = read_block(&file, size, path, props_h.0, props_h.1)?;
         let props = decode_props(&raw_props)
             .ok_or_else(|| Error::corruption(path, props_h.0, "malformed properties block"))?;
         let index_block = Block::new(raw_index)
@@ -162,7 +155,7 @@ impl Table {
         Ok(Table {
             id,
             path: path.to_path_buf(),
-            data,
+            file,
             size,
             index,
             index_keys,
@@ -202,13 +195,23 @@ impl Table {
             return Ok(b);
         }
         self.stats.inc(&self.stats.cache_misses);
-        let raw = read_block(&self.data, &self.path, e.offset, e.len)?;
+        let raw = self.read_data_block(e)?;
         let b = Block::new(raw)
             .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
         if fill_cache {
             self.cache.insert((self.id, e.offset), b.clone());
         }
         Ok(b)
+    }
+
+    /// A data block from the file, checksum checked; a read the disk failed
+    /// is counted.
+    fn read_data_block(&self, e: &IndexEntry) -> Result<Bytes> {
+        let r = read_block(&self.file, self.size, &self.path, e.offset, e.len);
+        if let Err(Error::Io { .. }) = r {
+            self.stats.inc(&self.stats.read_errors);
+        }
+        r
     }
 
     /// Data blocks in the table.
@@ -220,7 +223,7 @@ impl Table {
     /// checksum, and that its entries parse. The bytes checked.
     pub fn verify_block(&self, i: usize) -> Result<u64> {
         let e = &self.index[i];
-        let raw = read_block(&self.data, &self.path, e.offset, e.len)?;
+        let raw = self.read_data_block(e)?;
         let b = Block::new(raw)
             .ok_or_else(|| Error::corruption(&self.path, e.offset, "malformed data block"))?;
         let mut it = b.iter();
@@ -314,17 +317,26 @@ impl Drop for Table {
     }
 }
 
-/// Read `len` bytes at `off` plus the block trailer, verify the checksum.
-/// Slice `len` bytes at `off` plus the block trailer out of the mapped file
-/// and verify the checksum.
-fn read_block(data: &Bytes, path: &Path, off: u64, len: u64) -> Result<Bytes> {
-    let end = off
-        .checked_add(len)
+/// Fill `buf` from `file` at `off`; a failure (EIO from the disk, a file
+/// cut short) names the file and the offset.
+fn read_at(file: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<()> {
+    file.read_exact_at(buf, off).map_err(|e| {
+        let what = format!("reading {} bytes at offset {off}: {e}", buf.len());
+        Error::io(path, std::io::Error::new(e.kind(), what))
+    })
+}
+
+/// Read `len` bytes at `off` plus the block trailer from a table of `size`
+/// bytes and verify the checksum.
+fn read_block(file: &File, size: u64, path: &Path, off: u64, len: u64) -> Result<Bytes> {
+    off.checked_add(len)
         .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64))
-        .filter(|&e| e <= data.len() as u64)
+        .filter(|&e| e <= size)
         .ok_or_else(|| Error::corruption(path, off, "block extends past end of file"))?;
-    let (off, len) = (off as usize, len as usize);
-    let buf = &data[off..end as usize];
+    let len = len as usize;
+    let mut buf = vec![0u8; len + BLOCK_TRAILER_LEN];
+    read_at(file, path, &mut buf, off)?;
+    let off = off as usize;
     let crc = get_u32(&buf[len + 1..]);
     if crc32fast::hash(&buf[..len + 1]) != crc {
         return Err(Error::corruption(
@@ -340,7 +352,8 @@ fn read_block(data: &Bytes, path: &Path, off: u64, len: u64) -> Result<Bytes> {
             "unknown block compression type",
         ));
     }
-    Ok(data.slice(off..off + len))
+    buf.truncate(len);
+    Ok(Bytes::from(buf))
 }
 
 fn decode_props(b: &[u8]) -> Option<Props> {

@@ -239,6 +239,12 @@ impl Collector for StateCollector {
             "Damaged blocks the scrub found (each table set aside and repaired from the replicas)",
             s.scrub_corruptions as f64,
         )?;
+        counter(
+            &mut e,
+            "strata_engine_read_errors_total",
+            "Reads of table blocks the disk failed (EIO), by lookups, scans and the scrub",
+            s.read_errors as f64,
+        )?;
         per_level(
             &mut e,
             "strata_engine_tables",
