@@ -623,7 +623,10 @@ impl Inner {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            if hints.pending(pid) == 0 || detector.state(Instant::now()) != State::Up {
+            if hints.pending(pid) == 0
+                || detector.state(Instant::now()) != State::Up
+                || self.fence().is_err()
+            {
                 continue;
             }
             let (h, now) = (hints.clone(), self.cfg.wall_clock.now_ms());

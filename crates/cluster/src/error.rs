@@ -31,6 +31,10 @@ pub enum ClusterError {
     /// This node is in no layout yet (started to join).
     #[error("this node is not a member of a cluster layout yet (strata cluster join)")]
     NotMember,
+    /// This node was taken out of the cluster while away and is fenced
+    /// (`fence`): the reason and the way back.
+    #[error("{0}")]
+    Removed(String),
 }
 
 impl ClusterError {
@@ -60,6 +64,7 @@ impl ClusterError {
             ClusterError::Failed(m) => ClusterError::Failed(m.clone()),
             ClusterError::ReadOnly(m) => ClusterError::ReadOnly(m.clone()),
             ClusterError::NotMember => ClusterError::NotMember,
+            ClusterError::Removed(m) => ClusterError::Removed(m.clone()),
         }
     }
 }

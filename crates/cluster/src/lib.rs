@@ -6,8 +6,9 @@
 //! (`store`), the coordinator of quorum reads and writes with read repair
 //! (`coordinator`), hinted handoff (`hints`), tombstones dropped once every
 //! replica agrees (`reaper`), anti-entropy by Merkle trees (`merkle`,
-//! `antientropy`), the pace of the checksum scrub (`scrub`), layouts and members joining and leaving (`layout`,
-//! `rebalance`), merged cluster-wide ranges (`scan`), where each request's
+//! `antientropy`), the pace of the checksum scrub (`scrub`), layouts and
+//! members joining and leaving (`layout`, `rebalance`), a member removed
+//! while away refusing to serve (`fence`), merged cluster-wide ranges (`scan`), where each request's
 //! time went (`trace`), what this node knows of the cluster (`view`), and
 //! internal traffic (`wire`, `transport`, `auth`). A node without peers is
 //! a cluster of one and takes the same path. Must not know about HTTP: the
@@ -18,6 +19,7 @@ pub mod auth;
 mod config;
 mod coordinator;
 mod error;
+mod fence;
 pub mod hints;
 pub mod hlc;
 pub mod layout;
@@ -142,6 +144,8 @@ pub(crate) struct Inner {
     rebalance: rebalance::RebalanceState,
     /// One layout adopted at a time.
     layout_lock: tokio::sync::Mutex<()>,
+    /// Whether this node was removed while away.
+    fence: fence::FenceState,
     observer: Option<Arc<dyn Observer>>,
     closed: AtomicBool,
 }
@@ -285,6 +289,11 @@ impl Cluster {
             }
         });
         let my_id = member_id(&cfg.advertise);
+        let fence = fence::FenceState::default();
+        if ctx.is_none() {
+            // No peers, now or ever: nobody to ask, nothing to fence.
+            fence.checked();
+        }
         Ok(Cluster {
             inner: Arc::new(Inner {
                 cfg,
@@ -302,6 +311,7 @@ impl Cluster {
                 ae_lock: tokio::sync::Mutex::new(()),
                 rebalance: Default::default(),
                 layout_lock: tokio::sync::Mutex::new(()),
+                fence,
                 observer,
                 closed: AtomicBool::new(false),
             }),
@@ -333,6 +343,28 @@ impl Cluster {
         }
         // A change this node was part of when it stopped goes on.
         self.inner.clone().resume_layout();
+        if self.inner.ctx.is_some() {
+            tokio::spawn(self.inner.clone().fence_loop());
+        }
+    }
+
+    /// Wait until this node has asked the other members for their layout
+    /// after its start (at most a few seconds), before `replication` or
+    /// `may_serve`.
+    pub async fn ready(&self) {
+        self.inner.fence_ready().await
+    }
+
+    /// `Ok` when this node may coordinate client requests: not removed
+    /// while away, and its first layout check with the others done.
+    pub fn may_serve(&self) -> Result<()> {
+        self.inner.fence()
+    }
+
+    /// Why this node refuses to serve, if it was removed from the cluster
+    /// while away.
+    pub fn removed(&self) -> Option<String> {
+        self.inner.removed()
     }
 
     /// Members of the current layout.
@@ -397,6 +429,7 @@ impl Cluster {
         if t.current.is_empty() {
             return Err(ClusterError::NotMember);
         }
+        self.inner.fence()?;
         let size = t.max_from();
         let from = from.unwrap_or(t.replication());
         let ack = ack.unwrap_or(from / 2 + 1);

@@ -120,6 +120,9 @@ impl Inner {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
+            if self.fence().is_err() {
+                continue;
+            }
             cursor = self.clone().reap_pass(cursor.unwrap_or_default()).await;
         }
     }

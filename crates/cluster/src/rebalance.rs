@@ -260,7 +260,7 @@ impl Inner {
     }
 
     /// A member's layout and stream (this node's own without a call).
-    async fn layout_of(&self, url: &str) -> Result<(LayoutState, StreamStats), String> {
+    pub(crate) async fn layout_of(&self, url: &str) -> Result<(LayoutState, StreamStats), String> {
         if url == self.cfg.advertise {
             return Ok((
                 self.topo().state.clone(),

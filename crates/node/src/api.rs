@@ -159,6 +159,8 @@ fn cluster_error(e: ClusterError) -> Response<Body> {
         e @ (ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember) => {
             unavailable(&e.to_string())
         }
+        // Nothing was done: another member may take the request.
+        ClusterError::Removed(why) => refused(&why),
         e @ (ClusterError::Storage(_) | ClusterError::Failed(_) | ClusterError::ReadOnly(_)) => {
             tracing::error!(error = %e, "storage error");
             text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
@@ -291,7 +293,7 @@ async fn route(
             &conn.peer,
             conn.open,
         ),
-        "/v0/status" => status(node, &req),
+        "/v0/status" => status(node, &req).await,
         "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
         "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
         "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node.cluster, &req).await,
@@ -411,9 +413,13 @@ async fn metrics(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
     r
 }
 
-fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
+async fn status(node: &Node, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+    }
+    node.cluster.ready().await;
+    if let Some(why) = node.cluster.removed() {
+        return refused(&format!("not serving: {why}"));
     }
     if node.serving.load(Ordering::Acquire) {
         // A store that refuses writes still serves reads: 200, saying so.
@@ -466,6 +472,7 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
         ));
     }
     let (ack, from) = (q.number("ack")?, q.number("from")?);
+    node.cluster.ready().await;
     let rep: Replication = node.cluster.replication(ack, from).map_err(cluster_error)?;
     let max = node.config.max_value_bytes;
     if method == Method::PUT {
@@ -570,6 +577,10 @@ async fn entities(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Dur
             ))
         }
     };
+    if cluster_scope {
+        node.cluster.ready().await;
+        node.cluster.may_serve().map_err(cluster_error)?;
+    }
     let ticket = admit(node, id, waited).await?;
     if cluster_scope {
         let body = MergedBody {

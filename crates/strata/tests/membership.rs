@@ -326,4 +326,91 @@ fn a_member_that_is_down_is_removed_through_another_and_its_keys_stay_replicated
         assert_eq!(r.status, 200, "{}", key(i));
         assert_eq!(r.body, format!("{i:08}").as_bytes());
     }
+    // While it is away, some of its keys are deleted and others written
+    // again.
+    for i in 0..100 {
+        let (method, body) = if i < 50 {
+            ("DELETE", &b""[..])
+        } else {
+            ("PUT", &b"REWRITE2"[..])
+        };
+        let r = c
+            .node(i % 3)
+            .request(method, &format!("/v0/entity?id={}&ack=2", key(i)), body);
+        assert!(
+            r.status == 201 || r.status == 202,
+            "{method} {}: {}",
+            key(i),
+            r.status
+        );
+    }
+    // It comes back with its old data and its old layout: it is fenced. It
+    // says so, serves nothing (503, not applied: a client goes elsewhere),
+    // and spreads none of its stale records.
+    c.start_node(3);
+    let r = c.node(3).request("GET", "/v0/status", b"");
+    let said = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(r.status, 503, "{said}");
+    assert!(said.contains("removed") && said.contains("join"), "{said}");
+    for i in 0..100 {
+        for (method, body) in [("GET", &b""[..]), ("PUT", &b"stale"[..])] {
+            let r = c.node(3).request(
+                method,
+                &format!("/v0/entity?id={}&ack=1&from=1", key(i)),
+                body,
+            );
+            let said = String::from_utf8_lossy(&r.body);
+            assert_eq!(
+                r.status,
+                503,
+                "{method} {} through the removed node: {said}",
+                key(i)
+            );
+            assert_eq!(r.header("strata-not-applied"), Some("1"), "{said}");
+            assert!(said.contains("removed from the cluster"), "{said}");
+        }
+    }
+    let r = c
+        .node(3)
+        .request("GET", "/v0/entities?start=mv&end=mw&scope=cluster", b"");
+    assert_eq!(r.status, 503);
+    c.node(3).operate("POST", "/v0/cluster/repair", b"");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for i in 0..100 {
+        let want: Option<&[u8]> = if i < 50 { None } else { Some(b"REWRITE2") };
+        for (n, u) in members.iter().enumerate() {
+            if !replicas(&members, &key(i), 2).contains(u) {
+                continue;
+            }
+            // The replica's own store: nothing came back from node 4.
+            let r = c.node(n).request(
+                "GET",
+                &format!("/v0/entity?id={}&ack=1&from=1", key(i)),
+                b"",
+            );
+            match want {
+                None => assert!(
+                    r.status == 404 || own(c.node(n)).binary_search(&key(i)).is_err(),
+                    "{} came back on {u}",
+                    key(i)
+                ),
+                Some(v) => assert!(
+                    r.status != 200 || r.body == v,
+                    "{} on {u}: {:?}",
+                    key(i),
+                    String::from_utf8_lossy(&r.body)
+                ),
+            }
+            let owned = own(c.node(n));
+            assert_eq!(
+                owned.binary_search(&key(i)).is_ok(),
+                want.is_some(),
+                "{} in {u}'s store",
+                key(i)
+            );
+        }
+    }
+    for i in 0..3 {
+        assert_eq!(view(c.node(i))["layout"]["version"], 2);
+    }
 }

@@ -33,6 +33,10 @@ impl Inner {
     pub(crate) async fn anti_entropy_round(self: &Arc<Self>, all: bool) -> Vec<Exchange> {
         let _one = self.ae_lock.lock().await;
         let mut out = Vec::new();
+        if self.fence().is_err() {
+            // Fenced (or not yet checked): its data must not spread.
+            return out;
+        }
         let now = Instant::now();
         let t = self.topo();
         for hs in self.my_home_sets() {
