@@ -7,8 +7,7 @@
 //! the data were safe), reads keep working, and a restart without the fault
 //! finds every acknowledged write.
 //!
-//! Without fiu-run (.ci/run installs fiu-utils) the test says why on stderr
-//! and checks nothing.
+//! Without fiu-run (.ci/run installs fiu-utils) the tests fail, saying why.
 
 mod support;
 
