@@ -1,7 +1,7 @@
 //! A client of a Strata cluster, for applications and for the lab's load.
 //! `Client::connect` learns the members from the nodes' cluster views
 //! (`members`) and keeps them current; each task then sends through a
-//! `Session`, which holds its connections (`conn`, over `stream`) and, for
+//! `Session` (`session`), which holds its connections (`conn`, over `stream`) and, for
 //! each request:
 //!
 //! 1. orders the members for the key: its replicas first (`route`, by the

@@ -7,6 +7,16 @@
 //! records the live set of tables atomically. See `docs/architecture.md` for
 //! the tour and `docs/engine.md` for the file formats.
 //!
+//! Modules, one concept each: the database and its read and write paths
+//! (`db`), its options (`options`), errors (`error`), counters (`stats`)
+//! and events (`events`); batches of writes (`batch`) and their log
+//! records (`record`); internal keys (`key`) and varint coding (`coding`);
+//! the memtable (`memtable`) over an arena skiplist (`skiplist`); tables
+//! (`sstable`), the live set of tables and its edits (`version`,
+//! `manifest`), leveled compaction (`compaction`), merged iteration
+//! (`iterator`), hard-link checkpoints for backups (`checkpoint`), and the
+//! decoders' entry points for the fuzz targets (`fuzzing`).
+//!
 //! This crate must not know about HTTP, clusters or metrics formats: it
 //! reports through [`Db::stats`] and an [`EventListener`].
 

@@ -7,7 +7,14 @@
 //! builds a model of a live Strata node from the node's `/metrics`.
 //!
 //! This file owns the command line (`SimArgs`, `run`, `run_scenario`);
-//! the work lives in the modules. The crate stands alone: it must not
+//! the work lives in the modules: the event loop (`des`) over virtual time
+//! (`timer`, `units`), seeded randomness and distributions (`rng`,
+//! `dist`); a scenario file (`scenario`) built into a model of one node
+//! (`model`) or of a cluster (`cluster`); what a run shows (`analysis`,
+//! `report`, `cluster_report`), a parameter swept (`sweep`), a
+//! prediction of the breaking point (`predict`); and a model calibrated
+//! from a live node's or cluster's metrics (`calibrate`,
+//! `cluster_calibrate`). The crate stands alone: it must not
 //! depend on any other Strata crate.
 
 pub mod analysis;
