@@ -4,12 +4,14 @@
 //! it), the head of the cluster view's JSON (`view`), headers a node adds
 //! and what they promise (`headers`), the stages an
 //! answer's `Server-Timing` header names and how it is written and read
-//! (`timing`), and the names of the metrics the lab reads from `/metrics`
-//! to judge what saturated (`metrics`). The node writes these, clients and
+//! (`timing`), the names of the metrics the lab reads from `/metrics`
+//! to judge what saturated and the simulator to model a node (`metrics`),
+//! and the text format they are read in (`exposition`). The node writes these, clients and
 //! the lab read them; neither spells a name of its own. Owns names, shapes
 //! and formats; must not do I/O or depend on another Strata crate.
 
 pub mod access;
+pub mod exposition;
 pub mod headers;
 pub mod metrics;
 pub mod placement;

@@ -1,5 +1,6 @@
 //! The names, as `/metrics` exposes them, of what the lab reads to judge a
-//! run: one constant each, so that the node's test can check that every
+//! run and the simulator reads to build a model of a node: one constant
+//! each, so that the node's test can check that every
 //! one is served (a renamed metric fails there, not silently in a report).
 //! Owns the names; must not parse or serve anything.
 
@@ -55,7 +56,20 @@ pub const ALL: &[&str] = &[
     NOT_ENOUGH_REPLICAS,
     HINTS_PENDING,
     HTTP_REQUESTS,
+    HTTP_DURATION_SUM,
+    HTTP_DURATION_COUNT,
+    RUNTIME_WORKERS,
+    RUNTIME_BUSY,
+    RUNTIME_PARKS,
+    CLUSTER_MEMBERS,
+    MAX_IN_SERVICE,
+    MAX_WAITING,
+    MAX_WAIT_SECONDS,
 ];
+
+/// Histogram families (served as `_bucket`, `_sum` and `_count`), for the
+/// node's test.
+pub const HISTOGRAMS: &[&str] = &[COMMIT_GROUP, FSYNC_DURATION, SERVICE_DURATION];
 
 // The process.
 pub const CPU_SECONDS: &str = "process_cpu_seconds_total";
@@ -124,3 +138,22 @@ pub const NOT_ENOUGH_REPLICAS: &str = "strata_cluster_not_enough_replicas_total"
 pub const HINTS_PENDING: &str = "strata_hints_pending";
 /// Requests answered, by method and status (a counter).
 pub const HTTP_REQUESTS: &str = "strata_http_requests_total";
+pub const HTTP_DURATION_SUM: &str = "strata_http_request_duration_seconds_sum";
+pub const HTTP_DURATION_COUNT: &str = "strata_http_request_duration_seconds_count";
+pub const CLUSTER_MEMBERS: &str = "strata_cluster_members";
+
+// The runtime's workers.
+pub const RUNTIME_WORKERS: &str = "strata_runtime_workers";
+pub const RUNTIME_BUSY: &str = "strata_runtime_worker_busy_seconds_total";
+pub const RUNTIME_PARKS: &str = "strata_runtime_worker_parks_total";
+
+// Admission's settings and the time a request holds its permit.
+pub const MAX_IN_SERVICE: &str = "strata_admission_max_in_service";
+pub const MAX_WAITING: &str = "strata_admission_max_waiting";
+pub const MAX_WAIT_SECONDS: &str = "strata_admission_max_wait_seconds";
+/// A histogram family.
+pub const SERVICE_DURATION: &str = "strata_admission_service_duration_seconds";
+
+// Histogram families of the engine.
+pub const FSYNC_DURATION: &str = "strata_engine_wal_fsync_duration_seconds";
+pub const COMMIT_GROUP: &str = "strata_engine_commit_group_writes";

@@ -18,48 +18,41 @@ use crate::report::model::ServerSample;
 use strata_client::conn::Target;
 
 /// Sum of every sample of each metric name (labels ignored), from the
-/// Prometheus text format. The buckets of the WAL fsync histogram are also
-/// kept one by one, as `NAME|LE` (see `bucket_key`).
-pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
+/// Prometheus text format (`strata_api::exposition`'s parser; a line it
+/// cannot read is skipped, as a scrape must not fail on one). The buckets
+/// of the WAL fsync histogram are also kept one by one, as `NAME|LE` (see
+/// `bucket_key`), and level 0's tables as `L0_KEY`.
+pub fn metric_sums(text: &str) -> HashMap<String, f64> {
     let mut m = HashMap::new();
     for line in text.lines() {
-        if line.starts_with('#') || line.is_empty() {
+        let Ok(parsed) = strata_api::exposition::parse_metrics(line) else {
             continue;
-        }
-        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
-        let name = &line[..name_end];
-        let (labels, rest) = match line[name_end..].find('}') {
-            Some(i) if line[name_end..].starts_with('{') => {
-                (&line[name_end + 1..name_end + i], &line[name_end + i + 1..])
-            }
-            _ => ("", &line[name_end..]),
         };
-        if let Some(v) = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        {
-            *m.entry(name.to_string()).or_insert(0.0) += v;
-            if name == M::TABLES && labels.trim() == "level=\"0\"" {
-                m.insert(L0_KEY.to_string(), v);
+        for x in parsed.samples {
+            let label = |k: &str| {
+                x.labels
+                    .iter()
+                    .find(|(l, _)| l == k)
+                    .map(|(_, v)| v.as_str())
+            };
+            if x.name == M::TABLES && x.labels.len() == 1 && label("level") == Some("0") {
+                m.insert(L0_KEY.to_string(), x.value);
             }
-            if name == M::FSYNC_BUCKET {
-                if let Some(le) = labels
-                    .split(',')
-                    .find_map(|l| l.trim().strip_prefix("le=\""))
-                {
-                    m.insert(bucket_key(name, le.trim_end_matches('"')), v);
+            if x.name == M::FSYNC_BUCKET {
+                if let Some(le) = label("le") {
+                    m.insert(bucket_key(&x.name, le), x.value);
                 }
             }
+            *m.entry(x.name).or_insert(0.0) += x.value;
         }
     }
     m
 }
 
-/// Level 0's tables in `parse_metrics`'s map.
+/// Level 0's tables in `metric_sums`'s map.
 const L0_KEY: &str = "strata_engine_tables|level0";
 
-/// The key of one bucket of a histogram in `parse_metrics`'s map.
+/// The key of one bucket of a histogram in `metric_sums`'s map.
 fn bucket_key(name: &str, le: &str) -> String {
     format!("{name}|{le}")
 }
@@ -315,7 +308,7 @@ fn scrape_loop(
         let now = Instant::now();
         if let Ok(text) = http_get(node, "/metrics", SCRAPE_TIMEOUT) {
             let took = now.elapsed();
-            let m = parse_metrics(&text);
+            let m = metric_sums(&text);
             if !m.is_empty() {
                 let mut t = texts.lock().unwrap();
                 if t.first.is_none() {
@@ -429,7 +422,7 @@ mod tests {
     #[test]
     fn parses_names_labels_and_sums_families() {
         let text = "# HELP x y\n# TYPE a counter\na_total 3\nb{level=\"0\"} 2\nb{level=\"1\"} 5.5\nc 1e3\n";
-        let m = parse_metrics(text);
+        let m = metric_sums(text);
         assert_eq!(m["a_total"], 3.0);
         assert_eq!(m["b"], 7.5);
         assert_eq!(m["c"], 1000.0);
@@ -470,14 +463,14 @@ mod tests {
             )
         };
         let t0 = Instant::now();
-        let p = parse_metrics(&text(1000, 0));
+        let p = metric_sums(&text(1000, 0));
         // 980 fast and 20 slow ones since: the p99 is in the slow bucket.
-        let m = parse_metrics(&text(1980, 20));
+        let m = metric_sums(&text(1980, 20));
         let s = sample(Some(&(t0, p.clone())), t0 + Duration::from_secs(1), &m, 1.0);
         assert_eq!(s.fsyncs, Some(1000.0));
         assert!((s.fsync_p99_ms.unwrap() - 16.384).abs() < 1e-9, "{s:?}");
         // 995 fast and 5 slow: the p99 is fast.
-        let m = parse_metrics(&text(1995, 5));
+        let m = metric_sums(&text(1995, 5));
         let s = sample(Some(&(t0, p)), t0 + Duration::from_secs(1), &m, 1.0);
         assert!((s.fsync_p99_ms.unwrap() - 1.024).abs() < 1e-9, "{s:?}");
     }

@@ -9,35 +9,24 @@
 //! the mapping from metrics to stages; must not fetch anything over the
 //! network (the binary does) nor run the model.
 
-use std::collections::BTreeMap;
+pub use strata_api::exposition::{parse_metrics, Hist, Metrics, ParseError, Sample};
 
 use crate::dist::DistSpec;
 use crate::scenario::{Arrivals, Clients, Policy, Scenario, Stage, WriteMode};
 use crate::units::{human_ns, rate, Dur};
 
-/// The node's metric names this model reads from `/metrics` (the
-/// simulator depends on no other Strata crate, so the names are its own;
-/// the node's test checks that a real node serves every one: `READS`,
-/// histograms by their families in `HISTOGRAMS`, and those served only
-/// once a node has called a peer in `CLUSTER_ONLY`).
+/// The node's metric names this model reads from `/metrics`, as the
+/// contracts crate spells them (`strata_api::metrics`; the node's test
+/// checks that a real node serves every one): `READS`, histograms by their
+/// families in `HISTOGRAMS`, and those served only once a node has called
+/// a peer in `CLUSTER_ONLY`.
 pub mod names {
-    pub const HTTP_REQUESTS: &str = "strata_http_requests_total";
-    pub const HTTP_DURATION_SUM: &str = "strata_http_request_duration_seconds_sum";
-    pub const HTTP_DURATION_COUNT: &str = "strata_http_request_duration_seconds_count";
-    pub const RUNTIME_WORKERS: &str = "strata_runtime_workers";
-    pub const RUNTIME_BUSY: &str = "strata_runtime_worker_busy_seconds_total";
-    pub const RUNTIME_PARKS: &str = "strata_runtime_worker_parks_total";
-    pub const PROCESS_CPUS: &str = "strata_process_cpus";
-    pub const CLUSTER_MEMBERS: &str = "strata_cluster_members";
-    pub const MAX_IN_SERVICE: &str = "strata_admission_max_in_service";
-    pub const MAX_WAITING: &str = "strata_admission_max_waiting";
-    pub const MAX_WAIT_SECONDS: &str = "strata_admission_max_wait_seconds";
-    pub const ADMISSION_LIMIT: &str = "strata_admission_limit";
-    pub const SERVICE_DURATION: &str = "strata_admission_service_duration_seconds";
-    pub const FSYNC_DURATION: &str = "strata_engine_wal_fsync_duration_seconds";
-    pub const COMMIT_GROUP: &str = "strata_engine_commit_group_writes";
-    pub const REPLICA_SUM: &str = "strata_replica_duration_seconds_sum";
-    pub const REPLICA_COUNT: &str = "strata_replica_duration_seconds_count";
+    pub use strata_api::metrics::{
+        ADMISSION_LIMIT, CLUSTER_MEMBERS, COMMIT_GROUP, FSYNC_DURATION, HISTOGRAMS,
+        HTTP_DURATION_COUNT, HTTP_DURATION_SUM, HTTP_REQUESTS, MAX_IN_SERVICE, MAX_WAITING,
+        MAX_WAIT_SECONDS, PROCESS_CPUS, REPLICA_COUNT, REPLICA_SUM, RUNTIME_BUSY, RUNTIME_PARKS,
+        RUNTIME_WORKERS, SERVICE_DURATION,
+    };
     /// Every plain name above (histogram families excluded).
     pub const READS: &[&str] = &[
         HTTP_REQUESTS,
@@ -55,227 +44,29 @@ pub mod names {
         REPLICA_SUM,
         REPLICA_COUNT,
     ];
-    /// Histogram families (served as `_bucket`, `_sum`, `_count`).
-    pub const HISTOGRAMS: &[&str] = &[COMMIT_GROUP, FSYNC_DURATION, SERVICE_DURATION];
     /// Served only once a node has called a peer.
     pub const CLUSTER_ONLY: &[&str] = &[REPLICA_COUNT, REPLICA_SUM];
 }
 
-/// One sample line: `name{labels} value`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
-    pub name: String,
-    pub labels: Vec<(String, String)>,
-    pub value: f64,
-}
-
-/// Parsed metrics text.
-#[derive(Clone, Debug, Default)]
-pub struct Metrics {
-    pub samples: Vec<Sample>,
-    /// Family name → type ("counter", "gauge", "histogram", ...).
-    pub types: BTreeMap<String, String>,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrationError {
-    #[error("metrics line {line}: {msg}")]
-    Parse { line: usize, msg: String },
+    #[error("{0}")]
+    Parse(#[from] ParseError),
     #[error("the metrics lack {0}: is this a Strata node's /metrics?")]
     Missing(&'static str),
     #[error("{0}")]
     Invalid(String),
 }
 
-type Labels = Vec<(String, String)>;
-
-fn parse_labels(s: &str, line: usize) -> Result<(Labels, &str), CalibrationError> {
-    let bad = |msg: &str| CalibrationError::Parse {
-        line,
-        msg: msg.to_string(),
-    };
-    let mut labels = Vec::new();
-    let mut rest = s;
-    loop {
-        rest = rest.trim_start_matches([' ', ',']);
-        if let Some(r) = rest.strip_prefix('}') {
-            return Ok((labels, r));
-        }
-        let eq = rest.find('=').ok_or_else(|| bad("label without '='"))?;
-        let key = rest[..eq].trim().to_string();
-        rest = rest[eq + 1..].trim_start();
-        let body = rest
-            .strip_prefix('"')
-            .ok_or_else(|| bad("label value not quoted"))?;
-        let mut val = String::new();
-        let mut chars = body.char_indices();
-        let end = loop {
-            match chars.next() {
-                Some((_, '\\')) => match chars.next() {
-                    Some((_, 'n')) => val.push('\n'),
-                    Some((_, c)) => val.push(c),
-                    None => return Err(bad("unterminated label value")),
-                },
-                Some((i, '"')) => break i,
-                Some((_, c)) => val.push(c),
-                None => return Err(bad("unterminated label value")),
-            }
-        };
-        labels.push((key, val));
-        rest = &body[end + 1..];
-    }
+/// A histogram read from `/metrics` as the simulator's distribution.
+pub trait HistDist {
+    fn to_dist(&self) -> Option<DistSpec>;
 }
 
-/// Parse the Prometheus / OpenMetrics text format (samples and `# TYPE`).
-pub fn parse_metrics(text: &str) -> Result<Metrics, CalibrationError> {
-    let mut m = Metrics::default();
-    for (n, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(c) = line.strip_prefix('#') {
-            let mut it = c.split_whitespace();
-            if it.next() == Some("TYPE") {
-                if let (Some(name), Some(ty)) = (it.next(), it.next()) {
-                    m.types.insert(name.to_string(), ty.to_string());
-                }
-            }
-            continue;
-        }
-        let name_end = line.find(['{', ' ', '\t']).ok_or(CalibrationError::Parse {
-            line: n + 1,
-            msg: "a sample without a value".into(),
-        })?;
-        let name = line[..name_end].to_string();
-        let (labels, rest) = if line[name_end..].starts_with('{') {
-            parse_labels(&line[name_end + 1..], n + 1)?
-        } else {
-            (Vec::new(), &line[name_end..])
-        };
-        let tok = rest
-            .split_whitespace()
-            .next()
-            .ok_or(CalibrationError::Parse {
-                line: n + 1,
-                msg: "a sample without a value".into(),
-            })?;
-        let value: f64 = tok.parse().map_err(|_| CalibrationError::Parse {
-            line: n + 1,
-            msg: format!("bad value {tok:?}"),
-        })?;
-        m.samples.push(Sample {
-            name,
-            labels,
-            value,
-        });
-    }
-    Ok(m)
-}
-
-impl Metrics {
-    fn family(&self, sample: &str) -> Option<&str> {
-        for suffix in ["", "_total", "_bucket", "_sum", "_count", "_created"] {
-            if let Some(base) = sample.strip_suffix(suffix) {
-                if let Some(t) = self.types.get(base) {
-                    return Some(t);
-                }
-            }
-        }
-        None
-    }
-
-    /// Counters and histograms minus a baseline scrape; gauges as they are.
-    pub fn minus(&self, base: &Metrics) -> Metrics {
-        let key = |s: &Sample| {
-            let mut l = s.labels.clone();
-            l.sort();
-            (s.name.clone(), l)
-        };
-        let before: BTreeMap<_, f64> = base.samples.iter().map(|s| (key(s), s.value)).collect();
-        let samples = self
-            .samples
-            .iter()
-            .map(|s| {
-                let mut s = s.clone();
-                if self.family(&s.name) != Some("gauge") {
-                    if let Some(b) = before.get(&key(&s)) {
-                        s.value -= b;
-                    }
-                }
-                s
-            })
-            .collect();
-        Metrics {
-            samples,
-            types: self.types.clone(),
-        }
-    }
-
-    /// The sum of every sample named `name` whose labels pass `keep`.
-    pub fn sum(&self, name: &str, keep: impl Fn(&[(String, String)]) -> bool) -> Option<f64> {
-        let mut found = false;
-        let mut s = 0.0;
-        for x in self
-            .samples
-            .iter()
-            .filter(|x| x.name == name && keep(&x.labels))
-        {
-            found = true;
-            s += x.value;
-        }
-        found.then_some(s)
-    }
-
-    pub fn get(&self, name: &str) -> Option<f64> {
-        self.sum(name, |_| true)
-    }
-
-    /// A histogram family summed over its labels: sorted (le, cumulative
-    /// count), sum and count.
-    pub fn histogram(&self, base: &str) -> Option<Hist> {
-        let bname = format!("{base}_bucket");
-        let mut by_le: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
-        for x in self.samples.iter().filter(|x| x.name == bname) {
-            let le = x
-                .labels
-                .iter()
-                .find(|(k, _)| k == "le")?
-                .1
-                .parse::<f64>()
-                .ok()?;
-            let e = by_le.entry(le.to_bits() ^ (1 << 63)).or_insert((le, 0.0));
-            e.1 += x.value;
-        }
-        if by_le.is_empty() {
-            return None;
-        }
-        let mut buckets: Vec<(f64, f64)> = by_le.into_values().collect();
-        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Some(Hist {
-            buckets,
-            sum: self.get(&format!("{base}_sum")).unwrap_or(0.0),
-            count: self.get(&format!("{base}_count")).unwrap_or(0.0),
-        })
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct Hist {
-    /// (upper bound, cumulative count), increasing.
-    pub buckets: Vec<(f64, f64)>,
-    pub sum: f64,
-    pub count: f64,
-}
-
-impl Hist {
-    pub fn mean(&self) -> Option<f64> {
-        (self.count > 0.0).then(|| self.sum / self.count)
-    }
-
+impl HistDist for Hist {
     /// As a `histogram` distribution: per-bucket counts, trailing empty
     /// buckets dropped.
-    pub fn to_dist(&self) -> Option<DistSpec> {
+    fn to_dist(&self) -> Option<DistSpec> {
         let mut le = Vec::new();
         let mut counts = Vec::new();
         let mut prev = 0.0;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::calibrate::{parse_metrics, CalibrationError, Hist, Metrics};
+use crate::calibrate::{parse_metrics, CalibrationError, Hist, HistDist, Metrics};
 use crate::cluster::{AdmissionSpec, ClusterScenario, ClusterSpec, CpuSpec, SloSpec, WalSpec};
 use crate::dist::DistSpec;
 use crate::scenario::{Arrivals, Clients};

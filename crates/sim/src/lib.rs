@@ -15,7 +15,8 @@
 //! prediction of the breaking point (`predict`); and a model calibrated
 //! from a live node's or cluster's metrics (`calibrate`,
 //! `cluster_calibrate`). The crate stands alone: it must not
-//! depend on any other Strata crate.
+//! depend on any other Strata crate but the contracts (`strata-api`: the
+//! metric names it reads and their text format).
 
 pub mod analysis;
 pub mod calibrate;

@@ -46,7 +46,7 @@ use super::{next_step, objective, CalibrateArgs, Calibration, Step, NEXT_STEP_SH
 use crate::driver;
 use crate::load::Progress;
 use crate::nodes::Nodes;
-use crate::scrape::{fetch_metrics, parse_metrics};
+use crate::scrape::{fetch_metrics, metric_sums};
 use crate::slo::fmt_num;
 
 /// The role step runs at this share of the last predicted capacity, all
@@ -230,7 +230,7 @@ fn totals(scrapes: &[NodeScrape]) -> (f64, f64) {
     let mut cpu = 0.0;
     let mut reqs = 0.0;
     for s in scrapes {
-        let (b, a) = (parse_metrics(&s.before), parse_metrics(&s.after));
+        let (b, a) = (metric_sums(&s.before), metric_sums(&s.after));
         let d = |k: &str| a.get(k).copied().unwrap_or(0.0) - b.get(k).copied().unwrap_or(0.0);
         cpu += d(strata_api::metrics::CPU_SECONDS);
         reqs += d(strata_api::metrics::HTTP_REQUESTS);

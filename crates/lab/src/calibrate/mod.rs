@@ -28,7 +28,7 @@ use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
 
 use crate::driver;
 use crate::load::{Progress, TargetArgs};
-use crate::scrape::{fetch_metrics, parse_metrics};
+use crate::scrape::{fetch_metrics, metric_sums};
 use crate::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
 
 #[derive(clap::Args, Clone, Debug)]
@@ -232,7 +232,7 @@ pub fn run(
         let (_, an) = simulate(&sc, Path::new("."), sc.seed).map_err(|e| e.to_string())?;
         // The window the node's counters cover includes the warm-up.
         let secs = o.elapsed.as_secs_f64() + t.warmup;
-        let (m0, m1) = (parse_metrics(&before), parse_metrics(&after));
+        let (m0, m1) = (metric_sums(&before), metric_sums(&after));
         let cpu = delta(&m0, &m1, strata_api::metrics::CPU_SECONDS);
         let reqs = delta(&m0, &m1, strata_api::metrics::HTTP_REQUESTS);
         let step = Step {
