@@ -6,7 +6,9 @@
 
 use plotters::prelude::*;
 
-use super::charts::{err, rate_label, svg, Chart, Res, FONT, GRAY, LIGHT, NODES};
+use super::charts::{
+    err, frame, legend, mesh, rate_label, svg, Chart, Res, Right, FONT, GRAY, NODES,
+};
 use super::model::{Report, RunKind, Trial};
 
 /// A sweep's evidence charts, in the order the page shows them after the
@@ -65,18 +67,14 @@ pub fn resources_vs_rate(r: &Report) -> Res<Option<Chart>> {
     }
     let x_hi = rates.last().copied().unwrap_or(1.0) * 1.1;
     let svg = svg(|root| {
-        let mut c = ChartBuilder::on(&root)
-            .caption("Each resource against offered rate", (FONT, 20))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(44)
-            .y_label_area_size(72)
-            .build_cartesian_2d(0.0..x_hi, 0.0..TOP * 1.05)
-            .map_err(err)?;
-        c.configure_mesh()
-            .light_line_style(LIGHT)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+        let mut c = frame(
+            &mut ChartBuilder::on(&root),
+            "Each resource against offered rate",
+            Right::Margin,
+        )
+        .build_cartesian_2d(0.0..x_hi, 0.0..TOP * 1.05)
+        .map_err(err)?;
+        mesh(&mut c.configure_mesh())
             .x_desc("offered rate (req/s)")
             .y_desc("reading / its threshold")
             .x_label_formatter(&rate_label)
@@ -103,13 +101,7 @@ pub fn resources_vs_rate(r: &Report) -> Res<Option<Chart>> {
             c.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
                 .map_err(err)?;
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GRAY)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)
+        legend(&mut c, SeriesLabelPosition::UpperLeft, 13)
     })?;
     Ok(Some(Chart {
         id: "resources-vs-rate",
@@ -176,10 +168,7 @@ pub fn slowest_parts(r: &Report) -> Res<Option<Chart>> {
             .y_label_area_size(200)
             .build_cartesian_2d(0.0..1.0, (0..n).into_segmented())
             .map_err(err)?;
-        c.configure_mesh()
-            .light_line_style(LIGHT)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+        mesh(&mut c.configure_mesh())
             .x_desc("share of their summed latency")
             .x_label_formatter(&|v| format!("{:.0}%", v * 100.0))
             .y_label_formatter(&|v| match v {
