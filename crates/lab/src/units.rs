@@ -1,7 +1,7 @@
 //! Durations on the command line: every duration flag of the lab takes a
 //! unit (`30s`, `1m`, `500ms`, `250us`, `2h`), and a bare number stays
 //! seconds, as it always was. Owns that parsing (the simulator's `Dur`
-//! does the reading), and byte counts for people; must not know which flag
+//! does the reading), and byte counts and large numbers for people; must not know which flag
 //! it serves.
 
 use std::time::Duration;
@@ -25,6 +25,17 @@ pub fn bytes(b: u64) -> String {
     } else {
         format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
     }
+}
+
+/// An integer with thousands separated by commas.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string().into_bytes();
+    let groups: Vec<&str> = digits
+        .rchunks(3)
+        .rev()
+        .map(|c| std::str::from_utf8(c).expect("ASCII digits"))
+        .collect();
+    groups.join(",")
 }
 
 #[cfg(test)]

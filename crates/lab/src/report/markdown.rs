@@ -50,16 +50,7 @@ pub fn fmt_rate(r: f64) -> String {
     format!("{}/s", group(r.round() as u64))
 }
 
-/// An integer with thousands separated by commas.
-pub fn group(n: u64) -> String {
-    let digits = n.to_string().into_bytes();
-    let groups: Vec<&str> = digits
-        .rchunks(3)
-        .rev()
-        .map(|c| std::str::from_utf8(c).expect("ASCII digits"))
-        .collect();
-    groups.join(",")
-}
+pub use crate::units::group;
 
 fn fmt_pct(p: f64) -> String {
     if p > 0.0 && p < 0.01 {
