@@ -6,7 +6,8 @@
 //! answer's `Server-Timing` header names and how it is written and read
 //! (`timing`), the names of the metrics the lab reads from `/metrics`
 //! to judge what saturated and the simulator to model a node (`metrics`),
-//! and the text format they are read in (`exposition`). The node writes these, clients and
+//! the text format they are read in (`exposition`), and how a key is
+//! written in a query string (`query`). The node writes these, clients and
 //! the lab read them; neither spells a name of its own. Owns names, shapes
 //! and formats; must not do I/O or depend on another Strata crate.
 
@@ -15,5 +16,6 @@ pub mod exposition;
 pub mod headers;
 pub mod metrics;
 pub mod placement;
+pub mod query;
 pub mod timing;
 pub mod view;

@@ -12,14 +12,13 @@
 //! | `slowest` | each run's slowest 1 % and where their time went (the answers' `Server-Timing`) |
 //! | `sweep`, `search` | `strata sweep`: its trials; which rate next, repeats, the breaking point's range |
 //! | `slo` | objectives and judging a trial |
-//! | `scrape` | the nodes' `/metrics` sampled during a run |
 //! | `cpu` | the generator's and the machine's CPU |
 //! | `verdict` | why the target broke, from the readings and the slowest requests |
 //! | `nodes` | the node list and each connection's node |
 //! | `preload`, `units` | YCSB's load phase; durations and sizes on the command line |
 //! | `during`, `check`, `cluster` | faults during a run, the consistency checker, local clusters and operator commands |
 //! | `demo`, `soak`, `calibrate` | `strata demo`, `strata soak`, `strata calibrate` |
-//! | `report` | the report's model and renderings |
+//! | `report` | the report's model, renderings and the nodes' `/metrics` sampled during a run |
 
 pub mod calibrate;
 pub mod check;
@@ -33,7 +32,6 @@ pub mod nodes;
 pub mod preload;
 pub mod report;
 pub mod schedule;
-pub mod scrape;
 pub mod search;
 pub mod slo;
 pub mod slowest;

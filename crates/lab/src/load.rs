@@ -13,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::driver::{self, Outcome, Pace, Plan};
 use crate::nodes::Nodes;
 use crate::report::model::{self, NodeSummary, Percentiles, Report, RunKind, ServerSample, Trial};
+use crate::report::scrape::{Sampler, Scrapes};
 use crate::schedule::Arrivals;
-use crate::scrape::{Sampler, Scrapes};
 use crate::workload::Workload;
 
 /// Arguments shared by `load` and `sweep`: where, what, how.

@@ -99,7 +99,7 @@ impl ClientArgs {
                 Some(v / 100.0)
             }
         };
-        if !crate::slo::positive(self.attempt_timeout) {
+        if !crate::units::positive(self.attempt_timeout) {
             return Err("--attempt-timeout must be positive".into());
         }
         Ok(strata_client::Config {

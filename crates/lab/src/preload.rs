@@ -48,7 +48,7 @@ pub fn preload(
                     }
                     path.clear();
                     path.push_str("/v0/entity?id=");
-                    crate::driver::encode_into(&mut path, &key);
+                    strata_api::query::encode_into(&mut path, &key);
                     // A node past its capacity answers 503 (and may close
                     // the connection): the load phase backs off and tries
                     // again, as a client should, a bounded number of times.

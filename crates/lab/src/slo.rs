@@ -42,10 +42,7 @@ fn parse_duration_ms(s: &str) -> Result<f64, String> {
     Ok(ms)
 }
 
-/// A finite number above zero (NaN is not).
-pub fn positive(v: f64) -> bool {
-    v.is_finite() && v > 0.0
-}
+pub use crate::units::positive;
 
 /// `0.1%` or `0.001`.
 pub fn parse_fraction(s: &str) -> Result<f64, String> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::load::{rfc3339, run_trial, Progress, TargetArgs};
 use crate::report::model::{Report, RunKind, Trial};
-use crate::scrape::{Sampler, Scrapes};
+use crate::report::scrape::{Sampler, Scrapes};
 use crate::search::Search;
 use crate::slo::{fmt_num, positive, SloArgs};
 use crate::verdict::{verdict, Evidence, Machine};

@@ -38,6 +38,11 @@ pub fn group(n: u64) -> String {
     groups.join(",")
 }
 
+/// A finite number above zero (NaN is not).
+pub fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -270,7 +270,7 @@ fn main() -> ExitCode {
         ),
         Cmd::Sim(a) => exit(
             "strata sim",
-            strata_sim::run(&a, Some(&strata_lab::scrape::fetch_metrics))
+            strata_sim::run(&a, Some(&strata_lab::report::scrape::fetch_metrics))
                 .map_err(|e| e.to_string()),
         ),
         Cmd::Calibrate(a) => exit("strata calibrate", strata_lab::calibrate::main(&a)),

@@ -46,7 +46,7 @@ use super::{next_step, objective, CalibrateArgs, Calibration, Step, NEXT_STEP_SH
 use crate::driver;
 use crate::load::Progress;
 use crate::nodes::Nodes;
-use crate::scrape::{fetch_metrics, metric_sums};
+use crate::report::scrape::{fetch_metrics, metric_sums};
 use crate::slo::fmt_num;
 
 /// The role step runs at this share of the last predicted capacity, all

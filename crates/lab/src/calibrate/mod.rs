@@ -28,7 +28,7 @@ use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
 
 use crate::driver;
 use crate::load::{Progress, TargetArgs};
-use crate::scrape::{fetch_metrics, metric_sums};
+use crate::report::scrape::{fetch_metrics, metric_sums};
 use crate::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
 
 #[derive(clap::Args, Clone, Debug)]

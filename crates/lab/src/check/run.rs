@@ -25,7 +25,7 @@ use super::checker::{check, Quorum, Report};
 use super::history::{
     register_key, register_value, set_key, ClientLog, History, Kind, Outcome, Pending, Recorder,
 };
-use crate::driver::encode_into;
+use strata_api::query::encode_into;
 use strata_client::conn::{Conn, Target};
 use strata_client::session::{Method, Request, Session};
 

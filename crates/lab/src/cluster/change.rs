@@ -118,7 +118,7 @@ pub fn start(url: &str, join: bool) -> Result<Layout, String> {
 /// Ask member `via` to remove `gone` (a member that is down).
 pub fn start_removal(via: &str, gone: &str) -> Result<Layout, String> {
     let mut path = String::from("/v0/cluster/leave?node=");
-    crate::driver::encode_into(&mut path, gone);
+    strata_api::query::encode_into(&mut path, gone);
     let s: Started = http::json("POST", via, &path, 202, Duration::from_secs(30))?;
     Ok(s.target)
 }

@@ -12,9 +12,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use super::fault::Backlog;
 use super::local::LocalCluster;
-use crate::report::model::FaultMark;
 
 /// What a step does to its node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -511,6 +512,32 @@ pub fn recovery(marks: &mut [FaultMark], seconds: &[(f64, f64)]) {
             }
         }
     }
+}
+
+/// A fault injected during a run, on the report's time axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultMark {
+    /// As given, e.g. `kill:2@20s`, `pause:1@10s+3s`.
+    pub spec: String,
+    /// `kill`, `restart`, `pause`, `partition` or `clock`.
+    pub kind: String,
+    /// 1-based, as in the spec.
+    pub node: usize,
+    /// When it was injected, relative to the run start (seconds).
+    pub at_s: f64,
+    /// When it was undone (the node restarted and serving, continued,
+    /// healed), if it was during the run.
+    pub until_s: Option<f64>,
+    /// Seconds from the node's return until the cluster held no hints for
+    /// it any more (it was level), if seen before the run ended.
+    pub level_after_s: Option<f64>,
+    /// Seconds from the node's return (from the injection, for a fault
+    /// that was not undone) until the successful rate was back to its
+    /// level before the fault, if it came back during the run.
+    pub recovered_after_s: Option<f64>,
+    /// What went wrong injecting it, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ mod record;
 mod worker;
 pub use outcome::{NodeTotals, OpTotals, Outcome, Second, SecondStats, Snapshot};
 use record::{Collector, Interval, Msg, Recorder, ThreadTotals};
-pub use worker::encode_into;
+pub use strata_api::query::encode_into;
 use worker::{Current, Values, Worker};
 
 /// Operation names, in the order histograms are kept. The last is not an

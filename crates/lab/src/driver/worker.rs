@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
+use strata_api::query::encode_into;
 use strata_client::conn::Conn;
 use strata_client::session::{Method, Request, Session};
 
@@ -129,20 +130,6 @@ impl Worker {
         match &self.session {
             Some(s) => s.server_timing(),
             None => self.conn.server_timing(),
-        }
-    }
-}
-
-/// Percent-encode a key for a query string (unreserved bytes as they are).
-pub fn encode_into(out: &mut String, key: impl AsRef<[u8]>) {
-    for &b in key.as_ref() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            const HEX: &[u8; 16] = b"0123456789ABCDEF";
-            out.push('%');
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
         }
     }
 }

@@ -81,7 +81,7 @@ pub fn fetch(
             let expr = t["expr"].as_str().ok_or("a target without expr")?;
             let legend = t["legendFormat"].as_str().unwrap_or("");
             let mut path = String::from("/api/v1/query_range?query=");
-            crate::driver::encode_into(&mut path, expr);
+            strata_api::query::encode_into(&mut path, expr);
             path.push_str(&format!("&start={start:.3}&end={end:.3}&step={step}"));
             let v: serde_json::Value =
                 http::json("GET", prometheus, &path, 200, Duration::from_secs(30))?;

@@ -3,8 +3,11 @@
 //! self-contained HTML page with charts (`html`, `charts`, and a sweep's
 //! evidence: `evidence`), and HdrHistogram
 //! interval logs that let several load machines' runs be merged
-//! (`hdrlog`), a node's heap profile drawn as a flame graph (`heap`). This file only writes a report directory; it must not run
-//! load or measure anything.
+//! (`hdrlog`), a node's heap profile drawn as a flame graph (`heap`), the
+//! live dashboard (`dashboard`), and the nodes' `/metrics` sampled on the
+//! run's time axis (`scrape`), the server's side of the model. This file
+//! only writes a report directory; it must not run load, and nothing
+//! below it judges what it measured.
 
 pub mod charts;
 pub mod dashboard;
@@ -14,11 +17,12 @@ pub mod heap;
 pub mod html;
 pub mod markdown;
 pub mod model;
+pub mod scrape;
 
 use std::io;
 use std::path::Path;
 
-use crate::scrape::Scrapes;
+use scrape::Scrapes;
 
 pub use model::{
     spectrum_from_hist, CheckSummary, FaultMark, FaultWindow, NodeSecond, NodeSummary, OpSummary,
