@@ -1,4 +1,5 @@
-//! What a Strata node and its clients agree on, written once: who may do
+//! What a Strata node and its clients agree on, written once: how a
+//! duration is written on a command line (`duration`), who may do
 //! what (`access`: roles, token digests, the operator token), where a key
 //! lives (`placement`: the nodes place keys with it, clients route with
 //! it), the head of the cluster view's JSON (`view`), headers a node adds
@@ -12,6 +13,7 @@
 //! and formats; must not do I/O or depend on another Strata crate.
 
 pub mod access;
+pub mod duration;
 pub mod exposition;
 pub mod headers;
 pub mod metrics;

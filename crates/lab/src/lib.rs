@@ -16,7 +16,7 @@
 //! | `verdict` | why the target broke, from the readings and the slowest requests |
 //! | `nodes` | the node list and each connection's node |
 //! | `preload`, `units` | YCSB's load phase; durations and sizes on the command line |
-//! | `during`, `check`, `cluster` | faults during a run, the consistency checker, local clusters and operator commands |
+//! | `during`, `check`, `cluster` | faults during a run, the consistency checker, local clusters and their faults (operator commands are `strata-ctl`'s) |
 //! | `demo`, `soak`, `calibrate` | `strata demo`, `strata soak`, `strata calibrate` |
 //! | `report` | the report's model, renderings and the nodes' `/metrics` sampled during a run |
 

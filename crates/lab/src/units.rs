@@ -1,31 +1,21 @@
 //! Durations on the command line: every duration flag of the lab takes a
 //! unit (`30s`, `1m`, `500ms`, `250us`, `2h`), and a bare number stays
-//! seconds, as it always was. Owns that parsing (the simulator's `Dur`
-//! does the reading), and byte counts and large numbers for people; must not know which flag
+//! seconds, as it always was (`strata_api::duration` reads them), and byte counts and large numbers for people; must not know which flag
 //! it serves.
 
 use std::time::Duration;
 
 /// Seconds, from `1.5`, `30s`, `500ms`, `1m`, ...
 pub fn seconds(s: &str) -> Result<f64, String> {
-    Ok(strata_sim::Dur::parse(s)?.ns() as f64 / 1e9)
+    Ok(strata_api::duration::parse_ns(s)? as f64 / 1e9)
 }
 
 /// A duration, from `1.5`, `30s`, `500ms`, `1m`, ...
 pub fn duration(s: &str) -> Result<Duration, String> {
-    Ok(Duration::from_nanos(strata_sim::Dur::parse(s)?.ns()))
+    strata_api::duration::parse(s)
 }
 
-/// A byte count for people: B, KiB or MiB, one decimal.
-pub fn bytes(b: u64) -> String {
-    if b < 1024 {
-        format!("{b} B")
-    } else if b < 1 << 20 {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    } else {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    }
-}
+pub use strata_ctl::units::bytes;
 
 /// An integer with thousands separated by commas.
 pub fn group(n: u64) -> String {

@@ -29,32 +29,7 @@ impl Dur {
     /// Parse "1.5ms", "60s", "2m", "100us", "250ns", "1h" or a bare number
     /// of seconds.
     pub fn parse(s: &str) -> Result<Dur, String> {
-        let t = s.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
-            .unwrap_or(t.len());
-        // "1e" would swallow the unit of "1e3ms"; units never start with 'e'.
-        let (num, unit) = t.split_at(split);
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("bad duration {s:?}: expected a number and a unit like 1.5ms"))?;
-        let scale = match unit.trim() {
-            "" | "s" => 1e9,
-            "ms" => 1e6,
-            "us" | "µs" => 1e3,
-            "ns" => 1.0,
-            "m" | "min" => 60e9,
-            "h" => 3600e9,
-            u => {
-                return Err(format!(
-                    "bad duration {s:?}: unknown unit {u:?} (ns, us, ms, s, m, h)"
-                ))
-            }
-        };
-        if !v.is_finite() || v < 0.0 {
-            return Err(format!("bad duration {s:?}: must be a finite number >= 0"));
-        }
-        Ok(Dur((v * scale).round() as u64))
+        strata_api::duration::parse_ns(s).map(Dur)
     }
 }
 

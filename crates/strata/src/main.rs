@@ -129,15 +129,15 @@ enum Cmd {
     /// Back up a node (every member with --all) into DIR while it serves:
     /// a checkpoint of its store (tables hard-linked, WAL tail copied)
     /// downloaded file by file, with a backup.json listing them.
-    Backup(strata_lab::cluster::backup::BackupArgs),
+    Backup(strata_ctl::backup::BackupArgs),
     /// Restore one node's backup into a new data directory (checked
     /// against its backup.json); then start `strata serve` on it.
-    Restore(strata_lab::cluster::backup::RestoreArgs),
+    Restore(strata_ctl::backup::RestoreArgs),
     /// Credentials for nodes that check them: a new bearer token and its
     /// line for a tokens file, or a cluster's operator token.
     Token {
         #[command(subcommand)]
-        what: strata_lab::cluster::token::TokenCmd,
+        what: strata_ctl::token::TokenCmd,
     },
     /// Long-running correctness checks.
     Stress {
@@ -173,18 +173,18 @@ enum ClusterCmd {
     Up(strata_lab::cluster::up::UpArgs),
     /// Every node's view of the cluster, side by side, as a table; each
     /// node's ranges and when each was last in sync with each replica.
-    Status(strata_lab::cluster::status::StatusArgs),
+    Status(strata_ctl::status::StatusArgs),
     /// Anti-entropy now: the node at URL (every member with --all)
     /// compares each of its ranges with every other replica by Merkle
     /// tree and exchanges only what differs; prints each exchange.
-    Repair(strata_lab::cluster::repair::RepairArgs),
+    Repair(strata_ctl::repair::RepairArgs),
     /// Add the node at URL (started with --seed MEMBER and an empty data
     /// directory) to its seed's cluster: the keys whose replicas change
     /// move to it while the cluster serves; follows the move to its end.
-    Join(strata_lab::cluster::change::ChangeArgs),
+    Join(strata_ctl::change::ChangeArgs),
     /// Take the member at URL out of the cluster: its keys move to the
     /// members that gain them while the cluster serves; then stop it.
-    Leave(strata_lab::cluster::change::ChangeArgs),
+    Leave(strata_ctl::change::ChangeArgs),
     /// A checked run against running nodes: clients record every
     /// operation; the checker reports lost acknowledged writes and stale
     /// reads. Exits non-zero when it finds any.
@@ -293,9 +293,9 @@ fn main() -> ExitCode {
             what: BenchCmd::Engine(a),
         } => exit("strata bench engine", strata_enginebench::bench::run(&a)),
         Cmd::Cluster { what } => cluster(what),
-        Cmd::Backup(a) => exit("strata backup", strata_lab::cluster::backup::backup(&a)),
-        Cmd::Restore(a) => exit("strata restore", strata_lab::cluster::backup::restore(&a)),
-        Cmd::Token { what } => exit("strata token", strata_lab::cluster::token::main(&what)),
+        Cmd::Backup(a) => exit("strata backup", strata_ctl::backup::backup(&a)),
+        Cmd::Restore(a) => exit("strata restore", strata_ctl::backup::restore(&a)),
+        Cmd::Token { what } => exit("strata token", strata_ctl::token::main(&what)),
         Cmd::Stress {
             what: StressCmd::Engine(a),
         } => stress(a),
@@ -320,22 +320,10 @@ fn cluster(what: ClusterCmd) -> ExitCode {
             own_exe().and_then(|exe| strata_lab::cluster::up::up(&a, Command::new(exe))),
         ),
         ClusterCmd::Delay(a) => exit("strata cluster delay", strata_lab::cluster::delay::main(&a)),
-        ClusterCmd::Status(a) => exit(
-            "strata cluster status",
-            strata_lab::cluster::status::status(&a),
-        ),
-        ClusterCmd::Repair(a) => exit(
-            "strata cluster repair",
-            strata_lab::cluster::repair::repair(&a),
-        ),
-        ClusterCmd::Join(a) => exit(
-            "strata cluster join",
-            strata_lab::cluster::change::run(&a, true),
-        ),
-        ClusterCmd::Leave(a) => exit(
-            "strata cluster leave",
-            strata_lab::cluster::change::run(&a, false),
-        ),
+        ClusterCmd::Status(a) => exit("strata cluster status", strata_ctl::status::status(&a)),
+        ClusterCmd::Repair(a) => exit("strata cluster repair", strata_ctl::repair::repair(&a)),
+        ClusterCmd::Join(a) => exit("strata cluster join", strata_ctl::change::run(&a, true)),
+        ClusterCmd::Leave(a) => exit("strata cluster leave", strata_ctl::change::run(&a, false)),
         ClusterCmd::Check(a) => match strata_lab::check::command::command(&a) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,

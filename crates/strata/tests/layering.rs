@@ -27,9 +27,17 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
             ][..],
         ),
         ("strata-client", &["strata-api", "strata-tls"][..]),
+        // Operator commands: HTTP and the contracts, nothing else.
+        ("strata-ctl", &["strata-api", "strata-client"][..]),
         (
             "strata-lab",
-            &["strata-api", "strata-client", "strata-tls", "strata-sim"][..],
+            &[
+                "strata-api",
+                "strata-client",
+                "strata-ctl",
+                "strata-tls",
+                "strata-sim",
+            ][..],
         ),
         // The simulator stands on its own but for the contracts it reads
         // (metric names and their text format).

@@ -10,9 +10,9 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use strata_lab::cluster::http;
+use strata_ctl::http;
+use strata_ctl::status;
 use strata_lab::cluster::local::{ClusterOptions, LocalCluster};
-use strata_lab::cluster::status;
 
 fn strata() -> Command {
     Command::new(env!("CARGO_BIN_EXE_strata"))

@@ -254,7 +254,7 @@ pub fn run(
     // Replication as the nodes are configured (requests carry no ack or
     // from, so they get the node's default: from = replication, ack =
     // from / 2 + 1).
-    let (from, members) = match crate::cluster::status::fetch(&nodes.urls[0]) {
+    let (from, members) = match strata_ctl::status::fetch(&nodes.urls[0]) {
         Ok(v) => (v.replication as u32, v.members.len() as u32),
         Err(e) => {
             on_line(&format!(

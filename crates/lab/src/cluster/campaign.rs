@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::fault::{wait_level, Backlog, Fault, Plan};
-use super::http;
 use super::local::{ClusterOptions, LocalCluster};
 use crate::check::{self, BetweenPhases, History, KeyRole, Kind, Outcome, Quorum, Report};
+use strata_ctl::http;
 
 /// One checked run under one fault.
 #[derive(Clone, Debug)]

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::local::{ClusterOptions, LocalCluster};
-use super::status;
+use strata_ctl::status;
 
 /// What goes wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

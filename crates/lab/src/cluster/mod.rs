@@ -1,7 +1,9 @@
 //! Clusters of real nodes on one machine: `strata cluster up` (start N
 //! `strata serve` processes on loopback, optionally with every node's
-//! internal traffic through a fault-injecting TCP proxy) and `strata
-//! cluster status` (each node's view of the cluster, side by side). Owns
+//! internal traffic through a fault-injecting TCP proxy), faults injected
+//! into it on a schedule, and campaigns of checked runs under faults (the
+//! operator's commands, `strata cluster status/join/leave/repair`, backup
+//! and tokens, are `strata-ctl`'s). Owns
 //! starting, signalling and observing node processes from outside; must
 //! not know the node's internals: it speaks HTTP, passes command-line
 //! flags and relays TCP bytes, nothing more.
@@ -10,33 +12,21 @@
 //! | --- | --- |
 //! | `local/` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
 //! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
-//! | `http.rs` | a tiny blocking HTTP GET or POST for control requests (`/v0/status`, `/v0/cluster`, `/v0/cluster/repair`) |
 //! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |
 //! | `schedule.rs` | `--fault kill:2@20s ...`: a run's fault schedule, injected on time into a [`schedule::Target`], undone, level times, recovery from the timeline |
 //! | `control.rs` | the control socket of `strata cluster up` (`DIR/control.sock`), so that `strata load --fault` can reach the cluster it started |
 //! | `campaign.rs` | `strata cluster campaign`: checked runs under each fault, own stores compared with acknowledged writes, totals |
 //! | `up.rs` | `strata cluster up` |
-//! | `status.rs` | `strata cluster status` and its table |
-//! | `backup.rs` | `strata backup` (a node's checkpoint downloaded file by file) and `strata restore` |
-//! | `change.rs` | `strata cluster join` / `leave`: a layout change started and followed, keys moved against the ideal |
-//! | `repair.rs` | `strata cluster repair`: anti-entropy on demand, the exchanges as a table |
-//! //! | `token.rs` | `strata token`: a new bearer token and its tokens-file line, the operator token of a secret |
 //! | `delay.rs` | `strata cluster delay`: a TCP relay that adds a fixed delay each way (a distant network path, in a namespace; this kernel has no netem) |
 //! | `fake_node.rs` | tests only: a stand-in node for the tests of the above |
 
-pub mod backup;
 pub mod campaign;
-pub mod change;
 pub mod control;
 pub mod delay;
 #[cfg(test)]
 mod fake_node;
 pub mod fault;
-pub mod http;
 pub mod local;
 pub mod proxy;
-pub mod repair;
 pub mod schedule;
-pub mod status;
-pub mod token;
 pub mod up;

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use plotters::prelude::*;
 
 use super::charts::NODES;
-use crate::cluster::http;
+use strata_ctl::http;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct DashboardArgs {

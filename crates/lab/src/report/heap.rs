@@ -175,7 +175,7 @@ pub fn load(what: &str, save: Option<&Path>) -> Result<Profile, String> {
             Path::to_path_buf,
         );
         let _ = std::fs::remove_file(&to);
-        crate::cluster::http::download(
+        strata_ctl::http::download(
             what.trim_end_matches('/'),
             "/debug/pprof/heap",
             &to,

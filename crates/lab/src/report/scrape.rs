@@ -100,7 +100,7 @@ pub fn fetch_metrics(url: &str) -> Result<String, String> {
 
 /// GET `path` from `target` (connection closed after), the body.
 pub fn http_get(target: &Target, path: &str, timeout: Duration) -> Result<String, String> {
-    let r = crate::cluster::http::request_to("GET", target, path, timeout)?;
+    let r = strata_ctl::http::request_to("GET", target, path, timeout)?;
     if r.status != 200 {
         return Err(format!("{path}: status {}", r.status));
     }

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::http;
 use super::proxy::{Fault, FaultProxy, LinkStats};
+use strata_ctl::http;
 
 /// How a local cluster is started.
 #[derive(Clone, Debug)]

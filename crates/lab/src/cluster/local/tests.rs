@@ -64,7 +64,7 @@ fn a_node_that_exits_is_reported_with_its_log() {
 }
 
 fn states(url: &str) -> Vec<String> {
-    match crate::cluster::status::fetch(url) {
+    match strata_ctl::status::fetch(url) {
         Ok(v) => v.states(),
         Err(e) => vec![e],
     }
@@ -180,8 +180,8 @@ fn a_partition_through_the_proxy_is_a_real_silence() {
     assert!(s.black_holed >= 2 && s.bytes_dropped > 0, "{s:?}");
     assert!(c.proxy_stats(0).unwrap().bytes_dropped > 0);
     // Seen from node 1, node 3's advertised URL goes nowhere.
-    let rows = crate::cluster::status::observe(&urls[0]).unwrap();
-    let t = crate::cluster::status::format_table(&rows);
+    let rows = strata_ctl::status::observe(&urls[0]).unwrap();
+    let t = strata_ctl::status::format_table(&rows);
     assert!(
         t.lines()
             .any(|l| l.starts_with(adv[2].trim_start_matches("http://"))

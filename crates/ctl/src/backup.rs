@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::http;
-use super::status::{fetch, same};
+use crate::http;
+use crate::status::{fetch, same};
 
 /// How long a node may be silent while it answers one request.
 const IDLE: Duration = Duration::from_secs(120);

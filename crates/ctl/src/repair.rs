@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::http;
-use super::status::{aligned, bytes as size, fetch, same, short};
+use crate::http;
+use crate::status::{aligned, bytes as size, fetch, same, short};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct RepairArgs {
@@ -21,7 +21,7 @@ pub struct RepairArgs {
     pub all: bool,
     /// How long one node has for its exchanges (1h; a bare number is
     /// seconds).
-    #[arg(long, default_value = "1h", value_parser = crate::units::duration)]
+    #[arg(long, default_value = "1h", value_parser = strata_api::duration::parse)]
     pub timeout: Duration,
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::http;
+use crate::http;
 
 /// How long one node has to answer.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -115,7 +115,7 @@ pub fn fetch(url: &str) -> Result<ClusterView, String> {
 }
 
 /// The same URL, with or without a trailing `/`.
-pub(super) fn same(a: &str, b: &str) -> bool {
+pub fn same(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 
@@ -267,7 +267,7 @@ pub fn format_table(rows: &[Observed]) -> String {
 
 /// Rows as left-aligned columns two spaces apart, one line each, and the
 /// columns' widths.
-pub(super) fn aligned(rows: &[Vec<String>]) -> (String, Vec<usize>) {
+pub(crate) fn aligned(rows: &[Vec<String>]) -> (String, Vec<usize>) {
     let widths: Vec<usize> = (0..rows.first().map_or(0, |r| r.len()))
         .map(|k| rows.iter().map(|r| r[k].len()).max().unwrap_or(0))
         .collect();
@@ -285,7 +285,7 @@ pub(super) fn aligned(rows: &[Vec<String>]) -> (String, Vec<usize>) {
 }
 
 /// A URL without its scheme, for narrow columns.
-pub(super) fn short(url: &str) -> String {
+pub(crate) fn short(url: &str) -> String {
     url.trim_end_matches('/')
         .trim_start_matches("http://")
         .to_string()
@@ -310,7 +310,7 @@ fn hints(h: &Hints) -> String {
     s
 }
 
-pub(super) use crate::units::bytes;
+pub(crate) use crate::units::bytes;
 
 #[cfg(test)]
 mod tests {

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::http;
-use super::status::{aligned, bytes as size};
+use crate::http;
+use crate::status::{aligned, bytes as size};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChangeArgs {
@@ -26,7 +26,7 @@ pub struct ChangeArgs {
     #[arg(long)]
     pub no_wait: bool,
     /// How long to follow the change (1h; a bare number is seconds).
-    #[arg(long, default_value = "1h", value_parser = crate::units::duration)]
+    #[arg(long, default_value = "1h", value_parser = strata_api::duration::parse)]
     pub timeout: Duration,
 }
 

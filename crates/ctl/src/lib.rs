@@ -1,0 +1,20 @@
+//! Strata's operator commands over the HTTP API, for the people who run a
+//! cluster: each node's view side by side (`status`), a member joining or
+//! leaving and the change followed to its end (`change`), anti-entropy on
+//! demand (`repair`), a consistent backup of every node downloaded and a
+//! data directory restored from one (`backup`), and bearer tokens made
+//! for a tokens file (`token`); the blocking HTTP exchange they share
+//! (`http`, also the lab's for control requests) and byte counts for
+//! people (`units`).
+//!
+//! Must not generate load or judge a run (the lab does), and must not
+//! depend on the node, the cluster or the engine: it speaks HTTP and reads
+//! the contracts in `strata-api`.
+
+pub mod backup;
+pub mod change;
+pub mod http;
+pub mod repair;
+pub mod status;
+pub mod token;
+pub mod units;
