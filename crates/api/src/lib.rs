@@ -2,7 +2,8 @@
 //! duration is written on a command line (`duration`), who may do
 //! what (`access`: roles, token digests, the operator token), where a key
 //! lives (`placement`: the nodes place keys with it, clients route with
-//! it), the head of the cluster view's JSON (`view`), headers a node adds
+//! it), the head of the cluster view's JSON (`view`) and the operator
+//! endpoints' bodies (`operate`), headers a node adds
 //! and what they promise (`headers`), the stages an
 //! answer's `Server-Timing` header names and how it is written and read
 //! (`timing`), the names of the metrics the lab reads from `/metrics`
@@ -17,6 +18,7 @@ pub mod duration;
 pub mod exposition;
 pub mod headers;
 pub mod metrics;
+pub mod operate;
 pub mod placement;
 pub mod query;
 pub mod timing;

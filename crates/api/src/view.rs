@@ -3,7 +3,7 @@
 //! layout (who holds keys now, and before a change in progress). The node
 //! writes it, clients read it to learn the members and route keys; the
 //! rest of that answer (ranges, streams, a change's progress) is for
-//! operators and lives with the node. Owns the shape; must not fetch it.
+//! operators (`operate::ClusterView`). Owns the shape; must not fetch it.
 
 use serde::{Deserialize, Serialize};
 

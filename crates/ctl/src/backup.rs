@@ -51,19 +51,9 @@ pub struct Manifest {
     pub files: Vec<FileEntry>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct FileEntry {
-    pub name: String,
-    pub bytes: u64,
-}
-
-#[derive(Deserialize)]
-struct Taken {
-    id: String,
-    #[serde(default)]
-    node: String,
-    files: Vec<FileEntry>,
-}
+/// One file of a backup, and a node's answer listing them (typed once, in
+/// `strata-api`).
+pub use strata_api::operate::{BackupFiles as Taken, FileEntry};
 
 /// A node's backup directory under `dir`: its host and port.
 pub fn node_dir(dir: &Path, url: &str) -> PathBuf {
@@ -93,11 +83,11 @@ pub fn backup_one(url: &str, dir: &Path) -> Result<(PathBuf, Manifest), String> 
     let _ = http::request("DELETE", base, &format!("/v0/backup/{}", t.id), IDLE);
     got?;
     let m = Manifest {
-        node: if t.node.is_empty() {
-            base.to_string()
-        } else {
-            t.node.clone()
-        },
+        node: t
+            .node
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| base.to_string()),
         id: t.id,
         taken_at_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -133,9 +123,9 @@ pub fn backup(a: &BackupArgs) -> Result<(), String> {
     let mut urls = vec![a.url.clone()];
     if a.all {
         let v = fetch(&a.url)?;
-        urls = vec![v.node.clone()];
-        for m in &v.members {
-            if !same(&m.url, &v.node) {
+        urls = vec![v.head.node.clone()];
+        for m in &v.head.members {
+            if !same(&m.url, &v.head.node) {
                 urls.push(m.url.clone());
             }
         }

@@ -8,8 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-
 use crate::http;
 use crate::status::{aligned, bytes as size};
 
@@ -33,72 +31,9 @@ pub struct ChangeArgs {
 /// A layout as `GET /v0/cluster` gives it (typed once, in `strata-api`).
 pub use strata_api::view::Layout;
 
-/// What one node streamed (`node` is set in a change's list).
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct Stream {
-    #[serde(default)]
-    pub node: String,
-    pub version: u64,
-    pub done: bool,
-    pub scanned: u64,
-    pub keys: u64,
-    pub copies: u64,
-    pub records: u64,
-    pub applied: u64,
-    pub bytes: u64,
-    pub removed: u64,
-    pub error: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct Change {
-    pub target: Layout,
-    pub step: String,
-    pub elapsed_ms: u64,
-    pub done: bool,
-    pub error: Option<String>,
-    pub streams: Vec<Stream>,
-    /// Members removed while down (not waited for).
-    #[serde(default)]
-    pub skipped: Vec<String>,
-}
-
-impl Change {
-    /// Keys whose replica set changed (each counted once).
-    pub fn keys(&self) -> u64 {
-        self.streams.iter().map(|s| s.keys).sum()
-    }
-    /// Replica copies gained: the ideal amount of data to move.
-    pub fn copies(&self) -> u64 {
-        self.streams.iter().map(|s| s.copies).sum()
-    }
-    pub fn records(&self) -> u64 {
-        self.streams.iter().map(|s| s.records).sum()
-    }
-    pub fn applied(&self) -> u64 {
-        self.streams.iter().map(|s| s.applied).sum()
-    }
-    pub fn bytes(&self) -> u64 {
-        self.streams.iter().map(|s| s.bytes).sum()
-    }
-    pub fn scanned(&self) -> u64 {
-        self.streams.iter().map(|s| s.scanned).sum()
-    }
-}
-
-/// The parts of `GET /v0/cluster` a change needs.
-#[derive(Clone, Debug, Deserialize)]
-pub struct View {
-    pub node: String,
-    pub layout: Layout,
-    pub stream: Stream,
-    pub change: Option<Change>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Started {
-    target: Layout,
-}
+/// What a node streamed, a change's progress, and the answer that starts
+/// one (typed once, in `strata-api`).
+pub use strata_api::operate::{Change, ClusterView as View, Started, Stream};
 
 pub fn view(url: &str) -> Result<View, String> {
     http::json("GET", url, "/v0/cluster", 200, Duration::from_secs(5))
@@ -206,7 +141,7 @@ pub fn ideal(c: &Change) -> Option<(f64, String)> {
         let held: u64 = c
             .streams
             .iter()
-            .filter(|s| gone.contains(&&s.node))
+            .filter(|s| s.node.as_ref().is_some_and(|n| gone.contains(&n)))
             .map(|s| s.scanned)
             .sum();
         return (held > 0).then(|| (held as f64, "every record the leaving member held".into()));
@@ -234,7 +169,7 @@ pub fn summary(c: &Change) -> String {
     ]];
     for s in &c.streams {
         rows.push(vec![
-            s.node.clone(),
+            s.node.clone().unwrap_or_default(),
             s.scanned.to_string(),
             s.keys.to_string(),
             s.copies.to_string(),
@@ -267,7 +202,7 @@ mod tests {
 
     fn stream(node: &str, scanned: u64, keys: u64) -> Stream {
         Stream {
-            node: node.into(),
+            node: Some(node.into()),
             version: 2,
             done: true,
             scanned,

@@ -7,8 +7,6 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::http;
 use crate::status::{aligned, bytes as size, fetch, same, short};
 
@@ -25,30 +23,9 @@ pub struct RepairArgs {
     pub timeout: Duration,
 }
 
-/// One exchange as a node reports it.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct Exchange {
-    pub set: String,
-    pub peer: String,
-    pub local_keys: u64,
-    pub peer_keys: u64,
-    pub roots_equal: bool,
-    pub leaves_differing: u64,
-    pub keys_compared: u64,
-    pub pulled: u64,
-    pub pushed: u64,
-    pub already_there: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    pub elapsed_ms: f64,
-    pub error: Option<String>,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-pub struct Repaired {
-    pub node: String,
-    pub exchanges: Vec<Exchange>,
-}
+/// One exchange as a node reports it, and a repair's answer (typed once,
+/// in `strata-api`).
+pub use strata_api::operate::{Exchange, Repaired};
 
 /// Ask one node to repair now.
 pub fn repair_one(url: &str, timeout: Duration) -> Result<Repaired, String> {
@@ -61,8 +38,8 @@ pub fn repair(a: &RepairArgs) -> Result<(), String> {
     let mut urls = vec![a.url.clone()];
     if a.all {
         let v = fetch(&a.url)?;
-        for m in &v.members {
-            if !same(&m.url, &a.url) && !same(&m.url, &v.node) {
+        for m in &v.head.members {
+            if !same(&m.url, &a.url) && !same(&m.url, &v.head.node) {
                 urls.push(m.url.clone());
             }
         }

@@ -11,8 +11,6 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::http;
 
 /// How long one node has to answer.
@@ -24,58 +22,16 @@ pub struct StatusArgs {
     pub url: String,
 }
 
-/// A node's `GET /v0/cluster`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct ClusterView {
-    /// The answering node's advertised URL.
-    pub node: String,
-    pub replication: u64,
-    pub members: Vec<MemberView>,
-    #[serde(default)]
-    pub ranges: Vec<RangeView>,
-}
-
-/// One of a node's ranges: the keys whose replicas are exactly `members`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct RangeView {
-    pub set: String,
-    pub members: Vec<String>,
-    pub keys: u64,
-    #[serde(default)]
-    pub tree_ready: bool,
-    #[serde(default)]
-    pub synced: Vec<Synced>,
-}
-
-/// When a range was last in sync with one other replica.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct Synced {
-    pub peer: String,
-    pub last_sync_ms_ago: Option<u64>,
-}
-
-impl ClusterView {
-    /// Each member's state as this node sees it, `self` for itself.
-    pub fn states(&self) -> Vec<String> {
-        self.members
-            .iter()
-            .map(|m| {
-                if m.is_self {
-                    "self".into()
-                } else {
-                    m.state.clone()
-                }
-            })
-            .collect()
-    }
-}
+/// A node's `GET /v0/cluster`, its ranges and when each was last in sync
+/// (typed once, in `strata-api`).
+pub use strata_api::operate::{ClusterView, RangeView, Synced};
 
 /// One member as a node sees it, and the hints it keeps for it (typed
 /// once, in `strata-api`).
 pub use strata_api::view::{Hints, Member as MemberView};
 
 /// What one observer answered: its view, or why it did not.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Observed {
     /// The URL asked.
     pub url: String,
@@ -97,8 +53,8 @@ pub fn observe(url: &str) -> Result<Vec<Observed>, String> {
         url: url.to_string(),
         view: Ok(first.clone()),
     }];
-    for m in &first.members {
-        if m.is_self || same(&m.url, &first.node) || same(&m.url, url) {
+    for m in &first.head.members {
+        if m.is_self || same(&m.url, &first.head.node) || same(&m.url, url) {
             continue;
         }
         rows.push(Observed {
@@ -129,7 +85,7 @@ pub fn format_table(rows: &[Observed]) -> String {
     let mut cols: Vec<String> = Vec::new();
     for r in rows {
         if let Ok(v) = &r.view {
-            for m in &v.members {
+            for m in &v.head.members {
                 if !cols.iter().any(|c| same(c, &m.url)) {
                     cols.push(m.url.trim_end_matches('/').to_string());
                 }
@@ -138,14 +94,14 @@ pub fn format_table(rows: &[Observed]) -> String {
     }
     // Each row's label: the observer's own advertised URL when it said.
     let label = |r: &Observed| match &r.view {
-        Ok(v) => short(&v.node),
+        Ok(v) => short(&v.head.node),
         Err(_) => short(&r.url),
     };
     // Rows in column order where they match a column, the rest after.
     let mut order: Vec<&Observed> = rows.iter().collect();
     let pos = |r: &Observed| {
         let u = match &r.view {
-            Ok(v) => v.node.as_str(),
+            Ok(v) => v.head.node.as_str(),
             Err(_) => r.url.as_str(),
         };
         cols.iter().position(|c| same(c, u)).unwrap_or(usize::MAX)
@@ -169,10 +125,10 @@ pub fn format_table(rows: &[Observed]) -> String {
                 continue;
             }
         };
-        replication.push((label(r), v.replication));
+        replication.push((label(r), v.head.replication as u64));
         let mut row = vec![label(r)];
         for c in &cols {
-            row.push(match v.members.iter().find(|m| same(&m.url, c)) {
+            row.push(match v.head.members.iter().find(|m| same(&m.url, c)) {
                 None => "-".into(),
                 Some(m) if m.is_self => "self".into(),
                 Some(m) => match m.last_heard_ms {
@@ -181,7 +137,7 @@ pub fn format_table(rows: &[Observed]) -> String {
                 },
             });
         }
-        let total = v.members.iter().fold(Hints::default(), |t, m| Hints {
+        let total = v.head.members.iter().fold(Hints::default(), |t, m| Hints {
             count: t.count + m.hints.count,
             bytes: t.bytes + m.hints.bytes,
             dropped: t.dropped + m.hints.dropped,
@@ -208,7 +164,7 @@ pub fn format_table(rows: &[Observed]) -> String {
                 syncs.join(", ")
             ));
         }
-        for m in &v.members {
+        for m in &v.head.members {
             if m.hints != Hints::default() {
                 hint_lines.push(format!(
                     "  {} holds for {}: {}",
@@ -315,9 +271,16 @@ pub(crate) use crate::units::bytes;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata_api::view::Layout;
 
+    /// A view from `json`, with an empty layout if it has none.
     fn view(json: &str) -> ClusterView {
-        serde_json::from_str(json).unwrap()
+        let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v.as_object_mut()
+            .unwrap()
+            .entry("layout")
+            .or_insert_with(|| serde_json::to_value(Layout::default()).unwrap());
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]
@@ -386,21 +349,26 @@ ranges (anti-entropy):
 
     #[test]
     fn differing_replication_and_no_answers_are_said() {
-        let one = |node: &str, r: u64| Observed {
+        let one = |node: &str, r: usize| Observed {
             url: node.into(),
             view: Ok(ClusterView {
-                node: node.into(),
-                replication: r,
-                members: vec![MemberView {
-                    url: node.into(),
-                    id: String::new(),
-                    is_self: true,
-                    state: "up".into(),
-                    last_heard_ms: None,
-                    connections: 0,
-                    hints: Hints::default(),
-                }],
+                head: strata_api::view::ClusterHead {
+                    node: node.into(),
+                    replication: r,
+                    layout: Layout::default(),
+                    members: vec![MemberView {
+                        url: node.into(),
+                        id: String::new(),
+                        is_self: true,
+                        state: "up".into(),
+                        last_heard_ms: None,
+                        connections: 0,
+                        hints: Hints::default(),
+                    }],
+                },
                 ranges: vec![],
+                stream: Default::default(),
+                change: None,
             }),
         };
         let t = format_table(&[one("http://a:1", 3), one("http://b:2", 2)]);

@@ -714,14 +714,24 @@ async fn backup(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
     } else {
         rest.split('/').collect()
     };
-    let files_json = |id: &str, files: &[(String, u64)]| {
-        serde_json::json!({
-            "id": id,
-            "files": files
-                .iter()
-                .map(|(n, b)| serde_json::json!({"name": n, "bytes": b}))
-                .collect::<Vec<_>>(),
-        })
+    let listed = |id: &str, files: &[(String, u64)]| strata_api::operate::BackupFiles {
+        id: id.to_string(),
+        files: files
+            .iter()
+            .map(|(name, bytes)| strata_api::operate::FileEntry {
+                name: name.clone(),
+                bytes: *bytes,
+            })
+            .collect(),
+        node: None,
+        tables: None,
+        linked: None,
+        table_bytes: None,
+        wal_segments: None,
+        wal_bytes: None,
+    };
+    let typed = |status, body: &strata_api::operate::BackupFiles| {
+        json(status, &serde_json::to_value(body).unwrap_or_default())
     };
     match (req.method(), parts.as_slice()) {
         (&Method::POST, []) => {
@@ -729,22 +739,24 @@ async fn backup(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
             let dir = node.config.data_dir.clone();
             match tokio::task::spawn_blocking(move || crate::backup::take(&db, &dir)).await {
                 Ok(Ok(t)) => {
-                    let mut body = files_json(&t.id, &t.files);
-                    body["node"] = node.cluster.advertise().into();
-                    body["tables"] = t.info.tables.into();
-                    body["linked"] = t.info.linked.into();
-                    body["table_bytes"] = t.info.table_bytes.into();
-                    body["wal_segments"] = t.info.wal_segments.into();
-                    body["wal_bytes"] = t.info.wal_bytes.into();
+                    let body = strata_api::operate::BackupFiles {
+                        node: Some(node.cluster.advertise().to_string()),
+                        tables: Some(t.info.tables as u64),
+                        linked: Some(t.info.linked as u64),
+                        table_bytes: Some(t.info.table_bytes),
+                        wal_segments: Some(t.info.wal_segments as u64),
+                        wal_bytes: Some(t.info.wal_bytes),
+                        ..listed(&t.id, &t.files)
+                    };
                     tracing::info!(id = %t.id, tables = t.info.tables, "backup checkpoint taken");
-                    json(StatusCode::CREATED, &body)
+                    typed(StatusCode::CREATED, &body)
                 }
                 Ok(Err(e)) => text(StatusCode::INTERNAL_SERVER_ERROR, &e),
                 Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
         }
         (&Method::GET, [id]) => match crate::backup::list(&root, id) {
-            Ok(files) => json(StatusCode::OK, &files_json(id, &files)),
+            Ok(files) => typed(StatusCode::OK, &listed(id, &files)),
             Err(e) => text(StatusCode::NOT_FOUND, &e),
         },
         (&Method::GET, [id, name]) => match crate::backup::file(&root, id, name) {

@@ -2,17 +2,20 @@
 //! its head typed in `strata_api::view`), `POST /v0/cluster/join` and
 //! `/leave` (a layout change), `POST /v0/cluster/repair` (anti-entropy now),
 //! and `/debug/clock` (the wall clock behind versions; a test may move it).
-//! Owns their JSON; must not decide membership (the cluster does).
+//! Owns filling their JSON (typed in `strata_api::operate`); must not
+//! decide membership (the cluster does).
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
+use strata_api::operate as op;
 use strata_cluster::Cluster;
 
 use crate::query::Query;
 use crate::reply::{json, text, Body};
 
-/// `GET /v0/cluster`: this node's view of the cluster as JSON.
+/// `GET /v0/cluster`: this node's view of the cluster as JSON
+/// (`strata_api::operate::ClusterView`).
 pub(crate) fn cluster_view(cluster: &Cluster, req: &Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
@@ -37,58 +40,50 @@ pub(crate) fn cluster_view(cluster: &Cluster, req: &Request<Incoming>) -> Respon
             },
         })
         .collect();
-    let ranges: Vec<serde_json::Value> = v
+    let ranges = v
         .ranges
         .iter()
-        .map(|r| {
-            let synced: Vec<serde_json::Value> = r
+        .map(|r| op::RangeView {
+            set: format!("{:016x}", r.set),
+            members: r.members.clone(),
+            keys: r.keys,
+            tree_ready: r.ready,
+            synced: r
                 .synced
                 .iter()
-                .map(|(peer, ago, last)| {
-                    serde_json::json!({
-                        "peer": peer,
-                        "last_sync_ms_ago": ago.map(|d| d.as_millis() as u64),
-                        "last": last.as_ref().map(exchange_json),
-                    })
+                .map(|(peer, ago, last)| op::Synced {
+                    peer: peer.clone(),
+                    last_sync_ms_ago: ago.map(|d| d.as_millis() as u64),
+                    last: last.as_ref().map(exchange),
                 })
-                .collect();
-            serde_json::json!({
-                "set": format!("{:016x}", r.set),
-                "members": r.members,
-                "keys": r.keys,
-                "tree_ready": r.ready,
-                "synced": synced,
-            })
+                .collect(),
         })
         .collect();
-    let head = strata_api::view::ClusterHead {
-        node: v.node.clone(),
-        replication: v.replication,
-        members,
-        layout: layout_view(&v.layout),
+    let body = op::ClusterView {
+        head: strata_api::view::ClusterHead {
+            node: v.node.clone(),
+            replication: v.replication,
+            members,
+            layout: layout_view(&v.layout),
+        },
+        ranges,
+        stream: stream(&v.stream, None),
+        change: v.change.as_ref().map(|c| op::Change {
+            target: layout_view(&c.target),
+            step: c.step.to_string(),
+            elapsed_ms: c.elapsed.as_millis() as u64,
+            done: c.done,
+            error: c.error.clone(),
+            skipped: c.skipped.clone(),
+            streams: c.streams.iter().map(|(u, s)| stream(s, Some(u))).collect(),
+        }),
     };
-    let mut body = serde_json::to_value(&head).unwrap_or_default();
-    let rest = serde_json::json!({
-        "ranges": ranges,
-        "stream": stream_json(&v.stream),
-        "change": v.change.as_ref().map(|c| serde_json::json!({
-            "target": layout_json(&c.target),
-            "step": c.step,
-            "elapsed_ms": c.elapsed.as_millis() as u64,
-            "done": c.done,
-            "error": c.error,
-            "skipped": c.skipped,
-            "streams": c.streams.iter().map(|(u, s)| {
-                let mut j = stream_json(s);
-                j["node"] = serde_json::json!(u);
-                j
-            }).collect::<Vec<_>>(),
-        })),
-    });
-    if let (Some(b), serde_json::Value::Object(r)) = (body.as_object_mut(), rest) {
-        b.extend(r);
-    }
-    json(StatusCode::OK, &body)
+    typed(StatusCode::OK, &body)
+}
+
+/// A typed body as JSON.
+fn typed(status: StatusCode, body: &impl serde::Serialize) -> Response<Body> {
+    json(status, &serde_json::to_value(body).unwrap_or_default())
 }
 
 fn layout_view(l: &strata_cluster::LayoutState) -> strata_api::view::Layout {
@@ -101,23 +96,20 @@ fn layout_view(l: &strata_cluster::LayoutState) -> strata_api::view::Layout {
     }
 }
 
-fn layout_json(l: &strata_cluster::LayoutState) -> serde_json::Value {
-    serde_json::to_value(layout_view(l)).unwrap_or_default()
-}
-
-fn stream_json(s: &strata_cluster::rebalance::StreamStats) -> serde_json::Value {
-    serde_json::json!({
-        "version": s.version,
-        "done": s.done,
-        "scanned": s.scanned,
-        "keys": s.keys,
-        "copies": s.copies,
-        "records": s.records,
-        "applied": s.applied,
-        "bytes": s.bytes,
-        "removed": s.removed,
-        "error": s.error,
-    })
+fn stream(s: &strata_cluster::rebalance::StreamStats, node: Option<&String>) -> op::Stream {
+    op::Stream {
+        node: node.cloned(),
+        version: s.version,
+        done: s.done,
+        scanned: s.scanned,
+        keys: s.keys,
+        copies: s.copies,
+        records: s.records,
+        applied: s.applied,
+        bytes: s.bytes,
+        removed: s.removed,
+        error: s.error.clone(),
+    }
 }
 
 /// `POST /v0/cluster/join` (sent to a node started with `--seed`) and
@@ -143,32 +135,35 @@ pub(crate) async fn change(cluster: &Cluster, req: &Request<Incoming>) -> Respon
         }
     };
     match r {
-        Ok(target) => json(
+        Ok(target) => typed(
             StatusCode::ACCEPTED,
-            &serde_json::json!({ "node": cluster.advertise(), "target": layout_json(&target) }),
+            &op::Started {
+                node: cluster.advertise().to_string(),
+                target: layout_view(&target),
+            },
         ),
         Err(e) => text(StatusCode::CONFLICT, &e),
     }
 }
 
-/// One anti-entropy exchange as JSON.
-fn exchange_json(x: &strata_cluster::Exchange) -> serde_json::Value {
-    serde_json::json!({
-        "set": format!("{:016x}", x.set),
-        "peer": x.peer,
-        "local_keys": x.local_keys,
-        "peer_keys": x.peer_keys,
-        "roots_equal": x.roots_equal,
-        "leaves_differing": x.leaves_differing,
-        "keys_compared": x.keys_compared,
-        "pulled": x.pulled,
-        "pushed": x.pushed,
-        "already_there": x.already_there,
-        "bytes_sent": x.bytes_sent,
-        "bytes_received": x.bytes_received,
-        "elapsed_ms": x.elapsed.as_secs_f64() * 1000.0,
-        "error": x.error,
-    })
+/// One anti-entropy exchange as the API gives it.
+fn exchange(x: &strata_cluster::Exchange) -> op::Exchange {
+    op::Exchange {
+        set: format!("{:016x}", x.set),
+        peer: x.peer.clone(),
+        local_keys: x.local_keys,
+        peer_keys: x.peer_keys,
+        roots_equal: x.roots_equal,
+        leaves_differing: x.leaves_differing as u64,
+        keys_compared: x.keys_compared,
+        pulled: x.pulled,
+        pushed: x.pushed,
+        already_there: x.already_there,
+        bytes_sent: x.bytes_sent,
+        bytes_received: x.bytes_received,
+        elapsed_ms: x.elapsed.as_secs_f64() * 1000.0,
+        error: x.error.clone(),
+    }
 }
 
 /// `POST /v0/cluster/repair`: compare this node's ranges with every other
@@ -185,12 +180,12 @@ pub(crate) async fn repair(cluster: &Cluster, req: &Request<Incoming>) -> Respon
     }
     let xs = cluster.repair_now().await;
     let failed = xs.iter().filter(|x| x.error.is_some()).count();
-    let body = serde_json::json!({
-        "node": cluster.advertise(),
-        "exchanges": xs.iter().map(exchange_json).collect::<Vec<_>>(),
-        "failed": failed,
-    });
-    json(StatusCode::OK, &body)
+    let body = op::Repaired {
+        node: cluster.advertise().to_string(),
+        exchanges: xs.iter().map(exchange).collect(),
+        failed,
+    };
+    typed(StatusCode::OK, &body)
 }
 
 /// Furthest a test may move a node's clock, either way: a day.
@@ -248,13 +243,13 @@ pub(crate) fn clock(cluster: &Cluster, hook: bool, req: &Request<Incoming>) -> R
         }
         _ => return text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST"),
     }
-    json(
+    typed(
         StatusCode::OK,
-        &serde_json::json!({
-            "wall_ms": hlc.wall_ms(),
-            "offset_ms": hlc.offset_ms(),
-            "hlc": hlc.peek(),
-            "hook": hook,
-        }),
+        &op::Clock {
+            wall_ms: hlc.wall_ms(),
+            offset_ms: hlc.offset_ms(),
+            hlc: hlc.peek(),
+            hook,
+        },
     )
 }

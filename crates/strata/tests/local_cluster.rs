@@ -60,9 +60,9 @@ fn three_nodes_serve_and_a_killed_one_comes_back_on_its_data() {
         assert_eq!(status_code(u), Ok(200), "{u}");
     }
     let view = status::fetch(&urls[0]).unwrap();
-    assert_eq!(view.members.len(), 3);
-    assert_eq!(view.members.iter().filter(|m| m.is_self).count(), 1);
-    assert_eq!(view.replication, 3);
+    assert_eq!(view.head.members.len(), 3);
+    assert_eq!(view.head.members.iter().filter(|m| m.is_self).count(), 1);
+    assert_eq!(view.head.replication, 3);
 
     c.kill(1).unwrap();
     assert!(status_code(&urls[1]).is_err());

@@ -255,7 +255,7 @@ pub fn run(
     // from, so they get the node's default: from = replication, ack =
     // from / 2 + 1).
     let (from, members) = match strata_ctl::status::fetch(&nodes.urls[0]) {
-        Ok(v) => (v.replication as u32, v.members.len() as u32),
+        Ok(v) => (v.head.replication as u32, v.head.members.len() as u32),
         Err(e) => {
             on_line(&format!(
                 "{}: /v0/cluster: {e}; taking replication min(3, {n})",

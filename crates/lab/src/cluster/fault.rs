@@ -154,7 +154,7 @@ impl Backlog {
         let mut b = Backlog::default();
         for (j, u) in urls.iter().enumerate() {
             let v = status::fetch(u)?;
-            for m in v.members.iter().filter(|m| !m.is_self) {
+            for m in v.head.members.iter().filter(|m| !m.is_self) {
                 b.total += m.hints.count;
                 b.dropped += m.hints.dropped;
                 if j == i {
