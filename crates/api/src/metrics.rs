@@ -42,6 +42,7 @@ pub const ALL: &[&str] = &[
     WRITE_STALLS,
     WRITE_STALL_SECONDS,
     MEMTABLE_BYTES,
+    BLOCK_CACHE_BYTES,
     IMMUTABLE_MEMTABLES,
     TABLES,
     FSYNC_SUM,
@@ -119,6 +120,8 @@ pub const COMPACTIONS: &str = "strata_engine_compactions_total";
 pub const WRITE_STALLS: &str = "strata_engine_write_stalls_total";
 pub const WRITE_STALL_SECONDS: &str = "strata_engine_write_stall_seconds_total";
 pub const MEMTABLE_BYTES: &str = "strata_engine_memtable_bytes";
+/// Bytes the block cache holds.
+pub const BLOCK_CACHE_BYTES: &str = "strata_engine_block_cache_bytes";
 pub const IMMUTABLE_MEMTABLES: &str = "strata_engine_immutable_memtables";
 /// Tables per level (`level="0"`: the debt flush leaves to compaction).
 pub const TABLES: &str = "strata_engine_tables";

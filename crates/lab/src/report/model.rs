@@ -384,6 +384,9 @@ pub struct ServerSample {
     /// Memtable bytes and immutable memtables waiting for flush (gauges).
     #[serde(default)]
     pub memtable_bytes: Option<f64>,
+    /// Bytes the block cache holds (a gauge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_cache_bytes: Option<f64>,
     #[serde(default)]
     pub immutables: Option<f64>,
     /// Level 0's tables (a gauge): the debt flush leaves to compaction.
