@@ -8,8 +8,9 @@
 //!
 //! Asserted: the checker found nothing lost or stale; every node flushed
 //! and compacted; RSS and open descriptors flat by the soak's own rules;
-//! the summary, its JSON and the three charts written. The p99 criterion
-//! is timing on a shared machine and is only required to be reported.
+//! the summary, its JSON and the three charts written; what the RSS held
+//! at the end said. The p99's drift and the stall criterion are timing on
+//! a shared machine and are only required to be reported.
 
 use std::process::Command;
 
@@ -42,15 +43,28 @@ fn a_two_minute_soak_keeps_everything_and_stays_flat() {
     let criteria = s["criteria"].as_array().unwrap();
     let failed: Vec<&serde_json::Value> = criteria
         .iter()
-        .filter(|c| c["passed"] != true && c["name"] != "p99 without drift")
+        // Latency is reported, not asserted: timing on a shared machine.
+        .filter(|c| {
+            c["passed"] != true
+                && c["name"] != "p99 without drift"
+                && c["name"] != "no stall over 100 ms"
+        })
         .collect();
     assert!(
         failed.is_empty(),
         "criteria failed: {failed:#?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     // Every criterion the soak promises was judged: the checker, errors,
-    // three nodes' RSS, descriptors and engine work, the p99.
-    assert_eq!(criteria.len(), 3 + 3 * 3, "{criteria:#?}");
+    // three nodes' RSS, descriptors and engine work, the p99's drift and
+    // stalls.
+    assert_eq!(criteria.len(), 4 + 3 * 3, "{criteria:#?}");
+    for n in s["nodes"].as_array().unwrap() {
+        // What the RSS held at the end is said: the heap, the cache, the
+        // memtables.
+        for k in ["anon_last_mib", "cache_last_mib", "memtables_last_mib"] {
+            assert!(n[k].as_f64().is_some_and(|v| v >= 0.0), "{k}: {n:#}");
+        }
+    }
     let check = &s["check"];
     assert_eq!(check["lost"], 0, "{check:#}");
     assert_eq!(check["stale"], 0, "{check:#}");
