@@ -184,7 +184,8 @@ fn every_library_names_its_modules_and_what_it_must_not_do() {
                 "{name}: lib.rs does not say what the crate must not do"
             ));
         }
-        for m in mods {
+        // A `tests` module is the crate's own unit tests, not a part.
+        for m in mods.into_iter().filter(|m| m != "tests") {
             if !doc.contains(&format!("`{m}`")) {
                 bad.push(format!("{name}: lib.rs does not name module `{m}`"));
             }

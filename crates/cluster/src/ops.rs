@@ -1,0 +1,51 @@
+//! What the cluster's callers pass and observe: how many replicas a request
+//! goes to and must answer (`Replication`), the kinds of replica
+//! operations (`OpKind`) an `Observer` is told of, and the coordinator's
+//! counters (`Stats`). Owns those small types; must not act.
+
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+/// How many replicas a request goes to (`from`) and how many must answer
+/// (`ack`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replication {
+    pub ack: usize,
+    pub from: usize,
+}
+
+/// Kinds of replica operations, for observers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Write,
+    Read,
+    Repair,
+    Hint,
+}
+
+impl OpKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OpKind::Write => "write",
+            OpKind::Read => "read",
+            OpKind::Repair => "repair",
+            OpKind::Hint => "hint",
+        }
+    }
+}
+
+/// Told about every replica operation sent to a peer (the node turns them
+/// into metrics and USDT probes). `id` is the client request's id (0 for
+/// background work).
+pub trait Observer: Send + Sync + 'static {
+    fn replica_send(&self, _id: u64, _peer: &str, _op: OpKind) {}
+    fn replica_answer(&self, _id: u64, _peer: &str, _op: OpKind, _elapsed: Duration, _ok: bool) {}
+}
+
+/// Counters of the coordinator's work.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub not_enough_replicas: AtomicU64,
+    pub read_repairs: AtomicU64,
+    pub superseded_retries: AtomicU64,
+}
