@@ -149,10 +149,12 @@ fn answer(mut s: TcpStream, heard: &Heard, members: &[String], me: &str) {
                     )
                 })
                 .collect();
+            let rf = members.len().min(3);
+            let listed: Vec<String> = members.iter().map(|m| format!("{m:?}")).collect();
             let body = format!(
-                r#"{{"node":"{me}","replication":{},"members":[{}]}}"#,
-                members.len().min(3),
-                view.join(",")
+                r#"{{"node":"{me}","replication":{rf},"members":[{}],"layout":{{"version":1,"stage":"stable","replication":{rf},"members":[{}],"previous":null}}}}"#,
+                view.join(","),
+                listed.join(",")
             );
             reply(&mut s, "200 OK", &body)
         }
