@@ -8,7 +8,9 @@
 #   scripts/fuzz.sh [DURATION] [TARGET...]     # DURATION: 60s (default), 5m, 1h
 #
 # Each target starts from its kept inputs (fuzz/regressions/TARGET/) and
-# grows a corpus under fuzz/corpus/TARGET/ (git-ignored). A crash is copied
+# its corpus (fuzz/corpus/TARGET/, kept in the repository: commit what a
+# run added), and every target run appends a line to fuzz/ledger.tsv
+# (date, target, seconds, executions, corpus inputs, crashes). A crash is copied
 # into fuzz/regressions/TARGET/ at once, where
 # crates/strata/tests/fuzz_regressions.rs replays it in the normal suite
 # (it fails there until the bug is fixed); the script then goes on with the
@@ -46,11 +48,13 @@ log "building ${#targets[@]} targets"
 (cd fuzz && cargo +nightly fuzz build -O) >&2
 
 found=0
-rows=()
+echo "| target | seconds | executions | corpus inputs | crashes kept |"
+echo "| --- | ---: | ---: | ---: | ---: |"
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t" "fuzz/regressions/$t"
     out=$(mktemp)
     log "$t for ${secs}s"
+    started=$SECONDS
     set +e
     (cd fuzz && cargo +nightly fuzz run -O "$t" "corpus/$t" "regressions/$t" -- \
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1) >"$out" 2>&1
@@ -71,11 +75,11 @@ for t in "${targets[@]}"; do
         crashes="? (exit $status)"
     fi
     [[ $crashes == 0 ]] || found=1
-    rows+=("| $t | $secs | ${execs:-?} | $corpus | $crashes |")
+    ran=$((SECONDS - started))
+    # Each target's row as soon as it is done (a run stopped early keeps
+    # what it did), and a line in the ledger of every fuzzing hour.
+    echo "| $t | $ran | ${execs:-?} | $corpus | $crashes |"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%F)" "$t" "$ran" "${execs:-?}" "$corpus" "$crashes" >>fuzz/ledger.tsv
     rm -f "$out"
 done
-
-echo "| target | seconds | executions | corpus inputs | crashes kept |"
-echo "| --- | ---: | ---: | ---: | ---: |"
-printf '%s\n' "${rows[@]}"
 exit "$found"
