@@ -30,7 +30,7 @@ use crate::profile;
 use crate::query::{BadQuery, Query};
 
 pub use crate::reply::Body;
-use crate::reply::{full, json, text};
+use crate::reply::{full, text};
 
 /// A handler's answer; `Err` is an early answer (an error status), so that
 /// validation can use `?`.
@@ -297,7 +297,9 @@ async fn route(
         "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
         "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
         "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node.cluster, &req).await,
-        p if p == "/v0/backup" || p.starts_with("/v0/backup/") => backup(node, &req).await,
+        p if p == "/v0/backup" || p.starts_with("/v0/backup/") => {
+            crate::backup::handle(node, &req).await
+        }
         "/metrics" => metrics(node, &req).await,
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
         "/debug/pprof/heap" => heap_profile(&req).await.unwrap_or_else(|r| r),
@@ -700,87 +702,6 @@ impl hyper::body::Body for MergedBody {
                 Poll::Ready(None)
             }
         }
-    }
-}
-
-/// Backups: `POST /v0/backup` takes a checkpoint and lists its files,
-/// `GET /v0/backup/ID` lists them again, `GET /v0/backup/ID/FILE` streams
-/// one, `DELETE /v0/backup/ID` removes the checkpoint (see `backup.rs`).
-async fn backup(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
-    let root = crate::backup::root(&node.config.data_dir);
-    let rest = req.uri().path()["/v0/backup".len()..].trim_start_matches('/');
-    let parts: Vec<&str> = if rest.is_empty() {
-        vec![]
-    } else {
-        rest.split('/').collect()
-    };
-    let listed = |id: &str, files: &[(String, u64)]| strata_api::operate::BackupFiles {
-        id: id.to_string(),
-        files: files
-            .iter()
-            .map(|(name, bytes)| strata_api::operate::FileEntry {
-                name: name.clone(),
-                bytes: *bytes,
-            })
-            .collect(),
-        node: None,
-        tables: None,
-        linked: None,
-        table_bytes: None,
-        wal_segments: None,
-        wal_bytes: None,
-    };
-    let typed = |status, body: &strata_api::operate::BackupFiles| {
-        json(status, &serde_json::to_value(body).unwrap_or_default())
-    };
-    match (req.method(), parts.as_slice()) {
-        (&Method::POST, []) => {
-            let db = node.cluster.local().clone();
-            let dir = node.config.data_dir.clone();
-            match tokio::task::spawn_blocking(move || crate::backup::take(&db, &dir)).await {
-                Ok(Ok(t)) => {
-                    let body = strata_api::operate::BackupFiles {
-                        node: Some(node.cluster.advertise().to_string()),
-                        tables: Some(t.info.tables as u64),
-                        linked: Some(t.info.linked as u64),
-                        table_bytes: Some(t.info.table_bytes),
-                        wal_segments: Some(t.info.wal_segments as u64),
-                        wal_bytes: Some(t.info.wal_bytes),
-                        ..listed(&t.id, &t.files)
-                    };
-                    tracing::info!(id = %t.id, tables = t.info.tables, "backup checkpoint taken");
-                    typed(StatusCode::CREATED, &body)
-                }
-                Ok(Err(e)) => text(StatusCode::INTERNAL_SERVER_ERROR, &e),
-                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-            }
-        }
-        (&Method::GET, [id]) => match crate::backup::list(&root, id) {
-            Ok(files) => typed(StatusCode::OK, &listed(id, &files)),
-            Err(e) => text(StatusCode::NOT_FOUND, &e),
-        },
-        (&Method::GET, [id, name]) => match crate::backup::file(&root, id, name) {
-            Ok(p) => match crate::backup::FileBody::open(p) {
-                Ok(b) => {
-                    let mut r = Response::new(b.boxed());
-                    r.headers_mut().insert(
-                        CONTENT_TYPE,
-                        HeaderValue::from_static("application/octet-stream"),
-                    );
-                    r
-                }
-                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-            },
-            Err(e) => text(StatusCode::NOT_FOUND, &e),
-        },
-        (&Method::DELETE, [id]) => match crate::backup::remove(&root, id) {
-            Ok(()) => text(StatusCode::OK, "removed"),
-            Err(e) => text(StatusCode::NOT_FOUND, &e),
-        },
-        _ => text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "POST /v0/backup, GET /v0/backup/ID[/FILE], DELETE /v0/backup/ID",
-        ),
     }
 }
 

@@ -3,17 +3,26 @@
 //! while the node serves) into `DATA/backups/ID/` and answers its files;
 //! `GET /v0/backup/ID/FILE` streams one (read on the blocking pool, a
 //! bounded channel of chunks to the connection); `DELETE /v0/backup/ID`
-//! removes the checkpoint. `strata backup` drives these. Owns the
+//! removes the checkpoint (`handle` answers all three). `strata backup`
+//! drives these. Owns the
 //! checkpoints' directory, their names and the file streaming; must not
 //! decide what goes into a checkpoint (the engine does).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use hyper::body::Frame;
+use http_body_util::BodyExt;
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
 use strata_engine::{CheckpointInfo, Db};
 use tokio::sync::mpsc;
+
+use crate::api::Node;
+use crate::reply::{json, text, Body};
 
 /// Bytes read from a file per chunk sent.
 const CHUNK: usize = 1 << 20;
@@ -142,6 +151,87 @@ impl hyper::body::Body for FileBody {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         self.rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
+    }
+}
+
+/// Backups: `POST /v0/backup` takes a checkpoint and lists its files,
+/// `GET /v0/backup/ID` lists them again, `GET /v0/backup/ID/FILE` streams
+/// one, `DELETE /v0/backup/ID` removes the checkpoint (the functions below).
+pub(crate) async fn handle(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
+    let root = root(&node.config.data_dir);
+    let rest = req.uri().path()["/v0/backup".len()..].trim_start_matches('/');
+    let parts: Vec<&str> = if rest.is_empty() {
+        vec![]
+    } else {
+        rest.split('/').collect()
+    };
+    let listed = |id: &str, files: &[(String, u64)]| strata_api::operate::BackupFiles {
+        id: id.to_string(),
+        files: files
+            .iter()
+            .map(|(name, bytes)| strata_api::operate::FileEntry {
+                name: name.clone(),
+                bytes: *bytes,
+            })
+            .collect(),
+        node: None,
+        tables: None,
+        linked: None,
+        table_bytes: None,
+        wal_segments: None,
+        wal_bytes: None,
+    };
+    let typed = |status, body: &strata_api::operate::BackupFiles| {
+        json(status, &serde_json::to_value(body).unwrap_or_default())
+    };
+    match (req.method(), parts.as_slice()) {
+        (&Method::POST, []) => {
+            let db = node.cluster.local().clone();
+            let dir = node.config.data_dir.clone();
+            match tokio::task::spawn_blocking(move || take(&db, &dir)).await {
+                Ok(Ok(t)) => {
+                    let body = strata_api::operate::BackupFiles {
+                        node: Some(node.cluster.advertise().to_string()),
+                        tables: Some(t.info.tables as u64),
+                        linked: Some(t.info.linked as u64),
+                        table_bytes: Some(t.info.table_bytes),
+                        wal_segments: Some(t.info.wal_segments as u64),
+                        wal_bytes: Some(t.info.wal_bytes),
+                        ..listed(&t.id, &t.files)
+                    };
+                    tracing::info!(id = %t.id, tables = t.info.tables, "backup checkpoint taken");
+                    typed(StatusCode::CREATED, &body)
+                }
+                Ok(Err(e)) => text(StatusCode::INTERNAL_SERVER_ERROR, &e),
+                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            }
+        }
+        (&Method::GET, [id]) => match list(&root, id) {
+            Ok(files) => typed(StatusCode::OK, &listed(id, &files)),
+            Err(e) => text(StatusCode::NOT_FOUND, &e),
+        },
+        (&Method::GET, [id, name]) => match file(&root, id, name) {
+            Ok(p) => match FileBody::open(p) {
+                Ok(b) => {
+                    let mut r = Response::new(b.boxed());
+                    r.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/octet-stream"),
+                    );
+                    r
+                }
+                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            },
+            Err(e) => text(StatusCode::NOT_FOUND, &e),
+        },
+        (&Method::DELETE, [id]) => match remove(&root, id) {
+            Ok(()) => text(StatusCode::OK, "removed"),
+            Err(e) => text(StatusCode::NOT_FOUND, &e),
+        },
+        _ => text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "POST /v0/backup, GET /v0/backup/ID[/FILE], DELETE /v0/backup/ID",
+        ),
     }
 }
 

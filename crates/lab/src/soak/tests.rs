@@ -142,3 +142,63 @@ fn a_stall_over_100_ms_fails_the_soak() {
     assert!(!c.passed && c.detail.contains("400 ms"), "{}", c.detail);
     assert!(!judged(&calm, 1466.0).passed);
 }
+
+#[test]
+fn a_cache_still_filling_is_not_a_leak_but_the_rest_growing_is() {
+    const MIB: f64 = 1024.0 * 1024.0;
+    // The block cache fills by 150 MiB over the second half; the rest of
+    // the RSS is flat (the cache node) or grows as much (the leak).
+    let node = |leak: bool| -> Vec<ServerSample> {
+        (0..600)
+            .map(|i| {
+                let cache = 50.0 + 150.0 * (i as f64 / 600.0);
+                let other = 120.0
+                    + if leak {
+                        150.0 * (i as f64 / 600.0)
+                    } else {
+                        0.0
+                    };
+                let mut s = sample(i as f64, cache + 10.0 + other, 40.0);
+                s.block_cache_bytes = Some(cache * MIB);
+                s.memtable_bytes = Some(10.0 * MIB);
+                s
+            })
+            .collect()
+    };
+    let cache = node_trend("cache", &node(false), 300.0);
+    let leak = node_trend("leak", &node(true), 300.0);
+    assert!(cache.rss_rise_mib > 60.0, "{cache:?}");
+    assert!(cache.other_rise_mib.unwrap().abs() < 1.0, "{cache:?}");
+    assert!(leak.other_rise_mib.unwrap() > 60.0, "{leak:?}");
+    let judged = |n: NodeTrend| {
+        let url = n.url.clone();
+        let s = Soak {
+            rate: 100.0,
+            breaking_point: None,
+            duration_s: 600.0,
+            requests: 60_000,
+            errors: 0,
+            error_pct: 0.0,
+            windows: vec![],
+            p99_first_ms: 2.0,
+            p99_last_ms: 2.0,
+            compared_s: 150.0,
+            p99_slope_ms_per_hour: 0.0,
+            nodes: vec![n],
+            check: None,
+            criteria: vec![],
+            passed: false,
+        };
+        judge(&s, 0.1)
+            .into_iter()
+            .find(|c| c.name == format!("RSS flat on {url}"))
+            .unwrap()
+    };
+    let c = judged(cache);
+    assert!(
+        c.passed && c.detail.contains("less block cache"),
+        "{}",
+        c.detail
+    );
+    assert!(!judged(leak).passed);
+}

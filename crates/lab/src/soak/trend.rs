@@ -36,9 +36,14 @@ pub struct NodeTrend {
     /// Mean RSS over the second half, MiB.
     pub rss_half_mean_mib: f64,
     /// Of the RSS, the heap (anonymous memory): its slope over the second
-    /// half, MiB per hour (None when the node does not say). Tells a leak
-    /// from the tables' mmapped pages filling.
+    /// half, MiB per hour (None when the node does not say).
     pub anon_slope_mib_per_hour: Option<f64>,
+    /// The RSS less what the block cache and the memtables hold (both
+    /// bounded by the node's settings): its fitted rise over the second
+    /// half, MiB, and the slope, MiB per hour. A leak shows here; a cache
+    /// still filling does not. None when the node does not report both.
+    pub other_rise_mib: Option<f64>,
+    pub other_slope_mib_per_hour: Option<f64>,
     /// The node's own descriptors (files, WAL, tables, listeners, peer
     /// connections): open descriptors less client connections, which are
     /// the client's to open and close.
@@ -130,6 +135,10 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
     let rss_half = series(samples, half_s, |s| s.rss_bytes.map(|b| b / MIB));
     let (rss_slope, rss_rise) = slope_and_rise(&rss_half);
     let rss_half_mean = rss_half.iter().map(|p| p.1).sum::<f64>() / rss_half.len().max(1) as f64;
+    let other_half = series(samples, half_s, |s| {
+        Some((s.rss_bytes? - s.block_cache_bytes? - s.memtable_bytes?) / MIB)
+    });
+    let other = (other_half.len() >= 2).then(|| slope_and_rise(&other_half));
     let (fds_slope, fds_rise) = slope_and_rise(&series(samples, half_s, own_fds));
     let total = |pick: fn(&ServerSample) -> Option<f64>| samples.iter().filter_map(pick).sum();
     NodeTrend {
@@ -140,6 +149,8 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
         rss_slope_mib_per_hour: rss_slope,
         rss_rise_mib: rss_rise,
         rss_half_mean_mib: rss_half_mean,
+        other_rise_mib: other.map(|o| o.1),
+        other_slope_mib_per_hour: other.map(|o| o.0),
         anon_slope_mib_per_hour: {
             let a = series(samples, half_s, |s| s.rss_anon_bytes.map(|b| b / MIB));
             (a.len() >= 2).then(|| slope_and_rise(&a).0)
