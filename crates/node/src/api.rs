@@ -298,7 +298,7 @@ async fn route(
         "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
         "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node.cluster, &req).await,
         p if p == "/v0/backup" || p.starts_with("/v0/backup/") => {
-            crate::backup::handle(node, &req).await
+            crate::backup::handle(&node.cluster, &node.config.data_dir, &req).await
         }
         "/metrics" => metrics(node, &req).await,
         "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),

@@ -11,17 +11,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
+use strata_cluster::Cluster;
 use strata_engine::{CheckpointInfo, Db};
 use tokio::sync::mpsc;
 
-use crate::api::Node;
 use crate::reply::{json, text, Body};
 
 /// Bytes read from a file per chunk sent.
@@ -157,8 +155,12 @@ impl hyper::body::Body for FileBody {
 /// Backups: `POST /v0/backup` takes a checkpoint and lists its files,
 /// `GET /v0/backup/ID` lists them again, `GET /v0/backup/ID/FILE` streams
 /// one, `DELETE /v0/backup/ID` removes the checkpoint (the functions below).
-pub(crate) async fn handle(node: &Arc<Node>, req: &Request<Incoming>) -> Response<Body> {
-    let root = root(&node.config.data_dir);
+pub(crate) async fn handle(
+    cluster: &Cluster,
+    data_dir: &Path,
+    req: &Request<Incoming>,
+) -> Response<Body> {
+    let root = root(data_dir);
     let rest = req.uri().path()["/v0/backup".len()..].trim_start_matches('/');
     let parts: Vec<&str> = if rest.is_empty() {
         vec![]
@@ -186,12 +188,12 @@ pub(crate) async fn handle(node: &Arc<Node>, req: &Request<Incoming>) -> Respons
     };
     match (req.method(), parts.as_slice()) {
         (&Method::POST, []) => {
-            let db = node.cluster.local().clone();
-            let dir = node.config.data_dir.clone();
+            let db = cluster.local().clone();
+            let dir = data_dir.to_path_buf();
             match tokio::task::spawn_blocking(move || take(&db, &dir)).await {
                 Ok(Ok(t)) => {
                     let body = strata_api::operate::BackupFiles {
-                        node: Some(node.cluster.advertise().to_string()),
+                        node: Some(cluster.advertise().to_string()),
                         tables: Some(t.info.tables as u64),
                         linked: Some(t.info.linked as u64),
                         table_bytes: Some(t.info.table_bytes),

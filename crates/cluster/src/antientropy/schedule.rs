@@ -31,10 +31,13 @@ impl Inner {
     /// members (`all`), or only with those of higher id (the schedule: each
     /// pair once). One round at a time.
     pub(crate) async fn anti_entropy_round(self: &Arc<Self>, all: bool) -> Vec<Exchange> {
+        // Not before this node has asked the others whether it is still a
+        // member (a few seconds at most after its start), and never once
+        // it is fenced: its data must not spread.
+        self.fence_ready().await;
         let _one = self.ae_lock.lock().await;
         let mut out = Vec::new();
         if self.fence().is_err() {
-            // Fenced (or not yet checked): its data must not spread.
             return out;
         }
         let now = Instant::now();
