@@ -41,7 +41,7 @@ pub fn run(target: &str, dir: &Path, data: &[u8]) {
         }
         "workload_toml" => {
             if let Some(t) = text {
-                let _ = strata_lab::workload::Workload::from_toml_str(t);
+                let _ = strata_lab::load::workload::Workload::from_toml_str(t);
             }
         }
         "scenario_toml" => {

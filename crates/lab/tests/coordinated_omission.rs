@@ -14,7 +14,7 @@ use http_body_util::Full;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use strata_lab::load::{run, summary, LoadArgs, TargetArgs};
+use strata_lab::experiment::trial::{run, summary, LoadArgs, TargetArgs};
 
 /// A server answering 201 at once, except that the request numbered
 /// `stall_at` makes every connection wait until 1 s has passed.

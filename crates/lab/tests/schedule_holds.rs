@@ -13,7 +13,7 @@ use http_body_util::Full;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use strata_lab::load::{run, summary, LoadArgs, TargetArgs};
+use strata_lab::experiment::trial::{run, summary, LoadArgs, TargetArgs};
 
 /// A server answering 201 after `delay(seconds since it started)`.
 fn server(delay: fn(f64) -> Duration) -> std::net::SocketAddr {

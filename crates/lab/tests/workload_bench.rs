@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use strata_lab::workload::{KeyCounter, Workload};
+use strata_lab::load::workload::{KeyCounter, Workload};
 
 #[test]
 #[ignore]

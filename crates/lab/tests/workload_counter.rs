@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_lab::workload::{KeyCounter, Workload};
+use strata_lab::load::workload::{KeyCounter, Workload};
 
 #[test]
 fn bitmap_counts_exactly_across_threads() {

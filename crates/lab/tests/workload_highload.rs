@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use strata_lab::workload::{Op, Workload};
+use strata_lab::load::workload::{Op, Workload};
 
 #[test]
 fn upsert_sends_random_letter_keys_and_3_to_100_byte_values() {

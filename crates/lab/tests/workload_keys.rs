@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use strata_lab::workload::keys::{format_key, KeyChooser, KeyDist, KeySpace};
-use strata_lab::workload::zipfian::{fnv_hash64, zeta, Zipfian, DEFAULT_THETA};
-use strata_lab::workload::{worker_rng, Op, Workload};
+use strata_lab::load::workload::keys::{format_key, KeyChooser, KeyDist, KeySpace};
+use strata_lab::load::workload::zipfian::{fnv_hash64, zeta, Zipfian, DEFAULT_THETA};
+use strata_lab::load::workload::{worker_rng, Op, Workload};
 
 #[test]
 fn zeta_matches_ycsb_constant_for_ten_billion_items() {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use strata_lab::workload::{libri_rate_from_uploads_per_day, Op, Workload};
+use strata_lab::load::workload::{libri_rate_from_uploads_per_day, Op, Workload};
 
 #[test]
 fn libri_sends_8_requests_per_upload_with_reads_2_to_10_s_later() {

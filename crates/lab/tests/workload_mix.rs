@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use strata_lab::workload::values::ValueSize;
-use strata_lab::workload::{worker_rng, Next, Op, Workload};
+use strata_lab::load::workload::values::ValueSize;
+use strata_lab::load::workload::{worker_rng, Next, Op, Workload};
 
 fn draw(w: &Workload, index: usize, seed: u64, n: usize) -> Vec<Next> {
     let mut g = w.generator(index, seed);

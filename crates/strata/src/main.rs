@@ -78,17 +78,17 @@ enum Cmd {
     /// three nodes, sweep it for its breaking point, write the report and
     /// its verdict, kill and restart a node under checked writes and say
     /// what the checker found, stop the cluster.
-    Demo(strata_lab::demo::DemoArgs),
+    Demo(strata_lab::experiment::demo::DemoArgs),
     /// Run a node: the v0 HTTP API on a local store.
     Serve(Box<strata_node::ServeArgs>),
     /// Load against a node: open loop at a constant or Poisson rate
     /// (latency from intended send times) or closed-loop clients; writes a
     /// report directory.
-    Load(Box<strata_lab::load::LoadArgs>),
+    Load(Box<strata_lab::experiment::trial::LoadArgs>),
     /// Find the breaking point: step the offered rate (doubling, then
     /// bisection) until a trial fails the SLO; print each trial, a verdict
     /// naming what saturated, and write a report directory.
-    Sweep(Box<strata_lab::sweep::SweepArgs>),
+    Sweep(Box<strata_lab::experiment::sweep::SweepArgs>),
     /// Simulate a request pipeline in virtual time (a scenario file, or a
     /// running node's model with --from-node): the seed's probe counts and
     /// histograms, utilisation per stage, Little's law, the stage that
@@ -103,7 +103,7 @@ enum Cmd {
     /// (URL,URL,...), the cluster's: every node's /metrics, one more step
     /// through the first node to split coordinator from replica costs, and
     /// what-ifs (more nodes, ack=1, a node down).
-    Calibrate(Box<strata_lab::calibrate::CalibrateArgs>),
+    Calibrate(Box<strata_lab::experiment::calibrate::CalibrateArgs>),
     /// Reports of lab runs.
     Report {
         #[command(subcommand)]
@@ -125,7 +125,7 @@ enum Cmd {
     /// open files against time (slopes), the p99 per window (drift),
     /// flushes and compactions, what the checker found; a verdict, charts
     /// and soak.md. Exits non-zero if a criterion failed.
-    Soak(Box<strata_lab::soak::SoakArgs>),
+    Soak(Box<strata_lab::experiment::soak::SoakArgs>),
     /// Back up a node (every member with --all) into DIR while it serves:
     /// a checkpoint of its store (tables hard-linked, WAL tail copied)
     /// downloaded file by file, with a backup.json listing them.
@@ -170,7 +170,7 @@ enum BenchCmd {
 enum ClusterCmd {
     /// Start a local cluster of real `strata serve` processes (a generated
     /// secret), print their URLs, stop them all on Ctrl-C or SIGTERM.
-    Up(strata_lab::cluster::up::UpArgs),
+    Up(strata_lab::nemesis::up::UpArgs),
     /// Every node's view of the cluster, side by side, as a table; each
     /// node's ranges and when each was last in sync with each replica.
     Status(strata_ctl::status::StatusArgs),
@@ -188,17 +188,17 @@ enum ClusterCmd {
     /// A checked run against running nodes: clients record every
     /// operation; the checker reports lost acknowledged writes and stale
     /// reads. Exits non-zero when it finds any.
-    Check(Box<strata_lab::check::CheckArgs>),
+    Check(Box<strata_lab::experiment::check::CheckArgs>),
     /// Checked runs under faults (a node killed, stopped, partitioned,
     /// its clock shifted), each on a fresh local cluster: lost writes,
     /// stale reads, errors on live coordinators, the time until the
     /// faulted node is level, every node's own store; the totals as a
     /// table. Exits non-zero if any run failed.
-    Campaign(Box<strata_lab::cluster::campaign::CampaignArgs>),
+    Campaign(Box<strata_lab::nemesis::campaign::CampaignArgs>),
     /// A TCP relay that adds a fixed delay to each direction: a distant
     /// network path in front of a node (run it in a network namespace;
     /// this is what netem would do). Runs until killed.
-    Delay(strata_lab::cluster::delay::DelayArgs),
+    Delay(strata_lab::nemesis::delay::DelayArgs),
 }
 
 #[derive(Subcommand)]
@@ -256,24 +256,27 @@ fn main() -> ExitCode {
             a.tls_ca = cli.tls_ca.or(a.tls_ca);
             strata_node::Config::resolve(&a).and_then(strata_node::run)
         }),
-        Cmd::Load(a) => exit("strata load", strata_lab::load::main(&a)),
+        Cmd::Load(a) => exit("strata load", strata_lab::experiment::trial::main(&a)),
         Cmd::Demo(a) => exit(
             "strata demo",
             std::env::current_exe()
                 .map_err(|e| format!("cannot find own executable: {e}"))
-                .and_then(|exe| strata_lab::demo::run(&a, Command::new(exe))),
+                .and_then(|exe| strata_lab::experiment::demo::run(&a, Command::new(exe))),
         ),
-        Cmd::Sweep(a) => exit("strata sweep", strata_lab::sweep::main(&a)),
+        Cmd::Sweep(a) => exit("strata sweep", strata_lab::experiment::sweep::main(&a)),
         Cmd::Soak(a) => exit(
             "strata soak",
-            own_exe().and_then(|exe| strata_lab::soak::main(&a, Command::new(exe))),
+            own_exe().and_then(|exe| strata_lab::experiment::soak::main(&a, Command::new(exe))),
         ),
         Cmd::Sim(a) => exit(
             "strata sim",
             strata_sim::run(&a, Some(&strata_lab::report::scrape::fetch_metrics))
                 .map_err(|e| e.to_string()),
         ),
-        Cmd::Calibrate(a) => exit("strata calibrate", strata_lab::calibrate::main(&a)),
+        Cmd::Calibrate(a) => exit(
+            "strata calibrate",
+            strata_lab::experiment::calibrate::main(&a),
+        ),
         Cmd::Report {
             what: ReportCmd::Merge(a),
         } => exit(
@@ -317,21 +320,21 @@ fn cluster(what: ClusterCmd) -> ExitCode {
     match what {
         ClusterCmd::Up(a) => exit(
             "strata cluster up",
-            own_exe().and_then(|exe| strata_lab::cluster::up::up(&a, Command::new(exe))),
+            own_exe().and_then(|exe| strata_lab::nemesis::up::up(&a, Command::new(exe))),
         ),
-        ClusterCmd::Delay(a) => exit("strata cluster delay", strata_lab::cluster::delay::main(&a)),
+        ClusterCmd::Delay(a) => exit("strata cluster delay", strata_lab::nemesis::delay::main(&a)),
         ClusterCmd::Status(a) => exit("strata cluster status", strata_ctl::status::status(&a)),
         ClusterCmd::Repair(a) => exit("strata cluster repair", strata_ctl::repair::repair(&a)),
         ClusterCmd::Join(a) => exit("strata cluster join", strata_ctl::change::run(&a, true)),
         ClusterCmd::Leave(a) => exit("strata cluster leave", strata_ctl::change::run(&a, false)),
-        ClusterCmd::Check(a) => match strata_lab::check::command::command(&a) {
+        ClusterCmd::Check(a) => match strata_lab::experiment::check::command(&a) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => exit("strata cluster check", Err(e)),
         },
         ClusterCmd::Campaign(a) => {
             let r = own_exe()
-                .and_then(|exe| strata_lab::cluster::campaign::campaign(&a, || Command::new(&exe)));
+                .and_then(|exe| strata_lab::nemesis::campaign::campaign(&a, || Command::new(&exe)));
             match r {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::FAILURE,

@@ -12,8 +12,8 @@
 
 use std::process::Command;
 
-use strata_lab::cluster::campaign::{run_one, RunOptions, RunResult};
-use strata_lab::cluster::fault::Fault;
+use strata_lab::nemesis::campaign::{run_one, RunOptions, RunResult};
+use strata_lab::nemesis::fault::Fault;
 
 fn strata() -> Command {
     Command::new(env!("CARGO_BIN_EXE_strata"))

@@ -193,3 +193,96 @@ fn every_library_names_its_modules_and_what_it_must_not_do() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// The lab's rooms in the order its `lib.rs` table lists them: each may
+/// import only itself and those listed before it.
+fn lab_rooms(lib: &str) -> Vec<String> {
+    lib.lines()
+        .filter_map(|l| l.strip_prefix("//! | `"))
+        .filter_map(|r| r.split_once('`').map(|(m, _)| m.to_string()))
+        .collect()
+}
+
+/// `crate::room` paths in `text` (a file of room `own`) that name a room
+/// listed after `own`, as "own -> other".
+fn imports_up(own: &str, text: &str, rooms: &[String]) -> Vec<String> {
+    let rank = |r: &str| rooms.iter().position(|x| x == r);
+    let mut bad = Vec::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for (i, _) in line.match_indices("crate::") {
+            let rest = &line[i + "crate::".len()..];
+            let room: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if let (Some(a), Some(b)) = (rank(own), rank(&room)) {
+                if b > a {
+                    bad.push(format!("{own} -> {room}"));
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Issue 30's end state for the lab: at most six rooms, none importing a
+/// room after it, no file over 800 lines.
+#[test]
+fn the_lab_rooms_import_only_those_before_them() {
+    let src = workspace().join("crates/lab/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let rooms = lab_rooms(&lib);
+    let (mods, _) = declared(&lib);
+    let mut sorted = rooms.clone();
+    sorted.sort();
+    let mut declared_mods = mods.clone();
+    declared_mods.sort();
+    assert_eq!(sorted, declared_mods, "lib.rs's table lists every room");
+    assert!(rooms.len() <= 6, "{} rooms: {rooms:?}", rooms.len());
+
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let own = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let text = std::fs::read_to_string(f).unwrap();
+        for b in imports_up(&own, &text, &rooms) {
+            bad.push(format!("{}: {b}", rel.display()));
+        }
+        let lines = text.lines().count();
+        if lines > 800 {
+            bad.push(format!("{}: {lines} lines", rel.display()));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+
+    // And the rule catches what it is for.
+    let rooms: Vec<String> = ["units", "check", "load"].map(String::from).to_vec();
+    assert_eq!(
+        imports_up(
+            "check",
+            "use crate::load::driver;\n// crate::load\nuse crate::units::x;",
+            &rooms
+        ),
+        ["check -> load"]
+    );
+}

@@ -1,4 +1,4 @@
-//! The lab's local cluster launcher (`strata_lab::cluster::local`) against
+//! The lab's local cluster launcher (`strata_lab::nemesis::local`) against
 //! the real binary: three `strata serve --cluster` processes on loopback
 //! that all answer `/v0/status`, a node killed and started again on its
 //! own data, a graceful stop; and a proxied cluster in which a partitioned
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use strata_ctl::http;
 use strata_ctl::status;
-use strata_lab::cluster::local::{ClusterOptions, LocalCluster};
+use strata_lab::nemesis::local::{ClusterOptions, LocalCluster};
 
 fn strata() -> Command {
     Command::new(env!("CARGO_BIN_EXE_strata"))

@@ -2,18 +2,16 @@
 //! pool records what every operation did (`history`), a pure checker judges
 //! that history for lost acknowledged writes, stale reads and impossible
 //! reads (`checker`), and the runner drives the pool against one or more
-//! nodes and ends with a full-`ack` read of every key (`run`);
-//! `command` is `strata cluster check`'s arguments and output. Tests,
+//! nodes and ends with a full-`ack` read of every key (`run`)
+//! (`strata cluster check`'s arguments are `experiment::check`'s). Tests,
 //! campaigns and `strata load --check` call it as a library. Owns the check; must not
 //! know the node's internals (HTTP only) nor inject faults itself: the
 //! caller does those while a run goes on.
 
 pub mod checker;
-pub mod command;
 pub mod history;
 pub mod run;
 
 pub use checker::{check, Impossible, Lost, Quorum, Report, Stale, Why};
-pub use command::CheckArgs;
 pub use history::{ClientLog, History, KeyRole, Kind, Op, Outcome, Recorder};
 pub use run::{spawn, BetweenPhases, Checked, Config, Mix, Progress, Running, Smart};

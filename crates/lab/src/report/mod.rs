@@ -5,10 +5,12 @@
 //! interval logs that let several load machines' runs be merged
 //! (`hdrlog`), a node's heap profile drawn as a flame graph (`heap`), the
 //! live dashboard (`dashboard`), and the nodes' `/metrics` sampled on the
-//! run's time axis (`scrape`), the server's side of the model. This file
+//! run's time axis (`scrape`), the server's side of the model, and the
+//! sections for the faults and the check that ran alongside (`alongside`). This file
 //! only writes a report directory; it must not run load, and nothing
 //! below it judges what it measured.
 
+pub mod alongside;
 pub mod charts;
 pub mod dashboard;
 pub mod evidence;

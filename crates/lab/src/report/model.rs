@@ -263,7 +263,7 @@ pub struct NodeSecond {
     pub p99_ms: f64,
 }
 
-pub use crate::cluster::schedule::FaultMark;
+pub use crate::nemesis::schedule::FaultMark;
 
 /// The consistency checker's verdict on the checked clients of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -20,13 +20,13 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use crate::cluster::local::{ClusterOptions, LocalCluster};
-use crate::during::DuringArgs;
-use crate::load::{LoadArgs, TargetArgs};
+use crate::experiment::slo::SloArgs;
+use crate::experiment::sweep::{self, SweepArgs};
+use crate::experiment::trial::{LoadArgs, TargetArgs};
+use crate::nemesis::during::DuringArgs;
+use crate::nemesis::local::{ClusterOptions, LocalCluster};
 use crate::report::charts::{trend, TrendLine};
 use crate::report::model::{CheckSummary, ServerSample};
-use crate::slo::SloArgs;
-use crate::sweep::{self, SweepArgs};
 
 mod judge;
 #[cfg(test)]
@@ -270,10 +270,13 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
             ..DuringArgs::default()
         },
     };
-    let run = crate::load::run_on::<LocalCluster>(&la, None)?;
+    let run = crate::experiment::trial::run_on::<LocalCluster>(&la, None)?;
     crate::report::write_dir(&out, &run.report, &run.scrapes)
         .map_err(|e| format!("{}: {e}", out.display()))?;
-    print!("{}", crate::load::summary(run.trial(), &run.outcome));
+    print!(
+        "{}",
+        crate::experiment::trial::summary(run.trial(), &run.outcome)
+    );
     let t = run.trial();
     let from = t.started_s;
     let end = t.started_s + t.duration_s.max(1.0);

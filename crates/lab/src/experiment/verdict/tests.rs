@@ -91,7 +91,7 @@ fn slow(parts: &[(&str, Option<&str>, f64)]) -> Slowest {
                 node: n.map(str::to_string),
                 share: *s,
                 mean_ms: 15.0 * s,
-                words: crate::slowest::words(w, *n),
+                words: crate::load::slowest::words(w, *n),
             })
             .collect(),
         by_node: vec![],

@@ -12,7 +12,7 @@ use strata_api::query::encode_into;
 use strata_client::conn::Conn;
 use strata_client::session::{Method, Request, Session};
 
-use crate::workload::{Generator, Op};
+use crate::load::workload::{Generator, Op};
 
 /// Values to send: one buffer per thread, grown to the largest size asked.
 pub(super) struct Values(pub(super) RefCell<Rc<[u8]>>);

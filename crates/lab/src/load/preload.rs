@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::workload::Workload;
+use crate::load::workload::Workload;
 use strata_client::conn::{Conn, Target};
 
 /// Tries of one PUT the node answers 503 to, and the pause before the

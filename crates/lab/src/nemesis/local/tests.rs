@@ -92,7 +92,7 @@ fn nodes_start_die_come_back_freeze_and_stop() {
     let d = tempfile::tempdir().unwrap();
     let mut o = ClusterOptions::new(3, d.path().join("c"));
     o.node_args = vec![vec![], vec!["--test-clock-offset-ms".into(), "-250".into()]];
-    let mut c = LocalCluster::start(&o, crate::cluster::fake_node::command()).unwrap();
+    let mut c = LocalCluster::start(&o, crate::nemesis::fake_node::command()).unwrap();
     let urls = c.urls();
     assert_eq!(urls.len(), 3);
     assert_eq!(c.advertised(), urls);
@@ -160,7 +160,7 @@ fn a_partition_through_the_proxy_is_a_real_silence() {
     let d = tempfile::tempdir().unwrap();
     let mut o = ClusterOptions::new(3, d.path());
     o.proxied = true;
-    let c = LocalCluster::start(&o, crate::cluster::fake_node::command()).unwrap();
+    let c = LocalCluster::start(&o, crate::nemesis::fake_node::command()).unwrap();
     let (urls, adv) = (c.urls(), c.advertised());
     assert!(urls.iter().zip(&adv).all(|(u, a)| u != a));
     assert!(c

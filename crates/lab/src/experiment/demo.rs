@@ -12,12 +12,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::cluster::local::{ClusterOptions, LocalCluster};
-use crate::cluster::schedule::{Kind, Step};
-use crate::during::DuringArgs;
-use crate::load::{LoadArgs, TargetArgs};
-use crate::slo::SloArgs;
-use crate::sweep::{self, SweepArgs};
+use crate::experiment::slo::SloArgs;
+use crate::experiment::sweep::{self, SweepArgs};
+use crate::experiment::trial::{LoadArgs, TargetArgs};
+use crate::nemesis::during::DuringArgs;
+use crate::nemesis::local::{ClusterOptions, LocalCluster};
+use crate::nemesis::schedule::{Kind, Step};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct DemoArgs {
@@ -67,7 +67,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
     let report = a.dir.join("report");
     let mut o = ClusterOptions::new(a.nodes, &data);
     o.proxied = faults.iter().any(|f| f.kind == Kind::Partition);
-    crate::cluster::schedule::validate(&faults, a.nodes, o.proxied)?;
+    crate::nemesis::schedule::validate(&faults, a.nodes, o.proxied)?;
     println!(
         "Starting a local cluster of {} nodes, data in {}",
         a.nodes,
@@ -150,7 +150,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
                     ..DuringArgs::default()
                 },
             };
-            crate::load::run_on(&la, Some(&mut cluster)).and_then(|r| {
+            crate::experiment::trial::run_on(&la, Some(&mut cluster)).and_then(|r| {
                 crate::report::write_dir(&out, &r.report, &r.scrapes)
                     .map_err(|e| format!("{}: {e}", out.display()))?;
                 Ok(Some((r, out)))
@@ -161,10 +161,13 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
     let _ = cluster.terminate_all();
     swept?;
     if let Some((r, out)) = checked? {
-        print!("{}", crate::load::summary(r.trial(), &r.outcome));
         print!(
             "{}",
-            crate::during::summary(&r.report.faults, r.report.check.as_ref())
+            crate::experiment::trial::summary(r.trial(), &r.outcome)
+        );
+        print!(
+            "{}",
+            crate::report::alongside::summary(&r.report.faults, r.report.check.as_ref())
         );
         if let Some(c) = &r.report.check {
             if !c.passed {

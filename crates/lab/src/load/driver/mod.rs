@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::nodes::Nodes;
-use crate::schedule::{Arrivals, Schedule};
-use crate::slowest::{SlowHeap, SlowRequest};
-use crate::workload::{KeyCounter, Op, Workload};
+use crate::load::nodes::Nodes;
+use crate::load::schedule::{Arrivals, Schedule};
+use crate::load::slowest::{SlowHeap, SlowRequest};
+use crate::load::workload::{KeyCounter, Op, Workload};
 use strata_client::conn::Conn;
 use strata_client::session::Session;
 
@@ -125,7 +125,7 @@ async fn wait_until(t: Instant) {
             tokio::time::sleep_until(c.into()).await;
         }
     }
-    crate::timer::sleep_until(t).await;
+    crate::load::timer::sleep_until(t).await;
 }
 
 /// A thread's share of the open-loop schedule.
@@ -177,7 +177,7 @@ impl ThreadCtx {
     async fn send_and_record(
         &self,
         w: &mut Worker,
-        next: &crate::workload::Next,
+        next: &crate::load::workload::Next,
         intended: Instant,
         counted: bool,
         late: Late,
@@ -391,7 +391,7 @@ fn thread_main(
         Pace::Open { rate, .. } => rate * plan.duration.as_secs_f64(),
         Pace::Closed { clients, .. } => 10_000.0 * clients as f64,
     };
-    let slow_cap = crate::slowest::per_thread(expected, plan.threads);
+    let slow_cap = crate::load::slowest::per_thread(expected, plan.threads);
     local.block_on(&rt, async move {
         let ctx = Rc::new(ThreadCtx {
             clock: clock.clone(),
@@ -558,7 +558,7 @@ pub fn run(
         Pace::Open {
             rate, connections, ..
         } => {
-            if !crate::slo::positive(rate) || connections == 0 {
+            if !crate::units::positive(rate) || connections == 0 {
                 return Err("open loop needs a positive rate and at least one connection".into());
             }
             connections
@@ -736,7 +736,7 @@ pub fn run(
         distinct_keys: keys.count(),
         distinct_exact: keys.exact(),
         per_node,
-        slowest: crate::slowest::slowest(totals.slow, counted),
+        slowest: crate::load::slowest::slowest(totals.slow, counted),
         generator_late: totals.generator_late,
         generator_on_cpu: totals.on_cpu,
         generator_run_queue: totals.run_queue,

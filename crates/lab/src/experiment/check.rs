@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::checker::Quorum;
-use super::run::{run, Config, Mix, Smart};
+use crate::check::run::{run, Config, Mix, Smart};
+use crate::check::Quorum;
 
 /// Arguments of a checked run, for a command (`strata load --check`, or a
 /// command of its own).
@@ -61,7 +61,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub history: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub client: crate::nodes::ClientArgs,
+    pub client: crate::load::nodes::ClientArgs,
 }
 
 impl CheckArgs {
@@ -69,7 +69,7 @@ impl CheckArgs {
     /// cluster of more than one member, its operations go through the
     /// client library and its nodes are the cluster's members.
     pub fn config(&self) -> Result<Config, String> {
-        let nodes = crate::nodes::Nodes::discover(&self.urls, &self.client)?;
+        let nodes = crate::load::nodes::Nodes::discover(&self.urls, &self.client)?;
         Ok(Config {
             clients: self.clients,
             seed: self.seed,

@@ -26,10 +26,10 @@ use serde::Serialize;
 use strata_sim::predict::{breaking_point, Bound, Objective, Prediction};
 use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
 
-use crate::driver;
-use crate::load::{Progress, TargetArgs};
+use crate::experiment::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
+use crate::experiment::trial::{Progress, TargetArgs};
+use crate::load::driver;
 use crate::report::scrape::{fetch_metrics, metric_sums};
-use crate::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CalibrateArgs {
@@ -113,7 +113,7 @@ pub fn overloaded(o: &driver::Outcome, rate: f64) -> bool {
 /// at its rate, and runs again.
 fn step_went_wrong(o: &driver::Outcome, rate: f64) -> Option<String> {
     let behind = o.dropped + o.late;
-    if behind as f64 > crate::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64 {
+    if behind as f64 > crate::experiment::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64 {
         return Some(format!("the generator fell behind on {behind} sends"));
     }
     overloaded(o, rate).then(|| format!("the node served only {}", fmt_num(o.achieved_rate())))

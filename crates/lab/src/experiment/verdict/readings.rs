@@ -18,8 +18,8 @@
 //! Owns the figures and the thresholds; must not weigh one resource
 //! against another (`verdict` does).
 
+use crate::experiment::slo::fmt_num;
 use crate::report::model::{ResourceReading, ServerSample, Trial};
-use crate::slo::fmt_num;
 
 pub const FSYNC_BUSY: f64 = 0.7;
 pub const STALL_SHARE: f64 = 0.01;

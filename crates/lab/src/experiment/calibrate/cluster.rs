@@ -43,11 +43,11 @@ use strata_sim::units::human_ns;
 use strata_sim::units::Dur;
 
 use super::{next_step, objective, CalibrateArgs, Calibration, Step, NEXT_STEP_SHARE};
-use crate::driver;
-use crate::load::Progress;
-use crate::nodes::Nodes;
+use crate::experiment::slo::fmt_num;
+use crate::experiment::trial::Progress;
+use crate::load::driver;
+use crate::load::nodes::Nodes;
 use crate::report::scrape::{fetch_metrics, metric_sums};
-use crate::slo::fmt_num;
 
 /// The role step runs at this share of the last predicted capacity, all
 /// of it through one node.
@@ -188,7 +188,7 @@ fn measure(
     a: &CalibrateArgs,
     all: &Nodes,
     through: &Nodes,
-    workload: &std::sync::Arc<crate::workload::Workload>,
+    workload: &std::sync::Arc<crate::load::workload::Workload>,
     rate: f64,
     seed: u64,
     label: &str,

@@ -12,12 +12,12 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::load::{rfc3339, run_trial, Progress, TargetArgs};
+use crate::experiment::search::Search;
+use crate::experiment::slo::{fmt_num, positive, SloArgs};
+use crate::experiment::trial::{rfc3339, run_trial, Progress, TargetArgs};
+use crate::experiment::verdict::{verdict, Evidence, Machine};
 use crate::report::model::{Report, RunKind, Trial};
 use crate::report::scrape::{Sampler, Scrapes};
-use crate::search::Search;
-use crate::slo::{fmt_num, positive, SloArgs};
-use crate::verdict::{verdict, Evidence, Machine};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SweepArgs {
@@ -145,7 +145,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let local = nodes.all_loopback();
     // The machine's cores (all of them: the generator may be pinned to
     // some, and the nodes to others).
-    let cores = local.then(crate::cpu::online_cores).flatten();
+    let cores = local.then(crate::load::cpu::online_cores).flatten();
     let origin = Instant::now();
     let started_at = rfc3339(SystemTime::now());
     let sampler = Sampler::start(&nodes.targets, origin, Duration::from_secs(1));
@@ -165,7 +165,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         (a.tail_samples as f64 / ((1.0 - q) * rate)).clamp(a.duration, 4.0 * a.duration)
     };
     on_line(&header());
-    let during = crate::during::DuringArgs {
+    let during = crate::nemesis::during::DuringArgs {
         check: a.check,
         check_clients: a.check_clients,
         ..Default::default()
@@ -174,7 +174,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let expected = Duration::from_secs_f64(
         a.max_trials as f64 * (4.0 * a.duration + t.warmup + a.pause + t.drop_after + 1.0),
     );
-    let (result, found) = crate::during::around::<crate::cluster::control::Control, _>(
+    let (result, found) = crate::nemesis::during::around::<crate::nemesis::control::Control, _>(
         &during,
         &nodes.urls,
         nodes.client.as_ref(),
@@ -192,7 +192,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
                     }
                     let seed = t.seed.wrapping_add(trials.len() as u64);
                     let plan = t.plan(&nodes, &workload, t.open(rate), duration_at(rate), seed);
-                    let span = crate::cpu::Span::start();
+                    let span = crate::load::cpu::Span::start();
                     let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
                     let (outcome, mut trial) =
                         run_trial(&plan, origin, &progress, &prefix, &mut |_| {}, &sampler)?;
@@ -256,7 +256,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     });
     let machine = Machine { cores };
     for t in &mut trials {
-        t.resources = crate::verdict::readings::readings(t, machine);
+        t.resources = crate::experiment::verdict::readings::readings(t, machine);
     }
     let v = verdict(&Evidence {
         trials: &trials,
@@ -280,9 +280,12 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         }
     ));
     on_line(&v.text);
-    let check = found.checked.as_ref().map(crate::during::check_summary);
+    let check = found
+        .checked
+        .as_ref()
+        .map(crate::report::alongside::check_summary);
     if let Some(c) = &check {
-        on_line(crate::during::summary(&[], Some(c)).trim_end());
+        on_line(crate::report::alongside::summary(&[], Some(c)).trim_end());
     }
     let report = Report {
         faults: Vec::new(),
@@ -290,7 +293,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         kind: RunKind::Sweep,
         title: format!("sweep of {}", t.url),
         started_at,
-        command: crate::load::command_line(),
+        command: crate::experiment::trial::command_line(),
         target: t.url.clone(),
         workload: workload.describe(),
         slo: Some(slo.describe()),
@@ -374,7 +377,7 @@ impl Pools {
 
 impl Pool {
     /// Why the runs together failed the SLO (empty: they met it).
-    fn judge(&self, slo: &crate::slo::Slo) -> Vec<String> {
+    fn judge(&self, slo: &crate::experiment::slo::Slo) -> Vec<String> {
         slo.judge(&self.trial, &|q| {
             self.latency.value_at_quantile(q) as f64 / 1000.0
         })

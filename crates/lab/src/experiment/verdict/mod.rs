@@ -16,8 +16,8 @@ pub mod readings;
 
 use std::collections::BTreeMap;
 
+use crate::experiment::slo::fmt_num;
 use crate::report::model::{ResourceReading, Slowest, Trial};
-use crate::slo::fmt_num;
 pub use readings::Machine;
 
 /// What the sweep learned, for the verdict.

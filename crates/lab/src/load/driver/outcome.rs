@@ -8,7 +8,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::record::NodeInterval;
-use crate::slowest::SlowRequest;
+use crate::load::slowest::SlowRequest;
 
 /// Live figures for a progress line.
 #[derive(Clone, Debug, Default)]

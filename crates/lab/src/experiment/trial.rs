@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::driver::{self, Outcome, Pace, Plan};
-use crate::nodes::Nodes;
+use crate::load::driver::{self, Outcome, Pace, Plan};
+use crate::load::nodes::Nodes;
+use crate::load::schedule::Arrivals;
+use crate::load::workload::Workload;
 use crate::report::model::{self, NodeSummary, Percentiles, Report, RunKind, ServerSample, Trial};
 use crate::report::scrape::{Sampler, Scrapes};
-use crate::schedule::Arrivals;
-use crate::workload::Workload;
 
 /// Arguments shared by `load` and `sweep`: where, what, how.
 #[derive(clap::Args, Clone, Debug)]
@@ -90,7 +90,7 @@ pub struct TargetArgs {
     #[arg(long)]
     pub from: Option<u32>,
     #[command(flatten)]
-    pub client: crate::nodes::ClientArgs,
+    pub client: crate::load::nodes::ClientArgs,
 }
 
 impl TargetArgs {
@@ -128,7 +128,7 @@ impl TargetArgs {
             return Ok(());
         }
         for (url, target) in nodes.urls.iter().zip(&nodes.targets) {
-            let (n, took) = crate::preload::preload(target, w, self.connections.min(64))?;
+            let (n, took) = crate::load::preload::preload(target, w, self.connections.min(64))?;
             if n > 0 && nodes.len() == 1 {
                 eprintln!("Preloaded {n} keys in {:.1}s", took.as_secs_f64());
             } else if n > 0 {
@@ -238,7 +238,7 @@ pub struct LoadArgs {
     pub hdr: Option<PathBuf>,
     /// Faults and the consistency checker alongside the load.
     #[command(flatten)]
-    pub during: crate::during::DuringArgs,
+    pub during: crate::nemesis::during::DuringArgs,
 }
 
 /// A load run: the driver's outcome, the report trial, the whole report.
@@ -439,7 +439,7 @@ pub fn to_trial(
         server_rss_bytes: rss,
         server,
         per_node,
-        slowest: crate::slowest::breakdown(&o.slowest, &plan.nodes.urls),
+        slowest: crate::load::slowest::breakdown(&o.slowest, &plan.nodes.urls),
         generator_late_sends: o.generator_late,
         resources: Vec::new(),
         repeat: None,
@@ -457,7 +457,7 @@ pub fn to_trial(
 impl LoadArgs {
     pub fn plan(&self) -> Result<Plan, String> {
         let t = &self.target;
-        if !crate::slo::positive(self.duration) || t.warmup < 0.0 {
+        if !crate::experiment::slo::positive(self.duration) || t.warmup < 0.0 {
             return Err("--duration must be positive and --warmup not negative".into());
         }
         let pace = if self.clients > 0 {
@@ -467,7 +467,7 @@ impl LoadArgs {
             }
         } else {
             t.open(match self.uploads_per_day {
-                Some(u) => crate::workload::libri_rate_from_uploads_per_day(u),
+                Some(u) => crate::load::workload::libri_rate_from_uploads_per_day(u),
                 None => self.rate,
             })
         };
@@ -480,15 +480,15 @@ impl LoadArgs {
 /// in `--cluster-dir`, through its control socket.
 pub fn run(a: &LoadArgs) -> Result<LoadRun, String> {
     if a.during.faults.is_empty() {
-        return run_on::<crate::cluster::control::Control>(a, None);
+        return run_on::<crate::nemesis::control::Control>(a, None);
     }
-    let mut c = crate::cluster::control::Control::connect(&a.during.cluster_dir)?;
+    let mut c = crate::nemesis::control::Control::connect(&a.during.cluster_dir)?;
     run_on(a, Some(&mut c))
 }
 
 /// [`run`], with the faults of `--fault` injected into `target` (a
 /// cluster the lab started).
-pub fn run_on<T: crate::cluster::schedule::Target + Send>(
+pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
     a: &LoadArgs,
     target: Option<&mut T>,
 ) -> Result<LoadRun, String> {
@@ -517,7 +517,7 @@ pub fn run_on<T: crate::cluster::schedule::Target + Send>(
         }
     };
     let expected = plan.warmup + plan.duration + plan.drop_after;
-    let (r, found) = crate::during::around(
+    let (r, found) = crate::nemesis::during::around(
         &a.during,
         &plan.nodes.urls,
         plan.nodes.client.as_ref(),
@@ -528,8 +528,11 @@ pub fn run_on<T: crate::cluster::schedule::Target + Send>(
     )?;
     let scrapes = sampler.stop();
     let (outcome, trial) = r?;
-    let faults = crate::during::with_recovery(found.faults, &trial);
-    let check = found.checked.as_ref().map(crate::during::check_summary);
+    let faults = crate::report::alongside::with_recovery(found.faults, &trial);
+    let check = found
+        .checked
+        .as_ref()
+        .map(crate::report::alongside::check_summary);
     if let Some(w) = hdr {
         w.finish().map_err(|e| e.to_string())?;
     }
@@ -579,7 +582,7 @@ pub fn main(a: &LoadArgs) -> Result<(), String> {
         print!("{}", summary(r.trial(), &r.outcome));
         print!(
             "{}",
-            crate::during::summary(&r.report.faults, r.report.check.as_ref())
+            crate::report::alongside::summary(&r.report.faults, r.report.check.as_ref())
         );
         println!("  Report: {}", dir.join("report.html").display());
     }

@@ -1,4 +1,5 @@
-//! Clusters of real nodes on one machine: `strata cluster up` (start N
+//! The nemesis: clusters of real nodes on one machine and the faults done
+//! to them: `strata cluster up` (start N
 //! `strata serve` processes on loopback, optionally with every node's
 //! internal traffic through a fault-injecting TCP proxy), faults injected
 //! into it on a schedule, and campaigns of checked runs under faults (the
@@ -14,6 +15,7 @@
 //! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
 //! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |
 //! | `schedule.rs` | `--fault kill:2@20s ...`: a run's fault schedule, injected on time into a [`schedule::Target`], undone, level times, recovery from the timeline |
+//! | `during.rs` | what runs alongside a load: its fault schedule and the checker's clients, started and stopped with it |
 //! | `control.rs` | the control socket of `strata cluster up` (`DIR/control.sock`), so that `strata load --fault` can reach the cluster it started |
 //! | `campaign.rs` | `strata cluster campaign`: checked runs under each fault, own stores compared with acknowledged writes, totals |
 //! | `up.rs` | `strata cluster up` |
@@ -23,6 +25,7 @@
 pub mod campaign;
 pub mod control;
 pub mod delay;
+pub mod during;
 #[cfg(test)]
 mod fake_node;
 pub mod fault;

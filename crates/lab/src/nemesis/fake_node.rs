@@ -25,7 +25,7 @@ pub(crate) fn command() -> Command {
     let mut c = Command::new("sh");
     c.arg("-c")
         .arg(format!(
-            "export {ENV}=\"$*\"; exec \"$0\" --exact cluster::fake_node::fake_node --ignored --nocapture --test-threads=1"
+            "export {ENV}=\"$*\"; exec \"$0\" --exact nemesis::fake_node::fake_node --ignored --nocapture --test-threads=1"
         ))
         .arg(exe);
     c
