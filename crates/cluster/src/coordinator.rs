@@ -8,11 +8,10 @@
 //! take the newest of `ack` answers and write it back to stale replicas
 //! before answering (read repair). A replica the failure detector holds
 //! down is not waited for: if `ack` is out of reach the answer is at once.
-//! Also the peer-facing handler, heartbeats and hint delivery. Owns the
+//! Also heartbeats and hint delivery (the peer-facing handler is
+//! `parts.rs`'s). Owns the
 //! replication protocol; must not know about HTTP or how bytes are stored.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,30 +20,23 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::fence::Fence;
 use crate::membership::{State, HEARTBEAT};
+use crate::reaper::Reaper;
 use crate::record::{Record, Version};
+use crate::shared::{record_bytes, Shared};
 use crate::store::Outcome;
 use crate::topology::Pinned;
 use crate::trace::{LocalTiming, PeerWait, Trace};
-use crate::transport::{CallError, Handler};
+use crate::transport::CallError;
 use crate::wire::{Request, Response};
-use crate::{ClusterError, Inner, OpKind, Replication, Result};
+use crate::{ClusterError, OpKind, Replication, Result, Stats};
 
 /// Attempts of a write that replicas keep answering with newer versions.
 pub(crate) const MAX_ATTEMPTS: usize = 4;
 /// Hints read and delivered per round.
 const HINT_BATCH: usize = 256;
 
-/// The time a replica operation may take, beyond the replica timeout, per
-/// byte it carries: 100 ns, as if the path moved 10 MB/s (a loaded
-/// machine's WAL write and fsync of a large value are slower than the
-/// network).
-const PER_BYTE: Duration = Duration::from_nanos(100);
-
-/// The bytes a write of `record` to `key` carries.
-fn record_bytes(key: &[u8], record: &Record) -> usize {
-    key.len() + record.value.as_ref().map_or(0, |v| v.len())
-}
 /// Largest scan page a peer serves.
 pub(crate) const MAX_PAGE: u32 = 4096;
 
@@ -54,18 +46,30 @@ enum Replicated {
     Short(usize, Option<ClusterError>),
 }
 
-impl Inner {
-    /// Run blocking work on tokio's blocking pool, or on this task in the
-    /// simulation's inline mode (`ClusterConfig::inline_io`). `None` if the
-    /// blocking task failed.
-    pub(crate) async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> Option<T> {
-        if self.cfg.inline_io {
-            Some(f())
-        } else {
-            tokio::task::spawn_blocking(f).await.ok()
+/// The coordinator: its counters, the fence it obeys, the reaper's floor
+/// its writes meet on this node.
+pub(crate) struct Coordinator {
+    sh: Arc<Shared>,
+    fence: Arc<Fence>,
+    reaper: Arc<Reaper>,
+    pub(crate) stats: Stats,
+}
+
+/// The coordinator sees what every subsystem shares.
+impl std::ops::Deref for Coordinator {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.sh
+    }
+}
+
+impl Coordinator {
+    pub(crate) fn new(sh: Arc<Shared>, fence: Arc<Fence>, reaper: Arc<Reaper>) -> Coordinator {
+        Coordinator {
+            sh,
+            fence,
+            reaper,
+            stats: Stats::default(),
         }
     }
 
@@ -79,11 +83,6 @@ impl Inner {
             hlc,
             node: self.my_id,
         }
-    }
-
-    pub(crate) fn is_down(&self, m: usize, now: Instant) -> bool {
-        // A read guard, not a clone of the topology: on every request.
-        self.topo.read().detectors[m].state(now) == State::Down
     }
 
     pub(crate) async fn write(
@@ -163,7 +162,7 @@ impl Inner {
         *trace = Trace::default();
         // The common single-replica case on this node: no task, no channel.
         if sets.len() == 1 && sets[0] == [self.me] {
-            let (r, timing) = self.apply_fresh(key, record).await;
+            let (r, timing) = self.reaper.apply_fresh(key, record).await;
             trace.local = Some(timing);
             return match r {
                 Ok(Outcome::Applied) => Replicated::Done,
@@ -202,7 +201,7 @@ impl Inner {
             if m == self.me {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
-                    let (r, timing) = s.apply_fresh(k, rec).await;
+                    let (r, timing) = s.reaper.apply_fresh(k, rec).await;
                     let _ = tx.send((m, r, timing)).await;
                     drop(pin);
                 });
@@ -282,104 +281,6 @@ impl Inner {
                 Err(_) => {}
             }
         }
-    }
-
-    /// One request to peer `m`, observed; no answer in time, or an error
-    /// answer, is an error.
-    async fn call_peer(
-        &self,
-        id: u64,
-        m: usize,
-        op: OpKind,
-        req: Request,
-        timeout: Duration,
-    ) -> Result<Response> {
-        let peer = self.topo().peers[m].clone().expect("a peer, not this node");
-        if let Some(o) = &self.observer {
-            o.replica_send(id, &peer.url, op);
-        }
-        let t = Instant::now();
-        let r = peer.call(req, timeout).await;
-        if let Some(o) = &self.observer {
-            o.replica_answer(id, &peer.url, op, t.elapsed(), r.is_ok());
-        }
-        if let Err(CallError::Remote {
-            read_only: true, ..
-        }) = &r
-        {
-            // Its store refuses writes: the next writes go to the other
-            // replicas (and hints) for a while.
-            self.topo.read().detectors[m].refused_write(Instant::now());
-        }
-        r.map_err(|e| ClusterError::Failed(format!("{}: {e}", peer.url)))
-    }
-
-    /// Member `m`'s URL, read under the topology's lock (no clone of it:
-    /// on the path of every replicated request).
-    fn member_url(&self, m: usize) -> String {
-        self.topo.read().members[m].url.clone()
-    }
-
-    fn unexpected(&self, m: usize, what: &str) -> ClusterError {
-        let url = self.topo().members[m].url.clone();
-        ClusterError::Failed(format!("{url}: unexpected answer to a {what}"))
-    }
-
-    /// One write to a peer; a failure is an error (the caller keeps a
-    /// hint).
-    pub(crate) async fn send_write(
-        &self,
-        id: u64,
-        m: usize,
-        key: Bytes,
-        record: Record,
-        op: OpKind,
-    ) -> Result<Outcome> {
-        self.send_write_timed(id, m, key, record, op)
-            .await
-            .map(|(o, _)| o)
-    }
-
-    /// `send_write`, and the peer's own stages as it reported them.
-    pub(crate) async fn send_write_timed(
-        &self,
-        id: u64,
-        m: usize,
-        key: Bytes,
-        record: Record,
-        op: OpKind,
-    ) -> Result<(Outcome, LocalTiming)> {
-        let timeout = self.timeout_for(record_bytes(&key, &record));
-        let req = if op == OpKind::Repair {
-            Request::Repair { key, record }
-        } else {
-            Request::Write { key, record }
-        };
-        match self.call_peer(id, m, op, req, timeout).await? {
-            Response::Written(o, t) => Ok((o, t)),
-            _ => Err(self.unexpected(m, "write")),
-        }
-    }
-
-    pub(crate) async fn send_read(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Record>> {
-        // The answer's size is not known before it comes: the call may
-        // take as long as the largest record would; the coordinator's own
-        // deadline decides how long a read waits.
-        let timeout = self.timeout_for(crate::wire::MAX_FRAME);
-        match self
-            .call_peer(id, m, OpKind::Read, Request::Read { key }, timeout)
-            .await?
-        {
-            Response::Read(rec) => Ok(rec),
-            _ => Err(self.unexpected(m, "read")),
-        }
-    }
-
-    /// How long a replica operation carrying `bytes` may take: the
-    /// replica timeout, and `PER_BYTE` more for each byte (a 32 MiB value
-    /// gets 3.4 s more), so that a large value is not timed out on its way.
-    pub(crate) fn timeout_for(&self, bytes: usize) -> Duration {
-        self.cfg.timeout + PER_BYTE * bytes.min(u32::MAX as usize) as u32
     }
 
     /// Which of `replicas` a write goes to: those `reachable` says, less
@@ -580,13 +481,6 @@ impl Inner {
         ok
     }
 
-    /// Keep a write that member `m` missed, in the background.
-    pub(crate) fn keep_hint(&self, m: usize, key: Bytes, record: Record) {
-        if let Some(w) = &self.hint_writer {
-            w.keep(self.topo().members[m].id, key, record);
-        }
-    }
-
     pub(crate) async fn heartbeat_loop(self: Arc<Self>, i: usize) {
         let t = self.topo();
         let peer = t.peers[i].clone().expect("a peer");
@@ -625,7 +519,7 @@ impl Inner {
             }
             if hints.pending(pid) == 0
                 || detector.state(Instant::now()) != State::Up
-                || self.fence().is_err()
+                || self.fence.check().is_err()
             {
                 continue;
             }
@@ -690,7 +584,7 @@ impl Inner {
         }
     }
 
-    fn scan_page(&self, start: &[u8], end: Option<&[u8]>, limit: u32) -> Response {
+    pub(crate) fn scan_page(&self, start: &[u8], end: Option<&[u8]>, limit: u32) -> Response {
         let limit = limit.clamp(1, MAX_PAGE) as usize;
         let mut entries = Vec::new();
         let mut more = false;
@@ -711,62 +605,5 @@ impl Inner {
             }
         }
         Response::Scanned { entries, more }
-    }
-}
-
-impl Handler for Inner {
-    fn handle(
-        self: Arc<Self>,
-        _from: u64,
-        req: Request,
-    ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
-        Box::pin(async move {
-            match req {
-                Request::Write { key, record } => match self.apply_fresh(key, record).await {
-                    (Ok(o), t) => Response::Written(o, t),
-                    (Err(e), _) => e.into_response(),
-                },
-                Request::Repair { key, record } => {
-                    match self.store.apply_timed(key, record).await {
-                        (Ok(o), t) => Response::Written(o, t),
-                        (Err(e), _) => e.into_response(),
-                    }
-                }
-                Request::Read { key } => match self.store.read(&key) {
-                    Ok(r) => Response::Read(r),
-                    Err(e) => e.into_response(),
-                },
-                Request::Ping => Response::Pong,
-                Request::Scan { start, end, limit } => {
-                    self.scan_page(&start, end.as_deref(), limit)
-                }
-                Request::Hashes {
-                    set,
-                    level,
-                    branches,
-                } => self.answer_hashes(set, level, &branches),
-                Request::Keys {
-                    set,
-                    all,
-                    leaves,
-                    after,
-                    limit,
-                } => self.keys_request(set, all, leaves, after, limit).await,
-                Request::Fetch { keys } => self.answer_fetch(&keys),
-                Request::Push { entries } => self.answer_push(entries).await,
-                Request::Layout { state, cleanup } => {
-                    self.answer_layout(Some((state, cleanup))).await
-                }
-                Request::LayoutGet => self.answer_layout(None).await,
-            }
-        })
-    }
-
-    fn heard(&self, from: u64) {
-        // Every frame heard: a read guard, not a clone of the topology.
-        let t = self.topo.read();
-        if let Some(i) = t.members.iter().position(|m| m.id == from) {
-            t.detectors[i].heard(Instant::now());
-        }
     }
 }

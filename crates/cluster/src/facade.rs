@@ -14,6 +14,8 @@ use tokio::time::Instant;
 
 use crate::hints::Hints;
 use crate::hlc::Hlc;
+use crate::parts::Parts;
+use crate::shared::Shared;
 use crate::store::Store;
 use crate::topology::Topology;
 use crate::transport::Ctx;
@@ -21,7 +23,7 @@ use crate::*;
 
 /// The cluster as seen from one node.
 pub struct Cluster {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) parts: Arc<Parts>,
 }
 
 impl Cluster {
@@ -163,62 +165,49 @@ impl Cluster {
             }
         });
         let my_id = member_id(&cfg.advertise);
-        let fence = fence::FenceState::default();
-        if ctx.is_none() {
-            // No peers, now or ever: nobody to ask, nothing to fence.
-            fence.checked();
-        }
+        let shared = Arc::new(Shared {
+            cfg,
+            me: 0,
+            my_id,
+            topo: parking_lot::RwLock::new(Arc::new(topo)),
+            ctx,
+            hlc,
+            store,
+            hints,
+            hint_writer,
+            observer,
+            closed: AtomicBool::new(false),
+        });
         Ok(Cluster {
-            inner: Arc::new(Inner {
-                cfg,
-                me: 0,
-                my_id,
-                topo: parking_lot::RwLock::new(Arc::new(topo)),
-                ctx,
-                hlc,
-                store,
-                hints,
-                hint_writer,
-                stats: Stats::default(),
-                reaper_stats: ReaperStats::default(),
-                anti_entropy: Default::default(),
-                ae_lock: tokio::sync::Mutex::new(()),
-                rebalance: Default::default(),
-                layout_lock: tokio::sync::Mutex::new(()),
-                fence,
-                observer,
-                closed: AtomicBool::new(false),
-            }),
+            parts: Arc::new(Parts::new(shared)),
         })
     }
 
     /// Start heartbeats, hint delivery and the tombstone reaper (inside a
     /// tokio runtime).
     pub fn start(&self) {
-        let inner = self.inner.clone();
-        tokio::spawn(async move { inner.reaper_loop().await });
-        if !self.inner.cfg.inline_io {
-            tokio::spawn(scrub::run(self.inner.clone()));
+        let p = &self.parts;
+        tokio::spawn(p.reaper.clone().run());
+        if !p.shared.cfg.inline_io {
+            tokio::spawn(scrub::run(p.shared.clone()));
         }
-        if self.inner.store.merkle().is_some() {
+        if p.shared.store.merkle().is_some() {
             // Build the Merkle trees once (a scan of the store), then keep
             // them current; exchanges wait until they are ready.
-            self.inner.spawn_tree_build(false);
-            let inner = self.inner.clone();
-            tokio::spawn(async move { inner.quarantine_loop().await });
-            let inner = self.inner.clone();
-            tokio::spawn(async move { inner.anti_entropy_loop().await });
+            p.rounds.spawn_tree_build(false);
+            tokio::spawn(p.rounds.clone().quarantine_loop());
+            tokio::spawn(p.rounds.clone().run());
         }
-        let t = self.inner.topo();
-        for (i, p) in t.peers.iter().enumerate() {
-            if p.is_some() {
-                self.inner.clone().watch_peer(i);
+        let t = p.shared.topo();
+        for (i, peer) in t.peers.iter().enumerate() {
+            if peer.is_some() {
+                p.rebalance.watch_peer(i);
             }
         }
         // A change this node was part of when it stopped goes on.
-        self.inner.clone().resume_layout();
-        if self.inner.ctx.is_some() {
-            tokio::spawn(self.inner.clone().fence_loop());
+        p.rebalance.clone().resume_layout();
+        if p.shared.ctx.is_some() {
+            tokio::spawn(p.fence.clone().run());
         }
     }
 
@@ -226,84 +215,84 @@ impl Cluster {
     /// after its start (at most a few seconds), before `replication` or
     /// `may_serve`.
     pub async fn ready(&self) {
-        self.inner.fence_ready().await
+        self.parts.fence.ready().await
     }
 
     /// `Ok` when this node may coordinate client requests: not removed
     /// while away, and its first layout check with the others done.
     pub fn may_serve(&self) -> Result<()> {
-        self.inner.fence()
+        self.parts.fence.check()
     }
 
     /// Why this node refuses to serve, if it was removed from the cluster
     /// while away.
     pub fn removed(&self) -> Option<String> {
-        self.inner.removed()
+        self.parts.fence.removed()
     }
 
     /// Members of the current layout.
     pub fn size(&self) -> usize {
-        self.inner.topo().current.len()
+        self.parts.shared.topo().current.len()
     }
 
     pub fn replication_factor(&self) -> usize {
-        self.inner.topo().replication()
+        self.parts.shared.topo().replication()
     }
 
     /// The layout this node holds now.
     pub fn layout(&self) -> LayoutState {
-        self.inner.topo().state.clone()
+        self.parts.shared.topo().state.clone()
     }
 
     /// The local engine (for stats and shutdown).
     pub fn local(&self) -> &Arc<Db> {
-        self.inner.store.db()
+        self.parts.shared.store.db()
     }
 
     pub fn stats(&self) -> &Stats {
-        &self.inner.stats
+        &self.parts.coord.stats
     }
 
     /// Writes waiting on this node's applier and its WAL.
     pub fn writers_waiting(&self) -> usize {
-        self.inner.store.writers_waiting()
+        self.parts.shared.store.writers_waiting()
     }
 
     pub fn reaper_stats(&self) -> &ReaperStats {
-        &self.inner.reaper_stats
+        &self.parts.reaper.stats
     }
 
     pub fn anti_entropy_stats(&self) -> &antientropy::AntiEntropyStats {
-        &self.inner.anti_entropy
+        &self.parts.ae.stats
     }
 
     /// Compare every home set this node belongs to with each of its other
     /// members now and exchange what differs (`strata cluster repair`).
     /// Waits for a scheduled round in progress. Empty for a cluster of one.
     pub async fn repair_now(&self) -> Vec<Exchange> {
-        if self.inner.store.merkle().is_none() {
+        if self.parts.shared.store.merkle().is_none() {
             return Vec::new();
         }
-        self.inner.anti_entropy_round(true).await
+        self.parts.rounds.round(true).await
     }
 
     pub fn hlc(&self) -> &Hlc {
-        &self.inner.hlc
+        &self.parts.shared.hlc
     }
 
     /// This node's advertised URL.
     pub fn advertise(&self) -> &str {
-        &self.inner.cfg.advertise
+        &self.parts.shared.cfg.advertise
     }
 
     /// Resolve `ack`/`from` against the cluster: defaults are `from` = the
     /// replication factor and `ack` = `from / 2 + 1`.
     pub fn replication(&self, ack: Option<usize>, from: Option<usize>) -> Result<Replication> {
-        let t = self.inner.topo();
+        let t = self.parts.shared.topo();
         if t.current.is_empty() {
             return Err(ClusterError::NotMember);
         }
-        self.inner.fence()?;
+        self.parts.fence.check()?;
         let size = t.max_from();
         let from = from.unwrap_or(t.replication());
         let ack = ack.unwrap_or(from / 2 + 1);
@@ -340,7 +329,8 @@ impl Cluster {
     ) -> (Result<Option<Bytes>>, trace::Trace) {
         let mut t = trace::Trace::default();
         let r = self
-            .inner
+            .parts
+            .coord
             .clone()
             .read(id, Bytes::copy_from_slice(key), r, &mut t)
             .await;
@@ -367,20 +357,27 @@ impl Cluster {
         r: Replication,
     ) -> (Result<()>, trace::Trace) {
         let mut t = trace::Trace::default();
-        let r = self.inner.clone().write(id, key, value, r, &mut t).await;
+        let r = self
+            .parts
+            .coord
+            .clone()
+            .write(id, key, value, r, &mut t)
+            .await;
         (r, t)
     }
 
     /// Live entries with `start <= key < end` on this node, streaming.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<scan::LiveIter> {
-        Ok(scan::LiveIter::new(self.inner.store.scan(start, end)?))
+        Ok(scan::LiveIter::new(
+            self.parts.shared.store.scan(start, end)?,
+        ))
     }
 
     /// Live entries with `start <= key < end` across the cluster, merged
     /// (newest version per key, tombstones hidden), through a bounded
     /// channel.
     pub fn scan_cluster(&self, start: Bytes, end: Option<Bytes>) -> scan::ClusterScan {
-        scan::ClusterScan::start(self.inner.clone(), start, end)
+        scan::ClusterScan::start(self.parts.shared.clone(), start, end)
     }
 
     /// Check the token on an internal upgrade request.
@@ -388,7 +385,8 @@ impl Cluster {
         let from = normalize_url(from);
         // Any holder of the secret: a node about to join is not in the
         // layout yet, and the secret is what admits it.
-        self.inner
+        self.parts
+            .shared
             .cfg
             .secret
             .as_ref()
@@ -397,10 +395,10 @@ impl Cluster {
 
     /// This node's URL and a fresh token for its upgrade requests.
     pub fn upgrade_token(&self) -> Option<(String, String)> {
-        let s = self.inner.cfg.secret.as_ref()?;
+        let s = self.parts.shared.cfg.secret.as_ref()?;
         Some((
-            self.inner.cfg.advertise.clone(),
-            s.upgrade_token(&self.inner.cfg.advertise),
+            self.parts.shared.cfg.advertise.clone(),
+            s.upgrade_token(&self.parts.shared.cfg.advertise),
         ))
     }
 
@@ -408,19 +406,26 @@ impl Cluster {
     /// upgrade) until it closes.
     pub async fn serve_peer(&self, stream: BoxStream) -> std::result::Result<(), String> {
         let secret = self
-            .inner
+            .parts
+            .shared
             .cfg
             .secret
             .clone()
             .ok_or("this node has no cluster secret")?;
-        transport::serve(stream, &secret, self.inner.hlc.clone(), self.inner.clone()).await
+        transport::serve(
+            stream,
+            &secret,
+            self.parts.shared.hlc.clone(),
+            self.parts.clone(),
+        )
+        .await
     }
 
     /// This node's view: every member, its state, when it was last heard
     /// from, the hints waiting for it.
     pub fn view(&self) -> ClusterView {
         let now = Instant::now();
-        let i = &self.inner;
+        let i = &self.parts.shared;
         let t = i.topo();
         let live = t.state.all_members();
         ClusterView {
@@ -453,18 +458,18 @@ impl Cluster {
                 .collect(),
             ranges: self.ranges(),
             layout: t.state.clone(),
-            stream: i.rebalance.stream.lock().clone(),
-            change: i.rebalance.change.lock().clone(),
+            stream: self.parts.rebalance.state.stream.lock().clone(),
+            change: self.parts.rebalance.state.change.lock().clone(),
         }
     }
 
     fn ranges(&self) -> Vec<RangeView> {
-        let i = &self.inner;
+        let i = &self.parts.shared;
         let Some(m) = i.store.merkle() else {
             return Vec::new();
         };
         let t = i.topo();
-        let sets = i.my_home_sets();
+        let sets = self.parts.rounds.my_home_sets();
         let (ready, counts): (bool, Vec<u64>) = {
             let st = m.state.lock();
             (
@@ -473,7 +478,7 @@ impl Cluster {
             )
         };
         let now_ms = i.hlc.wall_ms();
-        let synced = i.anti_entropy.synced.lock();
+        let synced = self.parts.ae.stats.synced.lock();
         sets.into_iter()
             .zip(counts)
             .map(|(hs, keys)| RangeView {
@@ -505,11 +510,11 @@ impl Cluster {
     /// Stop background work and close the hint store (the caller closes
     /// the engine).
     pub async fn close(&self) -> Result<()> {
-        self.inner.closed.store(true, Ordering::Release);
-        for p in self.inner.topo().peers.iter().flatten() {
+        self.parts.shared.closed.store(true, Ordering::Release);
+        for p in self.parts.shared.topo().peers.iter().flatten() {
             p.close().await;
         }
-        if let Some(h) = &self.inner.hints {
+        if let Some(h) = &self.parts.shared.hints {
             h.close()?;
         }
         Ok(())

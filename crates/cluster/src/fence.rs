@@ -26,7 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::layout::Stage;
-use crate::{ClusterError, Inner, Result};
+use crate::shared::Shared;
+use crate::wire::Request;
+use crate::{ClusterError, Result};
 
 /// How long client requests wait for the first answer after a start.
 pub(crate) const FIRST_CHECK: Duration = Duration::from_secs(3);
@@ -35,8 +37,9 @@ pub(crate) const INTERVAL: Duration = Duration::from_secs(2);
 /// One peer's answer to a layout question.
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
-#[derive(Default)]
-pub(crate) struct FenceState {
+/// The fence: whether this node may serve, and the check that decides it.
+pub(crate) struct Fence {
+    sh: Arc<Shared>,
     /// The first check is done (some peer answered, or `FIRST_CHECK` went
     /// by).
     checked: AtomicBool,
@@ -46,21 +49,41 @@ pub(crate) struct FenceState {
     removed: parking_lot::Mutex<Option<String>>,
 }
 
-impl FenceState {
-    /// The first check is done.
-    pub(crate) fn checked(&self) {
-        self.checked.store(true, Ordering::Release);
-        self.ready.notify_waiters();
+/// The fence sees what every subsystem shares.
+impl std::ops::Deref for Fence {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.sh
     }
 }
 
-impl Inner {
+impl Fence {
+    pub(crate) fn new(sh: Arc<Shared>) -> Fence {
+        let f = Fence {
+            checked: AtomicBool::new(false),
+            ready: tokio::sync::Notify::new(),
+            removed: parking_lot::Mutex::new(None),
+            sh,
+        };
+        if f.sh.ctx.is_none() {
+            // No peers, now or ever: nobody to ask, nothing to fence.
+            f.checked();
+        }
+        f
+    }
+
+    /// The first check is done.
+    fn checked(&self) {
+        self.checked.store(true, Ordering::Release);
+        self.ready.notify_waiters();
+    }
+
     /// `Ok` when this node may serve client requests.
-    pub(crate) fn fence(&self) -> Result<()> {
-        if let Some(why) = self.fence.removed.lock().clone() {
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Some(why) = self.removed.lock().clone() {
             return Err(ClusterError::Removed(why));
         }
-        if !self.fence.checked.load(Ordering::Acquire) {
+        if !self.checked.load(Ordering::Acquire) {
             return Err(ClusterError::Busy(
                 "asking the other members for their layout before serving".into(),
             ));
@@ -71,12 +94,12 @@ impl Inner {
     /// Wait until the first check is done (at most `FIRST_CHECK` after
     /// the start), so that a request in the node's first moments waits
     /// rather than being refused.
-    pub(crate) async fn fence_ready(&self) {
+    pub(crate) async fn ready(&self) {
         loop {
-            let woken = self.fence.ready.notified();
+            let woken = self.ready.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            if self.fence.checked.load(Ordering::Acquire) {
+            if self.checked.load(Ordering::Acquire) {
                 return;
             }
             woken.await;
@@ -85,16 +108,16 @@ impl Inner {
 
     /// Why this node is fenced, if it is.
     pub(crate) fn removed(&self) -> Option<String> {
-        self.fence.removed.lock().clone()
+        self.removed.lock().clone()
     }
 
     /// Check at once, then every `INTERVAL`, until closed or fenced.
-    pub(crate) async fn fence_loop(self: Arc<Self>) {
+    pub(crate) async fn run(self: Arc<Self>) {
         let first = tokio::time::timeout(FIRST_CHECK, self.check_removed()).await;
         if first.is_err() {
             tracing::warn!("no member answered about the layout in {FIRST_CHECK:?}: serving");
         }
-        self.fence.checked();
+        self.checked();
         loop {
             if self.closed.load(Ordering::Acquire) || self.removed().is_some() {
                 return;
@@ -119,7 +142,8 @@ impl Inner {
         for u in mine.members.iter().filter(|u| **u != me) {
             let (s, u) = (self.clone(), u.clone());
             asks.spawn(async move {
-                let r = tokio::time::timeout(ASK_TIMEOUT, s.layout_of(&u)).await;
+                let r =
+                    tokio::time::timeout(ASK_TIMEOUT, s.layout_call(&u, Request::LayoutGet)).await;
                 (u, r)
             });
         }
@@ -133,7 +157,7 @@ impl Inner {
                     theirs.version, mine.version
                 );
                 tracing::error!("{why}");
-                *self.fence.removed.lock() = Some(why);
+                *self.removed.lock() = Some(why);
                 return;
             }
         }

@@ -1,7 +1,10 @@
 //! The cluster layer between the node's HTTP API and the engine. The door
-//! is `Cluster` (`facade`); the state its subsystems share is `Inner`
-//! (`inner`); what callers pass and observe (`ops`), its settings
-//! (`config`) and errors (`error`).
+//! is `Cluster` (`facade`); behind it, `Parts` (`parts`) holds what the
+//! subsystems share (`Shared`, `shared`: the roster, connections, clock,
+//! store, hint store, and the calls to a peer) and each subsystem, which
+//! owns its state: the coordinator, anti-entropy and its rounds, the
+//! reaper, the rebalance and the fence. What callers pass and observe
+//! (`ops`), its settings (`config`) and errors (`error`).
 //!
 //! Behind the door: members and their failure detection (`membership`,
 //! `topology`), placement of keys by rendezvous hashing (`placement`,
@@ -30,17 +33,18 @@ mod facade;
 mod fence;
 pub mod hints;
 pub mod hlc;
-mod inner;
 pub mod layout;
 pub mod membership;
 pub mod merkle;
 mod ops;
+mod parts;
 pub use strata_api::placement;
 mod reaper;
 pub mod rebalance;
 pub mod record;
 pub mod scan;
 mod scrub;
+mod shared;
 pub mod store;
 pub mod topology;
 pub mod trace;
@@ -63,7 +67,7 @@ pub use store::Outcome;
 pub use transport::{BoxStream, DialFuture, Dialer, TransportConfig};
 pub use view::{ClusterView, MemberView, RangeView};
 
-pub(crate) use inner::{check_layout, home_fn, new_member, Inner};
+pub(crate) use shared::{check_layout, home_fn, new_member};
 
 /// A member's id, a hash of its advertised URL (it seeds its placement
 /// scores and breaks version ties), and URLs compared without a trailing

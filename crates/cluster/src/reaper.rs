@@ -26,10 +26,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use crate::fence::Fence;
 use crate::hlc::LOGICAL_BITS;
 use crate::record::{Record, Version};
+use crate::shared::Shared;
 use crate::store::Outcome;
-use crate::{Inner, OpKind};
+use crate::OpKind;
 
 #[derive(Clone, Copy, Debug)]
 pub struct ReaperConfig {
@@ -77,7 +79,30 @@ type Found = (Vec<(Bytes, Version)>, Option<Bytes>);
 /// Records read from the store per blocking step at most.
 const SCAN_STEP: usize = 20_000;
 
-impl Inner {
+/// The reaper: its counters, and the fence it obeys.
+pub(crate) struct Reaper {
+    sh: Arc<Shared>,
+    fence: Arc<Fence>,
+    pub(crate) stats: ReaperStats,
+}
+
+/// The reaper sees what every subsystem shares.
+impl std::ops::Deref for Reaper {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.sh
+    }
+}
+
+impl Reaper {
+    pub(crate) fn new(sh: Arc<Shared>, fence: Arc<Fence>) -> Reaper {
+        Reaper {
+            sh,
+            fence,
+            stats: ReaperStats::default(),
+        }
+    }
+
     /// The oldest version a fresh write may carry: grace period before
     /// this node's clock. A write stamped earlier is answered with this
     /// version as "superseded", so its coordinator stamps it again.
@@ -103,15 +128,13 @@ impl Inner {
     ) -> (crate::Result<Outcome>, crate::trace::LocalTiming) {
         let floor = self.write_floor();
         if rec.version < floor {
-            self.reaper_stats
-                .refused_old
-                .fetch_add(1, Ordering::Relaxed);
+            self.stats.refused_old.fetch_add(1, Ordering::Relaxed);
             return (Ok(Outcome::Superseded(floor)), Default::default());
         }
         self.store.apply_timed(key, rec).await
     }
 
-    pub(crate) async fn reaper_loop(self: Arc<Self>) {
+    pub(crate) async fn run(self: Arc<Self>) {
         let mut tick = tokio::time::interval(self.cfg.reaper.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut cursor = Some(Bytes::new());
@@ -120,7 +143,7 @@ impl Inner {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            if self.fence().is_err() {
+            if self.fence.check().is_err() {
                 continue;
             }
             cursor = self.clone().reap_pass(cursor.unwrap_or_default()).await;
@@ -233,11 +256,11 @@ impl Inner {
             }
         }
         if !agreed {
-            self.reaper_stats.kept.fetch_add(1, Ordering::Relaxed);
+            self.stats.kept.fetch_add(1, Ordering::Relaxed);
             return;
         }
         if let Ok(Outcome::Applied) = self.store.purge(key, v).await {
-            self.reaper_stats.purged.fetch_add(1, Ordering::Relaxed);
+            self.stats.purged.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -35,21 +35,21 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use crate::antientropy::Rounds;
+use crate::coordinator::Coordinator;
 use crate::layout::{LayoutState, Stage};
 use crate::record::Record;
+use crate::shared::Shared;
+use crate::shared::LAYOUT_CALL;
 use crate::topology::Topology;
 use crate::wire::{Request, Response};
-use crate::{new_member, Cluster, Inner};
+use crate::{new_member, Cluster};
 
 /// Records read from the store per step of a scan.
 const PAGE: usize = 1024;
 /// A push to one gainer carries at most this many records or bytes.
 const PUSH_RECORDS: usize = 512;
 const PUSH_BYTES: usize = 256 << 10;
-/// How long a layout message may take (the receiver waits for requests
-/// under the stage before to finish; the last one waits for its cleanup,
-/// a scan of its store).
-const LAYOUT_CALL: Duration = Duration::from_secs(600);
 /// How long the driver keeps trying a node that does not answer.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -86,7 +86,7 @@ impl Cluster {
     /// seed's cluster. Returns the target layout once the change is under
     /// way; `view().change` follows it.
     pub async fn join(&self) -> Result<LayoutState, String> {
-        let i = &self.inner;
+        let i = &self.parts.rebalance;
         if i.ctx.is_none() {
             return Err("joining needs a cluster secret".into());
         }
@@ -94,7 +94,7 @@ impl Cluster {
         let mine = i.topo().state.clone();
         if mine.version > 0 {
             if mine.stage != Stage::Stable && mine.members.contains(&me) {
-                return self.inner.clone().start_change(stable(&mine), Vec::new());
+                return i.clone().start_change(stable(&mine), Vec::new());
             }
             if mine.members.contains(&me) {
                 return Err(format!(
@@ -126,7 +126,7 @@ impl Cluster {
         }
         if theirs.stage != Stage::Stable {
             if theirs.members.contains(&me) {
-                return self.inner.clone().start_change(stable(&theirs), Vec::new());
+                return i.clone().start_change(stable(&theirs), Vec::new());
             }
             return Err(format!(
                 "the cluster is changing to layout version {}; try again when it is stable",
@@ -135,15 +135,13 @@ impl Cluster {
         }
         let mut members = theirs.members.clone();
         members.push(me);
-        self.inner
-            .clone()
-            .start_change(next(&theirs, members), Vec::new())
+        i.clone().start_change(next(&theirs, members), Vec::new())
     }
 
     /// Take this node out of the cluster: its keys move to the members
     /// that gain them. It goes on serving until stopped.
     pub async fn leave(&self) -> Result<LayoutState, String> {
-        let me = self.inner.cfg.advertise.clone();
+        let me = self.parts.shared.cfg.advertise.clone();
         self.remove_member(&me).await
     }
 
@@ -154,7 +152,7 @@ impl Cluster {
     /// writes the others may lack, and would go on serving under the old
     /// layout).
     pub async fn remove_member(&self, url: &str) -> Result<LayoutState, String> {
-        let i = &self.inner;
+        let i = &self.parts.rebalance;
         let url = crate::normalize_url(url).to_string();
         let me = url == i.cfg.advertise;
         let skip = if me { Vec::new() } else { vec![url.clone()] };
@@ -163,7 +161,7 @@ impl Cluster {
             if mine.previous.as_ref().is_some_and(|p| p.contains(&url))
                 && !mine.members.contains(&url)
             {
-                return self.inner.clone().start_change(stable(&mine), skip);
+                return i.clone().start_change(stable(&mine), skip);
             }
             return Err(format!(
                 "the cluster is changing to layout version {}; try again when it is stable",
@@ -196,7 +194,7 @@ impl Cluster {
                 mine.replication
             ));
         }
-        self.inner.clone().start_change(next(&mine, members), skip)
+        i.clone().start_change(next(&mine, members), skip)
     }
 }
 
@@ -232,16 +230,43 @@ fn at(s: &LayoutState, stage: Stage) -> LayoutState {
     }
 }
 
-impl Inner {
-    pub(crate) fn topo(&self) -> Arc<Topology> {
-        self.topo.read().clone()
+/// The rebalance: the change this node drives, the stream of its keys,
+/// one layout adopted at a time; new peers watched by the coordinator,
+/// trees rebuilt by anti-entropy's schedule.
+pub(crate) struct Rebalance {
+    sh: Arc<Shared>,
+    coord: Arc<Coordinator>,
+    rounds: Arc<Rounds>,
+    pub(crate) state: RebalanceState,
+    /// One layout adopted at a time.
+    lock: tokio::sync::Mutex<()>,
+}
+
+/// The rebalance sees what every subsystem shares.
+impl std::ops::Deref for Rebalance {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.sh
+    }
+}
+
+impl Rebalance {
+    pub(crate) fn new(sh: Arc<Shared>, coord: Arc<Coordinator>, rounds: Arc<Rounds>) -> Rebalance {
+        Rebalance {
+            sh,
+            coord,
+            rounds,
+            state: RebalanceState::default(),
+            lock: tokio::sync::Mutex::new(()),
+        }
     }
 
     /// Heartbeats and hint delivery for roster entry `i`.
-    pub(crate) fn watch_peer(self: Arc<Self>, i: usize) {
-        let s = self.clone();
-        tokio::spawn(async move { s.heartbeat_loop(i).await });
-        tokio::spawn(async move { self.hint_loop(i).await });
+    pub(crate) fn watch_peer(&self, i: usize) {
+        let c = self.coord.clone();
+        tokio::spawn(async move { c.heartbeat_loop(i).await });
+        let c = self.coord.clone();
+        tokio::spawn(async move { c.hint_loop(i).await });
     }
 
     /// After a restart: go on with this node's part of a change.
@@ -254,39 +279,12 @@ impl Inner {
         }
     }
 
-    /// Index of `url` in the roster, if known.
-    fn index_of(&self, url: &str) -> Option<usize> {
-        self.topo().members.iter().position(|m| m.url == url)
-    }
-
     /// A member's layout and stream (this node's own without a call).
     pub(crate) async fn layout_of(&self, url: &str) -> Result<(LayoutState, StreamStats), String> {
         if url == self.cfg.advertise {
-            return Ok((
-                self.topo().state.clone(),
-                self.rebalance.stream.lock().clone(),
-            ));
+            return Ok((self.topo().state.clone(), self.state.stream.lock().clone()));
         }
         self.layout_call(url, Request::LayoutGet).await
-    }
-
-    async fn layout_call(
-        &self,
-        url: &str,
-        req: Request,
-    ) -> Result<(LayoutState, StreamStats), String> {
-        let m = self
-            .index_of(url)
-            .ok_or_else(|| format!("{url} is not in this node's roster"))?;
-        let peer = self.topo().peers[m]
-            .clone()
-            .ok_or_else(|| format!("no connection to {url}"))?;
-        match peer.call(req, LAYOUT_CALL).await {
-            Ok(Response::Layout { state, stream }) => Ok((state, stream)),
-            Ok(Response::Error { message, .. }) => Err(format!("{url}: {message}")),
-            Ok(_) => Err(format!("{url}: unexpected answer to a layout message")),
-            Err(e) => Err(format!("{url}: {e}")),
-        }
     }
 
     /// Start driving a change to `target` (its stable form), unless one
@@ -298,7 +296,7 @@ impl Inner {
     ) -> Result<LayoutState, String> {
         crate::check_layout(&target)?;
         {
-            let mut c = self.rebalance.change.lock();
+            let mut c = self.state.change.lock();
             if let Some(c) = c.as_ref() {
                 if !c.done && c.error.is_none() {
                     if c.target.same_change(&target) {
@@ -319,7 +317,7 @@ impl Inner {
                 streams: Vec::new(),
                 skipped: skip.clone(),
             });
-            *self.rebalance.started.lock() = Some(Instant::now());
+            *self.state.started.lock() = Some(Instant::now());
         }
         let s = self.clone();
         let t = target.clone();
@@ -341,8 +339,8 @@ impl Inner {
     }
 
     fn progress(&self, f: impl FnOnce(&mut ChangeProgress)) {
-        let started = *self.rebalance.started.lock();
-        if let Some(c) = self.rebalance.change.lock().as_mut() {
+        let started = *self.state.started.lock();
+        if let Some(c) = self.state.change.lock().as_mut() {
             f(c);
             if let Some(s) = started {
                 c.elapsed = s.elapsed();
@@ -485,7 +483,7 @@ impl Inner {
         new: LayoutState,
         cleanup: bool,
     ) -> Result<LayoutState, String> {
-        let _one = self.layout_lock.lock().await;
+        let _one = self.lock.lock().await;
         let old = self.topo();
         let cur = old.state.clone();
         if new.version == cur.version && cur.version > 0 && !new.same_change(&cur) {
@@ -575,30 +573,30 @@ impl Inner {
             return;
         };
         m.reset(crate::home_fn(t));
-        self.anti_entropy.synced.lock().clear();
-        self.spawn_tree_build(false);
+        self.rounds.ae.stats.synced.lock().clear();
+        self.rounds.spawn_tree_build(false);
     }
 
     /// Stream this node's keys for change `version`, unless it is already
     /// streaming or has finished.
     fn start_stream(self: Arc<Self>, version: u64) {
         {
-            let st = self.rebalance.stream.lock();
+            let st = self.state.stream.lock();
             if st.version == version && st.done {
                 return;
             }
         }
-        if self.rebalance.streaming.swap(true, Ordering::AcqRel) {
+        if self.state.streaming.swap(true, Ordering::AcqRel) {
             return;
         }
-        *self.rebalance.stream.lock() = StreamStats {
+        *self.state.stream.lock() = StreamStats {
             version,
             ..Default::default()
         };
         tokio::spawn(async move {
             let r = self.stream(version).await;
             {
-                let mut st = self.rebalance.stream.lock();
+                let mut st = self.state.stream.lock();
                 match r {
                     Ok(()) => st.done = true,
                     Err(e) => {
@@ -607,7 +605,7 @@ impl Inner {
                     }
                 }
             }
-            self.rebalance.streaming.store(false, Ordering::Release);
+            self.state.streaming.store(false, Ordering::Release);
         });
     }
 
@@ -644,7 +642,7 @@ impl Inner {
                     }
                 }
             }
-            let mut st = self.rebalance.stream.lock();
+            let mut st = self.state.stream.lock();
             st.scanned += scanned;
             st.keys += keys;
             st.copies += copies;
@@ -677,7 +675,7 @@ impl Inner {
             }
             let last = match peer.call(req.clone(), LAYOUT_CALL).await {
                 Ok(Response::Pushed { applied }) => {
-                    let mut st = self.rebalance.stream.lock();
+                    let mut st = self.state.stream.lock();
                     st.records += n;
                     st.applied += u64::from(applied);
                     st.bytes += bytes as u64;
@@ -735,7 +733,7 @@ impl Inner {
                 }
             }
         }
-        self.rebalance.stream.lock().removed += removed;
+        self.state.stream.lock().removed += removed;
         tracing::info!(removed, version, "keys this node no longer holds dropped");
     }
 
@@ -751,7 +749,7 @@ impl Inner {
         match r {
             Ok(state) => Response::Layout {
                 state,
-                stream: self.rebalance.stream.lock().clone(),
+                stream: self.state.stream.lock().clone(),
             },
             Err(message) => Response::Error {
                 transient: false,

@@ -16,9 +16,10 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::record::Record;
+use crate::shared::Shared;
 use crate::store::RecordIter;
 use crate::wire::{Request, Response};
-use crate::{Inner, Result};
+use crate::Result;
 
 /// Entries asked of a peer at a time.
 const PAGE: u32 = 512;
@@ -56,7 +57,7 @@ pub struct ClusterScan {
 }
 
 impl ClusterScan {
-    pub(crate) fn start(inner: Arc<Inner>, start: Bytes, end: Option<Bytes>) -> ClusterScan {
+    pub(crate) fn start(inner: Arc<Shared>, start: Bytes, end: Option<Bytes>) -> ClusterScan {
         let (tx, rx) = mpsc::channel(AHEAD);
         tokio::spawn(async move {
             if let Err(e) = merge(inner, start, end, &tx).await {
@@ -90,7 +91,7 @@ struct Cursor {
 impl Cursor {
     async fn fill(
         &mut self,
-        inner: &Inner,
+        inner: &Shared,
         end: &Option<Bytes>,
     ) -> std::result::Result<(), String> {
         if !self.page.is_empty() {
@@ -124,7 +125,7 @@ impl Cursor {
 }
 
 async fn merge(
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
     start: Bytes,
     end: Option<Bytes>,
     tx: &mpsc::Sender<std::result::Result<(Bytes, Bytes), String>>,

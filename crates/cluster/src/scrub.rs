@@ -11,14 +11,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Inner;
+use crate::shared::Shared;
 
 /// How often a step runs.
 const EVERY: Duration = Duration::from_millis(100);
 
 /// Scrub the local store at `inner.cfg.scrub_rate` bytes a second until
 /// the cluster closes (never when the rate is 0).
-pub(crate) async fn run(inner: Arc<Inner>) {
+pub(crate) async fn run(inner: Arc<Shared>) {
     let rate = inner.cfg.scrub_rate;
     if rate == 0 {
         return;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::*;
 
-impl Inner {
+impl AntiEntropy {
     pub(crate) fn answer_hashes(&self, set: u64, level: u8, branches: &[u16]) -> Response {
         let Some(m) = self.store.merkle() else {
             return not_kept();
@@ -107,9 +107,7 @@ impl Inner {
     pub(crate) async fn answer_push(self: &Arc<Self>, entries: Vec<(Bytes, Record)>) -> Response {
         match self.apply_many(entries).await {
             Ok((applied, _)) => {
-                self.anti_entropy
-                    .received
-                    .fetch_add(applied, Ordering::Relaxed);
+                self.stats.received.fetch_add(applied, Ordering::Relaxed);
                 Response::Pushed {
                     applied: applied as u32,
                 }

@@ -22,8 +22,9 @@
 //! lower id) and on demand (`repair_now`: this node with every peer of
 //! every home set it belongs to).
 //!
-//! Here: the exchange and its figures; `answer` is the peer's side of it,
-//! `schedule` when exchanges run and when the trees are built. Owns the
+//! Here: the exchange and its figures (`AntiEntropy`); `answer` is the
+//! peer's side of it, `schedule` when exchanges run and when the trees are
+//! built (`Rounds`). Owns the
 //! exchange, its schedule and its figures; must not change the trees (the
 //! store's applier does) or know about HTTP.
 
@@ -36,13 +37,17 @@ use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
 use crate::merkle::{self, set_name, LEAVES, LEAVES_PER_BRANCH};
+use crate::reaper::Reaper;
 use crate::record::{Record, Version};
+use crate::shared::Shared;
 use crate::store::Outcome;
 use crate::wire::{Request, Response};
-use crate::{ClusterError, Inner};
+use crate::ClusterError;
 
 mod answer;
 mod schedule;
+
+pub(crate) use schedule::Rounds;
 
 #[derive(Clone, Copy, Debug)]
 pub struct AntiEntropyConfig {
@@ -126,8 +131,6 @@ pub struct AntiEntropyStats {
     pub received: AtomicU64,
     /// Tables this node set aside (checksum failures) and repaired after.
     pub tables_set_aside: AtomicU64,
-    /// A tree build runs (one at a time).
-    pub(crate) building: std::sync::atomic::AtomicBool,
     /// Last completed exchange per (home set, peer index).
     pub(crate) synced: parking_lot::Mutex<HashMap<(u64, usize), SyncRecord>>,
 }
@@ -203,7 +206,31 @@ fn resp_len(resp: &Response) -> u64 {
 /// One key's state on one side.
 type Entry = (Bytes, Version, bool);
 
-impl Inner {
+/// Anti-entropy's exchanges, both sides: its counters, and the reaper's
+/// floor it respects.
+pub(crate) struct AntiEntropy {
+    sh: Arc<Shared>,
+    reaper: Arc<Reaper>,
+    pub(crate) stats: AntiEntropyStats,
+}
+
+/// Anti-entropy sees what every subsystem shares.
+impl std::ops::Deref for AntiEntropy {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.sh
+    }
+}
+
+impl AntiEntropy {
+    pub(crate) fn new(sh: Arc<Shared>, reaper: Arc<Reaper>) -> AntiEntropy {
+        AntiEntropy {
+            sh,
+            reaper,
+            stats: AntiEntropyStats::default(),
+        }
+    }
+
     /// The home set `key` belongs to (0 without trees).
     pub(crate) fn home_of(&self, key: &[u8]) -> u64 {
         self.store.merkle().map_or(0, |m| m.home_of(key))
@@ -217,7 +244,7 @@ impl Inner {
 
     /// A tombstone the reaper may have dropped elsewhere on purpose.
     fn past_grace(&self, v: Version, tombstone: bool) -> bool {
-        tombstone && v < self.write_floor()
+        tombstone && v < self.reaper.write_floor()
     }
 
     // ----- this node's side -----
@@ -278,7 +305,7 @@ impl Inner {
         };
         let r = self.exchange_inner(set, m, &mut x).await;
         x.elapsed = started.elapsed();
-        let s = &self.anti_entropy;
+        let s = &self.stats;
         s.exchanges.fetch_add(1, Ordering::Relaxed);
         s.pulled.fetch_add(x.pulled, Ordering::Relaxed);
         s.pushed.fetch_add(x.pushed, Ordering::Relaxed);

@@ -4,9 +4,40 @@
 //! loops that run those. Owns when exchanges happen; an exchange itself is
 //! in the parent module.
 
-use super::*;
+use std::sync::atomic::AtomicBool;
 
-impl Inner {
+use super::*;
+use crate::fence::Fence;
+
+/// When exchanges run: one round at a time, the trees built once at a
+/// time, never while fenced.
+pub(crate) struct Rounds {
+    pub(crate) ae: Arc<AntiEntropy>,
+    fence: Arc<Fence>,
+    /// One round at a time.
+    lock: tokio::sync::Mutex<()>,
+    /// A tree build runs (one at a time).
+    building: AtomicBool,
+}
+
+/// The schedule sees what every subsystem shares.
+impl std::ops::Deref for Rounds {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.ae.sh
+    }
+}
+
+impl Rounds {
+    pub(crate) fn new(ae: Arc<AntiEntropy>, fence: Arc<Fence>) -> Rounds {
+        Rounds {
+            ae,
+            fence,
+            lock: tokio::sync::Mutex::new(()),
+            building: AtomicBool::new(false),
+        }
+    }
+
     /// The home sets this node belongs to.
     pub(crate) fn my_home_sets(&self) -> Vec<HomeSet> {
         // None while the layout changes: the trees are rebuilt after.
@@ -30,14 +61,14 @@ impl Inner {
     /// Exchange every home set this node belongs to with each of its other
     /// members (`all`), or only with those of higher id (the schedule: each
     /// pair once). One round at a time.
-    pub(crate) async fn anti_entropy_round(self: &Arc<Self>, all: bool) -> Vec<Exchange> {
+    pub(crate) async fn round(self: &Arc<Self>, all: bool) -> Vec<Exchange> {
         // Not before this node has asked the others whether it is still a
         // member (a few seconds at most after its start), and never once
         // it is fenced: its data must not spread.
-        self.fence_ready().await;
-        let _one = self.ae_lock.lock().await;
+        self.fence.ready().await;
+        let _one = self.lock.lock().await;
         let mut out = Vec::new();
-        if self.fence().is_err() {
+        if self.fence.check().is_err() {
             return out;
         }
         let now = Instant::now();
@@ -56,7 +87,7 @@ impl Inner {
                     });
                     continue;
                 }
-                out.push(self.exchange(hs.name, m).await);
+                out.push(self.ae.exchange(hs.name, m).await);
                 if self.closed.load(Ordering::Acquire) {
                     return out;
                 }
@@ -70,15 +101,14 @@ impl Inner {
     /// table set aside come back). One build at a time: false if one
     /// runs.
     pub(crate) fn spawn_tree_build(self: &Arc<Self>, repair: bool) -> bool {
-        if self.store.merkle().is_none() || self.anti_entropy.building.swap(true, Ordering::AcqRel)
-        {
+        if self.store.merkle().is_none() || self.building.swap(true, Ordering::AcqRel) {
             return false;
         }
         let s = self.clone();
         let rt = tokio::runtime::Handle::try_current().ok();
         let build = move || {
             let built = s.store.build_trees();
-            s.anti_entropy.building.store(false, Ordering::Release);
+            s.building.store(false, Ordering::Release);
             match built {
                 Ok(n) => tracing::info!(records = n, "anti-entropy trees built"),
                 // A damaged table is set aside on the way; the watcher
@@ -90,7 +120,7 @@ impl Inner {
             }
             if let (true, Some(rt)) = (repair, rt) {
                 rt.spawn(async move {
-                    let xs = s.anti_entropy_round(true).await;
+                    let xs = s.round(true).await;
                     let pulled: u64 = xs.iter().map(|x| x.pulled).sum();
                     let failed = xs.iter().filter(|x| x.error.is_some()).count();
                     tracing::warn!(
@@ -125,22 +155,20 @@ impl Inner {
                 return;
             }
             let now = count(&self);
-            if now == seen || self.anti_entropy.building.load(Ordering::Acquire) {
+            if now == seen || self.building.load(Ordering::Acquire) {
                 continue;
             }
             if let Some(m) = self.store.merkle() {
                 m.clear();
             }
             if self.spawn_tree_build(true) {
-                self.anti_entropy
-                    .tables_set_aside
-                    .store(now, Ordering::Relaxed);
+                self.ae.stats.tables_set_aside.store(now, Ordering::Relaxed);
                 seen = now;
             }
         }
     }
 
-    pub(crate) async fn anti_entropy_loop(self: Arc<Self>) {
+    pub(crate) async fn run(self: Arc<Self>) {
         let every = self.cfg.anti_entropy.interval;
         if every.is_zero() || self.store.merkle().is_none() {
             return;
@@ -157,7 +185,7 @@ impl Inner {
             }
             let ready = self.store.merkle().is_some_and(|m| m.state.lock().ready);
             if ready {
-                self.anti_entropy_round(false).await;
+                self.round(false).await;
             }
         }
     }
