@@ -1,7 +1,9 @@
 //! The node's process: runtime, listener, connections with header and body
 //! timeouts, and graceful shutdown on SIGTERM/SIGINT (status turns 503, the
 //! listener closes, in-flight requests get `shutdown_timeout` to finish, the
-//! engine closes). Owns the lifecycle; must not interpret requests.
+//! engine closes); `spawn` runs the same node in this process with a
+//! shutdown of the caller's (the node's own tests). Owns the lifecycle;
+//! must not interpret requests.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -31,73 +33,163 @@ const MAX_HEAD_BYTES: usize = 72 << 10;
 /// Open the store and serve until a signal arrives. Blocks.
 pub fn run(config: Config) -> Result<(), String> {
     init_logging(&config.log_level);
+    let rt = runtime(&config)?;
+    rt.block_on(serve_until(config, shutdown_signal(), |_| {}))
+}
+
+/// A node serving in this process on a runtime of its own, until
+/// `stop` (or drop): for tests of the node over real HTTP and for
+/// embedding. The same path as `run`, but the shutdown comes from here,
+/// not from a signal.
+pub struct Spawned {
+    /// Where it listens (`--listen 127.0.0.1:0` picks a free port).
+    pub addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl Spawned {
+    /// Drain and close as on SIGTERM; what `run` would have returned.
+    pub fn stop(mut self) -> Result<(), String> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| "the node's thread panicked".to_string())?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// Start a node in this process (see `Spawned`); returns once it listens,
+/// or with the error that kept it from starting.
+pub fn spawn(config: Config) -> Result<Spawned, String> {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("strata-node-main".into())
+        .spawn(move || {
+            let rt = runtime(&config)?;
+            let ready = ready_tx.clone();
+            let r = rt.block_on(serve_until(
+                config,
+                async {
+                    let _ = stop_rx.await;
+                },
+                move |addr| {
+                    let _ = ready.send(Ok(addr));
+                },
+            ));
+            if let Err(e) = &r {
+                let _ = ready_tx.send(Err(e.clone()));
+            }
+            r
+        })
+        .map_err(|e| format!("spawn the node's thread: {e}"))?;
+    match ready_rx.recv() {
+        Ok(Ok(addr)) => Ok(Spawned {
+            addr,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => Err(match thread.join() {
+            Ok(Err(e)) => e,
+            _ => "the node stopped before it listened".into(),
+        }),
+    }
+}
+
+fn runtime(config: &Config) -> Result<tokio::runtime::Runtime, String> {
     crate::probes::register();
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.worker_threads)
         .max_blocking_threads(config.max_in_service + 16)
         .enable_all()
         .thread_name("strata-node")
         .build()
-        .map_err(|e| format!("runtime: {e}"))?;
-    rt.block_on(async move {
-        let listener =
-            listen(config.listen).map_err(|e| format!("listen on {}: {e}", config.listen))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let events = Arc::new(EngineEvents::default());
-        let mut opts = config.engine_options();
-        opts.listener = Some(events.clone());
-        let dir = config.data_dir.clone();
-        let db = tokio::task::spawn_blocking(move || Db::open(&dir, opts))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("opening {}: {e}", config.data_dir.display()))?;
-        let dialer = Arc::new(crate::peer::UpgradeDialer {
-            tls: config.tls.as_ref().map(|t| t.peers.clone()),
-            ..Default::default()
+        .map_err(|e| format!("runtime: {e}"))
+}
+
+/// Open the store, serve until `shutdown` resolves, then drain and close;
+/// `listening` learns the address once the node listens.
+async fn serve_until(
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()>,
+    listening: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), String> {
+    let listener =
+        listen(config.listen).map_err(|e| format!("listen on {}: {e}", config.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let events = Arc::new(EngineEvents::default());
+    let mut opts = config.engine_options();
+    opts.listener = Some(events.clone());
+    let dir = config.data_dir.clone();
+    let db = tokio::task::spawn_blocking(move || Db::open(&dir, opts))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("opening {}: {e}", config.data_dir.display()))?;
+    let dialer = Arc::new(crate::peer::UpgradeDialer {
+        tls: config.tls.as_ref().map(|t| t.peers.clone()),
+        ..Default::default()
+    });
+    let metrics = Metrics::new(events);
+    let cluster = Arc::new(Cluster::open(
+        Arc::new(db),
+        config.cluster.clone(),
+        Some(dialer.clone()),
+        Some(metrics.cluster_observer()),
+    )?);
+    let _ = dialer.cluster.set(cluster.clone());
+    cluster.start();
+    let node = Arc::new(Node::new(cluster.clone(), config, metrics));
+    if matches!(node.admission.mode(), Mode::Adaptive { .. }) {
+        let n = node.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(ADJUST_EVERY);
+            loop {
+                tick.tick().await;
+                n.admission.adjust();
+            }
         });
-        let metrics = Metrics::new(events);
-        let cluster = Arc::new(Cluster::open(
-            Arc::new(db),
-            config.cluster.clone(),
-            Some(dialer.clone()),
-            Some(metrics.cluster_observer()),
-        )?);
-        let _ = dialer.cluster.set(cluster.clone());
-        cluster.start();
-        let node = Arc::new(Node::new(cluster.clone(), config, metrics));
-        if matches!(node.admission.mode(), Mode::Adaptive { .. }) {
-            let n = node.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(ADJUST_EVERY);
-                loop {
-                    tick.tick().await;
-                    n.admission.adjust();
-                }
-            });
-        }
-        node.serving.store(true, Ordering::Release);
-        let shutdown = shutdown_signal();
-        watch_files(&node.config);
-        // Tests and scripts wait for this line to learn the port.
-        let scheme = if node.config.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        println!("strata node listening on {scheme}://{addr}");
-        tracing::info!(%addr, data_dir = %node.config.data_dir.display(), "serving");
-        serve(node.clone(), listener, shutdown).await;
-        if let Err(e) = cluster.close().await {
-            tracing::warn!(error = %e, "closing the cluster");
-        }
-        let db = cluster.local().clone();
-        tokio::task::spawn_blocking(move || db.close())
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("closing the store: {e}"))?;
-        tracing::info!("stopped");
-        Ok(())
-    })
+    }
+    node.serving.store(true, Ordering::Release);
+    watch_files(&node.config);
+    // Tests and scripts wait for this line to learn the port.
+    let scheme = if node.config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    println!("strata node listening on {scheme}://{addr}");
+    listening(addr);
+    tracing::info!(%addr, data_dir = %node.config.data_dir.display(), "serving");
+    serve(node.clone(), listener, shutdown).await;
+    if let Err(e) = cluster.close().await {
+        tracing::warn!(error = %e, "closing the cluster");
+    }
+    let db = cluster.local().clone();
+    tokio::task::spawn_blocking(move || db.close())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("closing the store: {e}"))?;
+    tracing::info!("stopped");
+    Ok(())
 }
 
 /// The kernel's queue of connections not yet accepted (tokio's default is
