@@ -8,9 +8,9 @@
 #   scripts/bench-antientropy.sh
 #   AE_KEYS=100000 scripts/bench-antientropy.sh
 #
-# The driver is an ignored test (crates/strata/tests/bench_antientropy.rs)
+# The driver is a benchmark (crates/strata/benches/antientropy.rs)
 # so that it reuses the suite's cluster helpers; it is never run by
 # `cargo test` without --ignored.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo test --release -p strata --test bench_antientropy -- --ignored --nocapture
+exec cargo bench -p strata --bench antientropy

@@ -10,9 +10,9 @@
 #   scripts/bench-membership.sh
 #   MV_KEYS=1000000 scripts/bench-membership.sh
 #
-# The driver is an ignored test (crates/strata/tests/bench_membership.rs)
-# so that it reuses the suite's helpers; `cargo test` never runs it
-# without --ignored.
+# The driver is a benchmark (crates/strata/benches/membership.rs)
+# (it reuses the tests' helpers, crates/strata/tests/support); `cargo
+# test` never runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo test --release -p strata --test bench_membership -- --ignored --nocapture
+exec cargo bench -p strata --bench membership

@@ -15,12 +15,15 @@
 //! (`sstable`), the live set of tables and its edits (`version`,
 //! `manifest`), leveled compaction (`compaction`), merged iteration
 //! (`iterator`), hard-link checkpoints for backups (`checkpoint`), and the
-//! decoders' entry points for the fuzz targets (`fuzzing`).
+//! decoders' entry points for the fuzz targets (`fuzzing`), and the
+//! memtable's for its micro-benchmark (`benching`).
 //!
 //! This crate must not know about HTTP, clusters or metrics formats: it
 //! reports through [`Db::stats`] and an [`EventListener`].
 
 mod batch;
+#[doc(hidden)]
+pub mod benching;
 mod checkpoint;
 mod coding;
 mod compaction;

@@ -2,7 +2,7 @@
 //! for minutes and prints figures. `scripts/bench-antientropy.sh` runs it
 //! in release mode:
 //!
-//!   cargo test --release -p strata --test bench_antientropy -- --ignored --nocapture
+//!   cargo bench -p strata --bench antientropy
 //!
 //! On three real nodes holding `KEYS` (1,000,000 by default, env
 //! `AE_KEYS`) keys of 100 B:
@@ -16,6 +16,7 @@
 //!    (written into its store while it was stopped): found, repaired, and
 //!    what else was sent.
 
+#[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::process::{Command, Stdio};
@@ -73,9 +74,7 @@ fn strata() -> Command {
     support::strata_operator()
 }
 
-#[test]
-#[ignore = "a benchmark of minutes: scripts/bench-antientropy.sh runs it"]
-fn anti_entropy_figures() {
+fn main() {
     let keys = env_or("AE_KEYS", 1_000_000);
     let rate = env_or("AE_RATE", 2000);
     let mut c = ClusterProcs::start(

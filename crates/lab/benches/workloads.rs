@@ -1,15 +1,12 @@
-//! Nanoseconds per `next()` of the main workloads. Ignored by default (a
-//! debug build's numbers mean nothing); run with
-//! `cargo test -p strata-lab --release --test workload_bench -- --ignored --nocapture`.
+//! Nanoseconds per `next()` of the main workloads (a benchmark: `cargo
+//! bench -p strata-lab --bench workloads`).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use strata_lab::load::workload::{KeyCounter, Workload};
 
-#[test]
-#[ignore]
-fn ns_per_next() {
+fn main() {
     let n = 2_000_000u32;
     for name in [
         "put",

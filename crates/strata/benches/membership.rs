@@ -2,7 +2,7 @@
 //! not a test: it runs for minutes and prints figures.
 //! `scripts/bench-membership.sh` runs it in release mode:
 //!
-//!   cargo test --release -p strata --test bench_membership -- --ignored --nocapture
+//!   cargo bench -p strata --bench membership
 //!
 //! Three real nodes holding `MV_KEYS` (200,000 by default) keys of 100 B;
 //! `strata load --check` offers `MV_RATE` req/s (2,000) of a mixed load
@@ -12,6 +12,7 @@
 //! the foreground's per-second p99 before and during; at the end the
 //! checker's verdict over the whole run.
 
+#[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::process::{Command, Stdio};
@@ -43,9 +44,7 @@ fn change(what: &str, url: &str, t0: Instant) -> (String, f64, f64) {
     (out, from, to)
 }
 
-#[test]
-#[ignore = "a benchmark of minutes: scripts/bench-membership.sh runs it"]
-fn membership_figures() {
+fn main() {
     let keys = env_or("MV_KEYS", 200_000);
     let rate = env_or("MV_RATE", 2000);
     let mut c = support::ClusterProcs::start(3, &[]);
