@@ -55,13 +55,7 @@ pub(crate) struct Coordinator {
     pub(crate) stats: Stats,
 }
 
-/// The coordinator sees what every subsystem shares.
-impl std::ops::Deref for Coordinator {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.sh
-    }
-}
+sees_shared!(Coordinator, sh);
 
 impl Coordinator {
     pub(crate) fn new(sh: Arc<Shared>, fence: Arc<Fence>, reaper: Arc<Reaper>) -> Coordinator {

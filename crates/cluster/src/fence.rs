@@ -49,13 +49,7 @@ pub(crate) struct Fence {
     removed: parking_lot::Mutex<Option<String>>,
 }
 
-/// The fence sees what every subsystem shares.
-impl std::ops::Deref for Fence {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.sh
-    }
-}
+sees_shared!(Fence, sh);
 
 impl Fence {
     pub(crate) fn new(sh: Arc<Shared>) -> Fence {

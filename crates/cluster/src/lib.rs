@@ -24,6 +24,10 @@
 //! `Dialer`. Must not decide what the node answers a client (status codes
 //! are the node's).
 
+// First: its `sees_shared!` is used by the subsystems below.
+#[macro_use]
+mod shared;
+
 pub mod antientropy;
 pub mod auth;
 mod config;
@@ -44,7 +48,6 @@ pub mod rebalance;
 pub mod record;
 pub mod scan;
 mod scrub;
-mod shared;
 pub mod store;
 pub mod topology;
 pub mod trace;

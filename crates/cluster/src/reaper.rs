@@ -86,13 +86,7 @@ pub(crate) struct Reaper {
     pub(crate) stats: ReaperStats,
 }
 
-/// The reaper sees what every subsystem shares.
-impl std::ops::Deref for Reaper {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.sh
-    }
-}
+sees_shared!(Reaper, sh);
 
 impl Reaper {
     pub(crate) fn new(sh: Arc<Shared>, fence: Arc<Fence>) -> Reaper {

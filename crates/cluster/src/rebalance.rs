@@ -242,13 +242,7 @@ pub(crate) struct Rebalance {
     lock: tokio::sync::Mutex<()>,
 }
 
-/// The rebalance sees what every subsystem shares.
-impl std::ops::Deref for Rebalance {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.sh
-    }
-}
+sees_shared!(Rebalance, sh);
 
 impl Rebalance {
     pub(crate) fn new(sh: Arc<Shared>, coord: Arc<Coordinator>, rounds: Arc<Rounds>) -> Rebalance {

@@ -29,6 +29,20 @@ use crate::transport::{CallError, Ctx, Peer};
 use crate::wire::{Request, Response};
 use crate::*;
 
+/// A subsystem sees what every subsystem shares (`$field` holds its
+/// `Arc<Shared>`): `self.topo()`, `self.store`, `self.cfg`, the calls to a
+/// peer, as if they were its own; what it owns itself stays its own.
+macro_rules! sees_shared {
+    ($t:ty, $($field:ident).+) => {
+        impl std::ops::Deref for $t {
+            type Target = $crate::shared::Shared;
+            fn deref(&self) -> &$crate::shared::Shared {
+                &self.$($field).+
+            }
+        }
+    };
+}
+
 pub(crate) struct Shared {
     pub(crate) cfg: ClusterConfig,
     /// This node's index in every topology's roster.

@@ -214,13 +214,7 @@ pub(crate) struct AntiEntropy {
     pub(crate) stats: AntiEntropyStats,
 }
 
-/// Anti-entropy sees what every subsystem shares.
-impl std::ops::Deref for AntiEntropy {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.sh
-    }
-}
+sees_shared!(AntiEntropy, sh);
 
 impl AntiEntropy {
     pub(crate) fn new(sh: Arc<Shared>, reaper: Arc<Reaper>) -> AntiEntropy {

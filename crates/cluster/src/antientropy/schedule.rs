@@ -20,13 +20,7 @@ pub(crate) struct Rounds {
     building: AtomicBool,
 }
 
-/// The schedule sees what every subsystem shares.
-impl std::ops::Deref for Rounds {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.ae.sh
-    }
-}
+sees_shared!(Rounds, ae.sh);
 
 impl Rounds {
     pub(crate) fn new(ae: Arc<AntiEntropy>, fence: Arc<Fence>) -> Rounds {
