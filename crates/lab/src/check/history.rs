@@ -457,7 +457,7 @@ impl Drop for ClientLog {
 
 /// Bytes in JSON: a string if they are UTF-8, else `{"base64": "…"}`; the
 /// two cannot be confused.
-mod bytes {
+pub(crate) mod bytes {
     use super::*;
     use serde::{Deserializer, Serializer};
 

@@ -10,6 +10,7 @@
 
 pub mod checker;
 pub mod history;
+pub mod linear;
 pub mod run;
 
 pub use checker::{check, Impossible, Lost, Quorum, Report, Stale, Why};
