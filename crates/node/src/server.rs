@@ -34,7 +34,8 @@ const MAX_HEAD_BYTES: usize = 72 << 10;
 pub fn run(config: Config) -> Result<(), String> {
     init_logging(&config.log_level);
     let rt = runtime(&config)?;
-    rt.block_on(serve_until(config, shutdown_signal(), |_| {}))
+    // The signal handlers need the runtime: registered inside it.
+    rt.block_on(async { serve_until(config, shutdown_signal(), |_| {}).await })
 }
 
 /// A node serving in this process on a runtime of its own, until

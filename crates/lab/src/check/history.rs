@@ -173,6 +173,9 @@ pub enum KeyRole {
     /// `reg/…`: overwritten by one client, sequentially, with values
     /// `<client>:<seq>` whose sequence numbers increase.
     Register,
+    /// `lin/…`: written, read and deleted by every client, each value
+    /// once (`<client>:<seq>`); judged by the linearizability check only.
+    Shared,
     /// Anything else: recorded and counted, not checked.
     Other,
 }
@@ -183,6 +186,8 @@ impl KeyRole {
             KeyRole::Set
         } else if key.starts_with(REG_PREFIX.as_bytes()) {
             KeyRole::Register
+        } else if key.starts_with(SHARED_PREFIX.as_bytes()) {
+            KeyRole::Shared
         } else {
             KeyRole::Other
         }
@@ -191,6 +196,7 @@ impl KeyRole {
 
 pub const SET_PREFIX: &str = "set/";
 pub const REG_PREFIX: &str = "reg/";
+pub const SHARED_PREFIX: &str = "lin/";
 
 /// `set/<run>/<client>/<n>`: the run's tag keeps what earlier runs
 /// wrote on the same cluster out of this run's history.
@@ -201,6 +207,11 @@ pub fn set_key(run: &str, client: u32, n: u64) -> String {
 /// `reg/<run>/<client>/<i>`.
 pub fn register_key(run: &str, client: u32, i: u32) -> String {
     format!("{REG_PREFIX}{run}/{client}/{i}")
+}
+
+/// `lin/<run>/<i>`.
+pub fn shared_key(run: &str, i: u32) -> String {
+    format!("{SHARED_PREFIX}{run}/{i}")
 }
 
 /// A tag for a run, different from run to run (time and process id).

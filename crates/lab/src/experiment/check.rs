@@ -1,12 +1,14 @@
 //! `strata cluster check`: its arguments, the run's configuration from
 //! them (through the client library for a cluster, `--client`), and the
-//! report printed. Owns the command line; must not run the workload (that
-//! is `run.rs`) nor judge the history (`checker.rs`).
+//! report printed, with the shared keys' linearizability when asked.
+//! Owns the command line; must not run the workload (that is `run.rs`)
+//! nor judge the history (`checker.rs`, `linear`).
 
 use std::time::Duration;
 
+use crate::check::linear::{self, LinReport};
 use crate::check::run::{run, Config, Mix, Smart};
-use crate::check::Quorum;
+use crate::check::{KeyRole, Quorum};
 
 /// Arguments of a checked run, for a command (`strata load --check`, or a
 /// command of its own).
@@ -26,9 +28,24 @@ pub struct CheckArgs {
     /// acknowledged.
     #[arg(long)]
     pub writes: Option<u64>,
-    /// Weights of set writes, register writes and register reads.
-    #[arg(long, default_value = "50,25,25", value_parser = Mix::parse)]
-    pub mix: Mix,
+    /// Weights of set writes, register writes and register reads, and of
+    /// the shared keys' writes, reads and deletes if given (default
+    /// 50,25,25; with --linearizable 0,0,0,40,50,10).
+    #[arg(long, value_parser = Mix::parse)]
+    pub mix: Option<Mix>,
+    /// Also check that each shared key (`lin/…`, written, read and deleted
+    /// by every client, each value once) is linearizable: one order of its
+    /// operations respects real time and a register's rules. A violation
+    /// is shown with its smallest witness; a key whose search runs past
+    /// --lin-limit is reported unknown, never as a pass.
+    #[arg(long)]
+    pub linearizable: bool,
+    /// Keys all clients share.
+    #[arg(long, default_value_t = 8)]
+    pub shared_keys: u32,
+    /// How long the linearizability search may take on one key.
+    #[arg(long, default_value = "60s", value_parser = crate::units::duration)]
+    pub lin_limit: Duration,
     /// Registers each client owns and overwrites.
     #[arg(long, default_value_t = 4)]
     pub registers: u32,
@@ -75,8 +92,13 @@ impl CheckArgs {
             seed: self.seed,
             duration: self.duration,
             target_writes: self.writes,
-            mix: self.mix,
+            mix: self.mix.unwrap_or(if self.linearizable {
+                Mix::linearizable()
+            } else {
+                Mix::default()
+            }),
             registers_per_client: self.registers,
+            shared_keys: self.shared_keys,
             value_size: self.value_size,
             quorum: Quorum {
                 from: self.from,
@@ -122,7 +144,24 @@ pub fn command(args: &CheckArgs) -> Result<bool, String> {
         (out.total - out.main).as_secs_f64()
     );
     print!("{}", out.report);
-    Ok(out.report.passed())
+    if !args.linearizable {
+        return Ok(out.report.passed());
+    }
+    let lin = linearizable(&out.history, args.lin_limit);
+    print!("{lin}");
+    Ok(out.report.passed() && lin.linearizable())
+}
+
+/// The linearizability check of a history's shared keys.
+pub fn linearizable(h: &crate::check::History, per_key: Duration) -> LinReport {
+    linear::check_history(
+        h,
+        |k| KeyRole::of(k) == KeyRole::Shared,
+        linear::Limits {
+            per_key,
+            ..Default::default()
+        },
+    )
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use super::super::history::{
-    register_key, register_value, set_key, ClientLog, Kind, Outcome, Pending,
+    register_key, register_value, set_key, shared_key, ClientLog, Kind, Outcome, Pending,
 };
 use super::{Config, Progress, Smart};
 use strata_api::query::encode_into;
@@ -63,6 +63,7 @@ const NO_ANSWER_PAUSE: Duration = Duration::from_millis(10);
 /// What an operation is.
 enum Req<'a> {
     Write(&'a [u8]),
+    Delete,
     Read,
     FinalRead,
 }
@@ -72,6 +73,7 @@ impl Client {
     async fn op(&mut self, ctx: &Ctx, node: usize, key: &[u8], req: Req<'_>) -> Outcome {
         let (kind, method, value, final_read) = match req {
             Req::Write(v) => (Kind::Write, "PUT", Some(v), false),
+            Req::Delete => (Kind::Delete, "DELETE", None, false),
             Req::Read => (Kind::Read, "GET", None, false),
             Req::FinalRead => (Kind::Read, "GET", None, true),
         };
@@ -249,10 +251,25 @@ pub(super) async fn main_phase(mut c: Client, ctx: Rc<Ctx>) -> Client {
             let value = register_value(c.id, c.seq);
             c.op(&ctx, node, key.as_bytes(), Req::Write(value.as_bytes()))
                 .await;
-        } else {
+        } else if x < mix.set_writes + mix.register_writes + mix.register_reads {
             let owner = c.rng.random_range(0..ctx.cfg.clients);
             let key = register_key(&ctx.cfg.run, owner, c.rng.random_range(0..regs));
             c.op(&ctx, node, key.as_bytes(), Req::Read).await;
+        } else {
+            // The keys every client shares, for the linearizability check:
+            // each value written once (`<client>:<seq>`).
+            let y = x - (mix.set_writes + mix.register_writes + mix.register_reads);
+            let key = shared_key(&ctx.cfg.run, c.rng.random_range(0..ctx.cfg.shared_keys.max(1)));
+            if y < mix.shared_writes {
+                c.seq += 1;
+                let value = register_value(c.id, c.seq);
+                c.op(&ctx, node, key.as_bytes(), Req::Write(value.as_bytes()))
+                    .await;
+            } else if y < mix.shared_writes + mix.shared_reads {
+                c.op(&ctx, node, key.as_bytes(), Req::Read).await;
+            } else {
+                c.op(&ctx, node, key.as_bytes(), Req::Delete).await;
+            }
         }
     }
     c

@@ -26,7 +26,7 @@ mod client;
 use client::{final_phase, main_phase, Client, Ctx};
 
 use super::checker::{check, Quorum, Report};
-use super::history::{register_key, set_key, History, Recorder};
+use super::history::{register_key, set_key, shared_key, History, Recorder};
 use strata_client::conn::Target;
 use strata_client::session::Session;
 
@@ -39,6 +39,11 @@ pub struct Mix {
     pub register_writes: f64,
     /// Reads of any client's register.
     pub register_reads: f64,
+    /// Writes, reads and deletes of the keys every client shares
+    /// (`lin/…`, for the linearizability check).
+    pub shared_writes: f64,
+    pub shared_reads: f64,
+    pub shared_deletes: f64,
 }
 
 impl Default for Mix {
@@ -47,18 +52,39 @@ impl Default for Mix {
             set_writes: 50.0,
             register_writes: 25.0,
             register_reads: 25.0,
+            shared_writes: 0.0,
+            shared_reads: 0.0,
+            shared_deletes: 0.0,
         }
     }
 }
 
 impl Mix {
-    /// `SET,REGWRITE,REGREAD` weights, e.g. `50,25,25`.
+    /// The linearizability check's: only the shared keys, 40 % writes, 50 %
+    /// reads, 10 % deletes.
+    pub fn linearizable() -> Mix {
+        Mix {
+            set_writes: 0.0,
+            register_writes: 0.0,
+            register_reads: 0.0,
+            shared_writes: 40.0,
+            shared_reads: 50.0,
+            shared_deletes: 10.0,
+        }
+    }
+
+    /// `SET,REGWRITE,REGREAD[,PUT,GET,DELETE]` weights, e.g. `50,25,25` or
+    /// `0,0,0,40,50,10`.
     pub fn parse(s: &str) -> Result<Mix, String> {
         let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-        let [a, b, c] = parts[..] else {
-            return Err(format!(
-                "{s}: give three weights: set writes, register writes, register reads (e.g. 50,25,25)"
-            ));
+        let (a, b, c, shared) = match parts[..] {
+            [a, b, c] => (a, b, c, None),
+            [a, b, c, d, e, f] => (a, b, c, Some((d, e, f))),
+            _ => {
+                return Err(format!(
+                    "{s}: give three weights: set writes, register writes, register reads (e.g. 50,25,25), and three more for the shared keys' writes, reads and deletes if wanted (e.g. 0,0,0,40,50,10)"
+                ))
+            }
         };
         let w = |p: &str| {
             p.parse::<f64>()
@@ -66,22 +92,45 @@ impl Mix {
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .ok_or_else(|| format!("{p}: not a weight (a number >= 0)"))
         };
+        let (d, e, f) = shared.unwrap_or(("0", "0", "0"));
         let m = Mix {
             set_writes: w(a)?,
             register_writes: w(b)?,
             register_reads: w(c)?,
+            shared_writes: w(d)?,
+            shared_reads: w(e)?,
+            shared_deletes: w(f)?,
         };
         m.validate()?;
         Ok(m)
     }
 
     fn total(&self) -> f64 {
-        self.set_writes + self.register_writes + self.register_reads
+        self.set_writes
+            + self.register_writes
+            + self.register_reads
+            + self.shared_writes
+            + self.shared_reads
+            + self.shared_deletes
+    }
+
+    /// Whether the shared keys are used.
+    pub fn shared(&self) -> bool {
+        self.shared_writes + self.shared_reads + self.shared_deletes > 0.0
     }
 
     fn validate(&self) -> Result<(), String> {
         let ok = |v: f64| v.is_finite() && v >= 0.0;
-        if !(ok(self.set_writes) && ok(self.register_writes) && ok(self.register_reads))
+        if ![
+            self.set_writes,
+            self.register_writes,
+            self.register_reads,
+            self.shared_writes,
+            self.shared_reads,
+            self.shared_deletes,
+        ]
+        .into_iter()
+        .all(ok)
             || self.total() <= 0.0
         {
             return Err("the mix needs weights >= 0, at least one above 0".into());
@@ -109,6 +158,9 @@ pub struct Config {
     pub mix: Mix,
     /// Registers each client owns (`reg/<client>/0..n`).
     pub registers_per_client: u32,
+    /// Keys every client shares (`lin/<run>/0..n`), when the mix uses
+    /// them.
+    pub shared_keys: u32,
     /// `set/…` values are padded to this size (at least `<client>:<n>`).
     pub value_size: usize,
     /// `ack`/`from` of reads and writes (`None`: the server's default).
@@ -173,6 +225,7 @@ impl Config {
             target_writes: None,
             mix: Mix::default(),
             registers_per_client: 4,
+            shared_keys: 8,
             value_size: 0,
             quorum: Quorum::default(),
             timeout: Duration::from_secs(5),
@@ -207,6 +260,9 @@ impl Config {
             && self.mix.register_writes + self.mix.register_reads > 0.0
         {
             return Err("register operations need at least one register per client".into());
+        }
+        if self.shared_keys == 0 && self.mix.shared() {
+            return Err("operations on shared keys need at least one shared key".into());
         }
         if self.timeout.is_zero() {
             return Err("the request timeout must be above zero".into());
@@ -412,6 +468,11 @@ fn execute(
             }
         }
     }
+    if cfg.mix.shared() {
+        for i in 0..cfg.shared_keys {
+            keys.push_back(shared_key(&cfg.run, i).into_bytes());
+        }
+    }
     let keys = Rc::new(RefCell::new(keys));
     let final_deadline = Instant::now() + cfg.final_deadline;
     local.block_on(&rt, async {
@@ -462,9 +523,14 @@ mod tests {
             Mix {
                 set_writes: 1.0,
                 register_writes: 0.0,
-                register_reads: 0.0
+                register_reads: 0.0,
+                shared_writes: 0.0,
+                shared_reads: 0.0,
+                shared_deletes: 0.0,
             }
         );
+        assert_eq!(Mix::parse("0,0,0,40,50,10").unwrap(), Mix::linearizable());
+        assert!(Mix::parse("0,0,0,0,0,0").is_err());
         assert!(Mix::parse("1,2").is_err());
         assert!(Mix::parse("0,0,0").is_err());
         assert!(Mix::parse("-1,2,2").is_err());
