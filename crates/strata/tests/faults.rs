@@ -11,6 +11,9 @@
 //! ones.
 
 use std::process::Command;
+use std::time::Duration;
+
+use strata_lab::check::Quorum;
 
 use strata_lab::nemesis::campaign::{run_one, RunOptions, RunResult};
 use strata_lab::nemesis::fault::Fault;
@@ -25,12 +28,22 @@ fn strata() -> Command {
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn run(fault: Fault, clock_ms: i64, serve_args: &[&str]) -> RunResult {
+    run_with(fault, clock_ms, serve_args, |_| {})
+}
+
+fn run_with(
+    fault: Fault,
+    clock_ms: i64,
+    serve_args: &[&str],
+    more: impl FnOnce(&mut RunOptions),
+) -> RunResult {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut o = RunOptions::new(fault, 2000, dir.path().join("c"));
     o.clients = 8;
     o.plan.clock_offset_ms = clock_ms;
     o.serve_args = serve_args.iter().map(|s| s.to_string()).collect();
+    more(&mut o);
     let r = run_one(&o, strata()).unwrap_or_else(|e| panic!("{fault}: {e}"));
     eprintln!("{}", r.line());
     r
@@ -68,7 +81,28 @@ fn a_clock_ten_seconds_off_either_way_loses_nothing() {
 
 #[test]
 fn the_checker_catches_last_write_wins_on_wall_clocks() {
-    let r = run(Fault::Clock, 10_000, &["--test-unsafe-wall-clock"]);
+    // Both checks: the per-key rules and the linearizability of the
+    // shared keys, each on its own.
+    let r = run_with(Fault::Clock, 10_000, &["--test-unsafe-wall-clock"], |o| {
+        o.linearizable = Some(Duration::from_secs(60));
+    });
     assert!(!r.passed(), "{}", r.line());
     assert!(r.report.stale + r.report.lost > 0, "{}", r.report);
+    let lin = r.linear.as_ref().expect("checked");
+    assert!(lin.violations() > 0, "{lin}");
+}
+
+/// A negative control: at `ack=1` (no quorum meets another) under a
+/// node's pauses, reads go back in time, and the linearizability check
+/// must say so with a witness.
+#[test]
+fn ack_one_under_pauses_is_not_linearizable() {
+    let r = run_with(Fault::Stop, 0, &[], |o| {
+        o.quorum = Quorum::explicit(1, 1, 3);
+        o.linearizable = Some(Duration::from_secs(60));
+    });
+    let lin = r.linear.as_ref().expect("checked");
+    assert!(lin.violations() > 0, "{lin}");
+    assert!(!r.passed());
+    assert!(!lin.witness_ops.is_empty());
 }

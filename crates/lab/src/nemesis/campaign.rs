@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::fault::{wait_level, Backlog, Fault, Plan};
 use super::local::{ClusterOptions, LocalCluster};
+use crate::check::linear::{self, LinReport};
 use crate::check::{self, BetweenPhases, History, KeyRole, Kind, Outcome, Quorum, Report};
 use strata_ctl::http;
 
@@ -42,6 +43,22 @@ pub struct RunOptions {
     pub max_duration: Duration,
     /// More `strata serve` arguments for every node.
     pub serve_args: Vec<String>,
+    /// Also run operations on shared keys and check each for
+    /// linearizability, each key's search given this long.
+    pub linearizable: Option<Duration>,
+}
+
+/// The campaign's mix with the shared keys of the linearizability check:
+/// set writes still pace the run.
+fn linearizable_mix() -> check::Mix {
+    check::Mix {
+        set_writes: 40.0,
+        register_writes: 15.0,
+        register_reads: 15.0,
+        shared_writes: 12.0,
+        shared_reads: 15.0,
+        shared_deletes: 3.0,
+    }
 }
 
 impl RunOptions {
@@ -65,6 +82,7 @@ impl RunOptions {
             keep: false,
             max_duration: Duration::from_secs(600),
             serve_args: vec![],
+            linearizable: None,
         }
     }
 }
@@ -103,6 +121,8 @@ pub struct RunResult {
     /// level (hint replay), all nodes together.
     pub p99_before: Option<Duration>,
     pub p99_replay: Option<Duration>,
+    /// The shared keys' linearizability, when checked.
+    pub linear: Option<LinReport>,
 }
 
 impl RunResult {
@@ -115,12 +135,13 @@ impl RunResult {
             && self.hints_dropped == 0
             && self.own_missing.iter().all(|&m| m == 0)
             && (self.fault == Fault::Clock || self.level_after.is_some())
+            && self.linear.as_ref().is_none_or(LinReport::linearizable)
     }
 
     /// One line: the figures a campaign prints per run.
     pub fn line(&self) -> String {
         format!(
-            "{:<9} seed {:<3} {:>7} acked  lost {}  stale {}  impossible {}  live errors {}  in flight {}  level {}  p99 before {} / replay {}  own-store missing {:?} of {}  dropped hints {}  {}",
+            "{:<9} seed {:<3} {:>7} acked  lost {}  stale {}  impossible {}  live errors {}  in flight {}  level {}  p99 before {} / replay {}  own-store missing {:?} of {}  dropped hints {}  {}{}",
             self.fault.name(),
             self.seed,
             self.acknowledged,
@@ -137,6 +158,10 @@ impl RunResult {
             self.own_missing,
             self.own_checked,
             self.hints_dropped,
+            self.linear
+                .as_ref()
+                .map(|l| format!("{} ({} keys)  ", l.word(), l.keys.len()))
+                .unwrap_or_default(),
             if self.passed() { "ok" } else { "FAILED" },
         )
     }
@@ -215,6 +240,9 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
     cfg.target_writes = Some(o.writes);
     cfg.quorum = o.quorum;
     cfg.between_phases = Some(hook);
+    if o.linearizable.is_some() {
+        cfg.mix = linearizable_mix();
+    }
     let running = check::spawn(cfg)?;
     let start = running.start();
     let at = (o.writes as f64 * o.fault_at) as u64;
@@ -265,7 +293,18 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
         }
         _ => (None, None),
     };
+    let linear = o.linearizable.map(|per_key| {
+        linear::check_history(
+            &checked.history,
+            |k| KeyRole::of(k) == KeyRole::Shared,
+            linear::Limits {
+                per_key,
+                ..Default::default()
+            },
+        )
+    });
     Ok(RunResult {
+        linear,
         fault: o.plan.fault,
         seed: o.seed,
         report: checked.report,
@@ -396,6 +435,21 @@ pub struct CampaignArgs {
     /// Where the clusters live (each run's removed after it).
     #[arg(long, default_value = "strata-campaign")]
     pub dir: PathBuf,
+    /// Replicas that must acknowledge a write, answer a read, and that
+    /// each request goes to.
+    #[arg(long, default_value_t = 2)]
+    pub ack_write: u32,
+    #[arg(long, default_value_t = 2)]
+    pub ack_read: u32,
+    #[arg(long, default_value_t = 3)]
+    pub from: u32,
+    /// Also run operations on keys every client shares and check each
+    /// for linearizability (docs/consistency.md).
+    #[arg(long)]
+    pub linearizable: bool,
+    /// How long the linearizability search may take on one key.
+    #[arg(long, default_value = "60s", value_parser = crate::units::duration)]
+    pub lin_limit: Duration,
     /// More `strata serve` arguments for every node, after `--`.
     #[arg(last = true)]
     pub serve_args: Vec<String>,
@@ -415,8 +469,13 @@ pub fn campaign(a: &CampaignArgs, strata: impl Fn() -> Command) -> Result<bool, 
             let sign = if r % 2 == 0 { 1 } else { -1 };
             o.plan.clock_offset_ms = sign * a.clock_offset.as_millis() as i64;
             o.serve_args = a.serve_args.clone();
+            o.quorum = Quorum::explicit(a.ack_write, a.ack_read, a.from);
+            o.linearizable = a.linearizable.then_some(a.lin_limit);
             let res = run_one(&o, strata())?;
             println!("{}", res.line());
+            if let Some(l) = res.linear.as_ref().filter(|l| !l.linearizable()) {
+                print!("{l}");
+            }
             all.push(res);
         }
     }
@@ -427,7 +486,7 @@ pub fn campaign(a: &CampaignArgs, strata: impl Fn() -> Command) -> Result<bool, 
 /// The totals per fault as a Markdown table.
 pub fn totals(runs: &[RunResult]) -> String {
     let mut s = String::from(
-        "\n| fault | runs | acknowledged writes | lost | stale reads | live-coordinator errors | own-store missing | hints dropped | level after return (median / max) | p99 before fault / during replay (medians) | passed |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "\n| fault | runs | acknowledged writes | lost | stale reads | live-coordinator errors | own-store missing | hints dropped | level after return (median / max) | p99 before fault / during replay (medians) | linearizable runs | passed |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut faults: Vec<Fault> = runs.iter().map(|r| r.fault).collect();
     faults.dedup();
@@ -458,9 +517,23 @@ pub fn totals(runs: &[RunResult]) -> String {
             median(&|r| r.p99_before),
             median(&|r| r.p99_replay)
         );
+        let checked: Vec<&LinReport> = rs.iter().filter_map(|r| r.linear.as_ref()).collect();
+        let lin = if checked.is_empty() {
+            "-".to_string()
+        } else {
+            format!(
+                "{}/{} ({} undecided)",
+                checked.iter().filter(|l| l.linearizable()).count(),
+                checked.len(),
+                checked
+                    .iter()
+                    .filter(|l| l.violations() == 0 && l.unknown() > 0)
+                    .count()
+            )
+        };
         let _ = writeln!(
             s,
-            "| {f} | {} | {} | {} | {} | {} | {} | {} | {level} | {p99} | {}/{} |",
+            "| {f} | {} | {} | {} | {} | {} | {} | {} | {level} | {p99} | {lin} | {}/{} |",
             rs.len(),
             sum(&|r| r.acknowledged),
             sum(&|r| r.report.lost),

@@ -281,7 +281,10 @@ fn agrees_with_every_order_on_small_random_histories() {
                 if let Verdict::Violation { witness, why } = &got {
                     if why.starts_with("these") {
                         let sub: Vec<Op> = witness.iter().map(|&i| h[i].clone()).collect();
-                        assert!(!brute(&sub), "case {case}: witness {witness:?} can be ordered:\n{h:#?}");
+                        assert!(
+                            !brute(&sub),
+                            "case {case}: witness {witness:?} can be ordered:\n{h:#?}"
+                        );
                         proven += 1;
                     }
                 }

@@ -259,7 +259,10 @@ pub(super) async fn main_phase(mut c: Client, ctx: Rc<Ctx>) -> Client {
             // The keys every client shares, for the linearizability check:
             // each value written once (`<client>:<seq>`).
             let y = x - (mix.set_writes + mix.register_writes + mix.register_reads);
-            let key = shared_key(&ctx.cfg.run, c.rng.random_range(0..ctx.cfg.shared_keys.max(1)));
+            let key = shared_key(
+                &ctx.cfg.run,
+                c.rng.random_range(0..ctx.cfg.shared_keys.max(1)),
+            );
             if y < mix.shared_writes {
                 c.seq += 1;
                 let value = register_value(c.id, c.seq);
