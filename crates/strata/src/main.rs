@@ -189,6 +189,11 @@ enum ClusterCmd {
     /// operation; the checker reports lost acknowledged writes and stale
     /// reads. Exits non-zero when it finds any.
     Check(Box<strata_lab::experiment::check::CheckArgs>),
+    /// A saved history (Strata's JSON lines, Jepsen's history.edn, the
+    /// Porcupine harness's JSON) checked for linearizability key by key
+    /// (docs/consistency.md), or exported to another checker's format.
+    /// Exits non-zero unless every key is linearizable.
+    History(Box<strata_lab::experiment::history::HistoryArgs>),
     /// Checked runs under faults (a node killed, stopped, partitioned,
     /// its clock shifted), each on a fresh local cluster: lost writes,
     /// stale reads, errors on live coordinators, the time until the
@@ -331,6 +336,11 @@ fn cluster(what: ClusterCmd) -> ExitCode {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => exit("strata cluster check", Err(e)),
+        },
+        ClusterCmd::History(a) => match strata_lab::experiment::history::command(&a) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => exit("strata cluster history", Err(e)),
         },
         ClusterCmd::Campaign(a) => {
             let r = own_exe()

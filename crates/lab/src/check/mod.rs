@@ -1,14 +1,18 @@
 //! Jepsen-style checking of a cluster under faults: a closed-loop client
 //! pool records what every operation did (`history`), a pure checker judges
 //! that history for lost acknowledged writes, stale reads and impossible
-//! reads (`checker`), and the runner drives the pool against one or more
-//! nodes and ends with a full-`ack` read of every key (`run`)
+//! reads (`checker`), another decides whether each shared key is
+//! linearizable, with the smallest witness when not (`linear`), histories
+//! go to and come from Porcupine's and Jepsen's formats (`formats`), and
+//! the runner drives the pool against one or more nodes and ends with a
+//! full-`ack` read of every key (`run`)
 //! (`strata cluster check`'s arguments are `experiment::check`'s). Tests,
 //! campaigns and `strata load --check` call it as a library. Owns the check; must not
 //! know the node's internals (HTTP only) nor inject faults itself: the
 //! caller does those while a run goes on.
 
 pub mod checker;
+pub mod formats;
 pub mod history;
 pub mod linear;
 pub mod run;

@@ -4,7 +4,8 @@
 //! trial to objectives (`slo`) and naming why the target broke
 //! (`verdict`); `soak` holds a share of it for hours; `demo` shows all of
 //! it on a local cluster; `calibrate` fits the simulator to a live node;
-//! `check` is `strata cluster check`. Owns running and judging
+//! `check` is `strata cluster check`, `history` checks or exports a saved
+//! history. Owns running and judging
 //! experiments; must not generate load itself (`load`), inject faults
 //! itself (`nemesis`), render reports (`report`) nor know the node's
 //! internals.
@@ -19,10 +20,12 @@
 //! | `demo` | `strata demo` |
 //! | `calibrate` | `strata calibrate`: a node's (or a cluster's) model for the simulator |
 //! | `check` | `strata cluster check`'s arguments and output |
+//! | `history` | `strata cluster history`: a saved history checked for linearizability or exported |
 
 pub mod calibrate;
 pub mod check;
 pub mod demo;
+pub mod history;
 pub mod search;
 pub mod slo;
 pub mod soak;
