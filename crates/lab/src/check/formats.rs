@@ -176,7 +176,7 @@ pub fn to_jepsen(h: &History, wanted: impl Fn(&[u8]) -> bool) -> String {
             ),
         ));
     }
-    events.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    events.sort_by_key(|e| (e.0, e.1));
     let mut s = String::new();
     for (_, _, line) in events {
         let _ = writeln!(s, "{line}");
