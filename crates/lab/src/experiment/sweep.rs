@@ -283,7 +283,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let check = found
         .checked
         .as_ref()
-        .map(crate::report::alongside::check_summary);
+        .map(|c| crate::report::alongside::check_summary(c, found.linear.as_ref()));
     if let Some(c) = &check {
         on_line(crate::report::alongside::summary(&[], Some(c)).trim_end());
     }

@@ -532,7 +532,7 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
     let check = found
         .checked
         .as_ref()
-        .map(crate::report::alongside::check_summary);
+        .map(|c| crate::report::alongside::check_summary(c, found.linear.as_ref()));
     if let Some(w) = hdr {
         w.finish().map_err(|e| e.to_string())?;
     }

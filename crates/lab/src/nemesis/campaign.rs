@@ -48,19 +48,6 @@ pub struct RunOptions {
     pub linearizable: Option<Duration>,
 }
 
-/// The campaign's mix with the shared keys of the linearizability check:
-/// set writes still pace the run.
-fn linearizable_mix() -> check::Mix {
-    check::Mix {
-        set_writes: 40.0,
-        register_writes: 15.0,
-        register_reads: 15.0,
-        shared_writes: 12.0,
-        shared_reads: 15.0,
-        shared_deletes: 3.0,
-    }
-}
-
 impl RunOptions {
     /// A 3-node run at `ack=2&from=3` of `writes` writes under `fault` on
     /// node 3 (a 3 s hold, a +10 s clock), 16 clients.
@@ -241,7 +228,7 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
     cfg.quorum = o.quorum;
     cfg.between_phases = Some(hook);
     if o.linearizable.is_some() {
-        cfg.mix = linearizable_mix();
+        cfg.mix = check::Mix::with_shared();
     }
     let running = check::spawn(cfg)?;
     let start = running.start();

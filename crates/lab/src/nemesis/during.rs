@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::schedule::{self, FaultMark, Step, Target};
-use crate::check::{self, Checked};
+use crate::check::linear::{self, LinReport};
+use crate::check::{self, Checked, KeyRole};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct DuringArgs {
@@ -37,6 +38,14 @@ pub struct DuringArgs {
     /// values never written); a section of the report.
     #[arg(long)]
     pub check: bool,
+    /// With --check, also run operations on keys every client shares and
+    /// check each for linearizability (docs/consistency.md); a section of
+    /// the report, with the smallest witness of a violation.
+    #[arg(long, requires = "check")]
+    pub linearizable: bool,
+    /// How long the linearizability search may take on one key.
+    #[arg(long, default_value = "60s", value_parser = crate::units::duration)]
+    pub lin_limit: Duration,
     /// Closed-loop clients of --check (their requests add to the load).
     #[arg(long, default_value_t = 4)]
     pub check_clients: u32,
@@ -54,6 +63,8 @@ impl Default for DuringArgs {
             faults: Vec::new(),
             cluster_dir: PathBuf::from("strata-cluster"),
             check: false,
+            linearizable: false,
+            lin_limit: Duration::from_secs(60),
             check_clients: 4,
             check_rate: 0.0,
         }
@@ -65,6 +76,8 @@ impl Default for DuringArgs {
 pub struct Found {
     pub faults: Vec<FaultMark>,
     pub checked: Option<Checked>,
+    /// The shared keys' linearizability, with `--linearizable`.
+    pub linear: Option<LinReport>,
 }
 
 /// The same node, however the URL was written.
@@ -111,6 +124,11 @@ pub fn around<T: Target + Send, R>(
                 Duration::from_secs_f64(args.check_clients.max(1) as f64 / args.check_rate)
             }),
             client: client.cloned().map(check::Smart),
+            mix: if args.linearizable {
+                check::Mix::with_shared()
+            } else {
+                check::Mix::default()
+            },
             ..check::Config::new(urls.to_vec())
         };
         Some(check::spawn(cfg)?)
@@ -128,5 +146,22 @@ pub fn around<T: Target + Send, R>(
         }
         None => None,
     };
-    Ok((r, Found { faults, checked }))
+    let linear = checked.as_ref().filter(|_| args.linearizable).map(|c| {
+        linear::check_history(
+            &c.history,
+            |k| KeyRole::of(k) == KeyRole::Shared,
+            linear::Limits {
+                per_key: args.lin_limit,
+                ..Default::default()
+            },
+        )
+    });
+    Ok((
+        r,
+        Found {
+            faults,
+            checked,
+            linear,
+        },
+    ))
 }

@@ -151,6 +151,15 @@ pub fn render(r: &Report) -> Result<String, String> {
                 esc(c.text.trim_end())
             );
         }
+        if let Some(l) = &c.linear {
+            s += &format!(
+                "<h3>Linearizability</h3>\n<p class=\"{}\">{}</p>\n<p class=\"method\">Algorithm: {}.</p>\n{}",
+                if l.verdict == "linearizable" { "passed" } else { "failed" },
+                esc(&super::linear::headline(l)),
+                esc(&l.algorithm),
+                super::linear::timeline_svg(l)
+            );
+        }
     }
     let notes = markdown::notes(r);
     if !notes.is_empty() {

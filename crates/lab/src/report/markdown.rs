@@ -769,6 +769,9 @@ pub fn render(r: &Report) -> String {
                 c.text.trim_end()
             );
         }
+        if let Some(l) = &c.linear {
+            s += &super::linear::markdown(l);
+        }
     }
     let notes = notes(r);
     if !notes.is_empty() {

@@ -6,7 +6,8 @@
 //! (`hdrlog`), a node's heap profile drawn as a flame graph (`heap`), the
 //! live dashboard (`dashboard`), and the nodes' `/metrics` sampled on the
 //! run's time axis (`scrape`), the server's side of the model, and the
-//! sections for the faults and the check that ran alongside (`alongside`). This file
+//! sections for the faults and the check that ran alongside (`alongside`),
+//! the linearizability check's with its witness drawn (`linear`). This file
 //! only writes a report directory; it must not run load, and nothing
 //! below it judges what it measured.
 
@@ -17,6 +18,7 @@ pub mod evidence;
 pub mod hdrlog;
 pub mod heap;
 pub mod html;
+pub mod linear;
 pub mod markdown;
 pub mod model;
 pub mod scrape;

@@ -284,6 +284,37 @@ pub struct CheckSummary {
     pub method: String,
     /// The checker's report as text: counts and the first examples.
     pub text: String,
+    /// The shared keys' linearizability, when checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linear: Option<LinearSummary>,
+}
+
+/// What the linearizability check decided, for the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinearSummary {
+    /// `linearizable`, `not linearizable` or `unknown`.
+    pub verdict: String,
+    pub keys: usize,
+    pub operations: usize,
+    pub violated: usize,
+    pub undecided: usize,
+    pub algorithm: String,
+    /// The witnesses' operations, key by key.
+    pub witness: Vec<WitnessOp>,
+    /// The check's report as text.
+    pub text: String,
+}
+
+/// One operation of a witness, as drawn.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WitnessOp {
+    pub key: String,
+    pub client: u32,
+    /// `PUT "v"`, `GET -> "v"`, `GET -> not found`, `DELETE`.
+    pub what: String,
+    /// Since the run's start.
+    pub start_ms: f64,
+    pub end_ms: f64,
 }
 
 /// One sample of the node's `/metrics`. Gauges as read; counters as deltas

@@ -73,6 +73,19 @@ impl Mix {
         }
     }
 
+    /// The default mix with the shared keys beside it (the campaign's and
+    /// `--check --linearizable`'s): set writes still pace a run.
+    pub fn with_shared() -> Mix {
+        Mix {
+            set_writes: 40.0,
+            register_writes: 15.0,
+            register_reads: 15.0,
+            shared_writes: 12.0,
+            shared_reads: 15.0,
+            shared_deletes: 3.0,
+        }
+    }
+
     /// `SET,REGWRITE,REGREAD[,PUT,GET,DELETE]` weights, e.g. `50,25,25` or
     /// `0,0,0,40,50,10`.
     pub fn parse(s: &str) -> Result<Mix, String> {
