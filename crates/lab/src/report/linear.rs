@@ -81,9 +81,9 @@ pub fn timeline_svg(l: &LinearSummary) -> String {
             } else {
                 "#f3b27a"
             };
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<text x=\"4\" y=\"{:.1}\">client {}</text><rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"18\" fill=\"{fill}\" stroke=\"#555\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+                "<text x=\"4\" y=\"{:.1}\">client {}</text><rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"18\" fill=\"{fill}\" stroke=\"#555\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                 y + 13.0,
                 o.client,
                 y,
