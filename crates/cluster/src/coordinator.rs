@@ -98,6 +98,14 @@ impl Coordinator {
         // per key, a write that starts after another one ended is stamped
         // later, whatever the wall clocks say.
         let mut floor: Option<Version> = None;
+        if self.cfg.versions_from_quorum && sets != [vec![self.me]] {
+            // ABD's first phase: the newest version `ack` replicas of each
+            // live layout hold; this write is stamped past it, once.
+            floor = self.clone().newest(id, &key, &sets, r.ack).await?;
+            if let Some(v) = floor {
+                self.hlc.observe(v.hlc);
+            }
+        }
         for _ in 0..MAX_ATTEMPTS {
             let mut version = self.stamp();
             if let Some(f) = floor.filter(|f| f.hlc >= version.hlc) {
@@ -133,6 +141,78 @@ impl Coordinator {
         Err(self.not_enough(0, r.ack))
     }
 
+    /// A replica holding a newer version counts as having taken the write
+    /// (it is ordered before that version): with versions from a quorum,
+    /// where the newer one can only be a concurrent write's, and in the
+    /// deliberately broken wall-clock mode.
+    fn keeps_newer(&self) -> bool {
+        self.cfg.versions_from_quorum || self.cfg.unsafe_wall_clock
+    }
+
+    /// The newest version of `key` held by `ack` replicas of each of
+    /// `sets` (a replica holding nothing counts, as no version).
+    async fn newest(
+        self: Arc<Self>,
+        id: u64,
+        key: &Bytes,
+        sets: &[Vec<usize>],
+        ack: usize,
+    ) -> Result<Option<Version>> {
+        let mut replicas: Vec<usize> = Vec::with_capacity(sets[0].len() + 1);
+        for &m in sets.iter().flatten() {
+            if !replicas.contains(&m) {
+                replicas.push(m);
+            }
+        }
+        let reach = self.reachable(&replicas);
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
+        let mut answered: Vec<usize> = Vec::with_capacity(replicas.len());
+        let mut newest: Option<Version> = None;
+        let mut outstanding = 0;
+        for (&m, &reach) in replicas.iter().zip(&reach) {
+            if m == self.me {
+                if let Ok(rec) = self.store.read(key) {
+                    newest = newest.max(rec.map(|r| r.version));
+                    answered.push(m);
+                }
+            } else if reach {
+                let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
+                tokio::spawn(async move {
+                    let r = s.send_read(id, m, k).await;
+                    let _ = tx.send((m, r)).await;
+                });
+                outstanding += 1;
+            }
+        }
+        drop(tx);
+        let enough = |answered: &[usize]| {
+            sets.iter()
+                .all(|s| s.iter().filter(|m| answered.contains(m)).count() >= ack)
+        };
+        let deadline = tokio::time::Instant::now() + self.timeout_for(0);
+        while !enough(&answered) && outstanding > 0 {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some((m, res))) => {
+                    outstanding -= 1;
+                    if let Ok(rec) = res {
+                        newest = newest.max(rec.map(|r| r.version));
+                        answered.push(m);
+                    }
+                }
+                _ => break,
+            }
+        }
+        if !enough(&answered) {
+            let got = sets
+                .iter()
+                .map(|s| s.iter().filter(|m| answered.contains(m)).count())
+                .min()
+                .unwrap_or(0);
+            return Err(self.not_enough(got, ack));
+        }
+        Ok(newest)
+    }
+
     /// The not-enough-replicas error, counted.
     fn not_enough(&self, got: usize, need: usize) -> ClusterError {
         self.stats
@@ -160,7 +240,7 @@ impl Coordinator {
             trace.local = Some(timing);
             return match r {
                 Ok(Outcome::Applied) => Replicated::Done,
-                Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => Replicated::Done,
+                Ok(Outcome::Superseded(_)) if self.keeps_newer() => Replicated::Done,
                 Ok(Outcome::Superseded(v)) => Replicated::Superseded(v),
                 Err(e) => Replicated::Short(0, Some(e)),
             };
@@ -269,7 +349,7 @@ impl Coordinator {
             last = Some((got.0, got.2));
             match got.1 {
                 Ok(Outcome::Applied) => status[at] = 2,
-                Ok(Outcome::Superseded(_)) if self.cfg.unsafe_wall_clock => status[at] = 2,
+                Ok(Outcome::Superseded(_)) if self.keeps_newer() => status[at] = 2,
                 Ok(Outcome::Superseded(v)) => return Replicated::Superseded(v),
                 Err(e) if got.0 == self.me => local_err = Some(e),
                 Err(_) => {}
