@@ -193,7 +193,7 @@ enum ClusterCmd {
     /// Porcupine harness's JSON) checked for linearizability key by key
     /// (docs/consistency.md), or exported to another checker's format.
     /// Exits non-zero unless every key is linearizable.
-    History(Box<strata_lab::experiment::history::HistoryArgs>),
+    History(Box<strata_lab::check::saved::HistoryArgs>),
     /// Checked runs under faults (a node killed, stopped, partitioned,
     /// its clock shifted), each on a fresh local cluster: lost writes,
     /// stale reads, errors on live coordinators, the time until the
@@ -337,7 +337,7 @@ fn cluster(what: ClusterCmd) -> ExitCode {
             Ok(false) => ExitCode::FAILURE,
             Err(e) => exit("strata cluster check", Err(e)),
         },
-        ClusterCmd::History(a) => match strata_lab::experiment::history::command(&a) {
+        ClusterCmd::History(a) => match strata_lab::check::saved::command(&a) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => exit("strata cluster history", Err(e)),

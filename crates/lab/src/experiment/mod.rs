@@ -1,11 +1,10 @@
 //! The experiments: the commands that put the other rooms together to
 //! answer a question about a target. A `trial` (`strata load`) offers one
-//! rate; a `sweep` searches for the breaking point (`search`), holding each
+//! rate; a `sweep` searches for the breaking point (`load::search`), holding each
 //! trial to objectives (`slo`) and naming why the target broke
 //! (`verdict`); `soak` holds a share of it for hours; `demo` shows all of
 //! it on a local cluster; `calibrate` fits the simulator to a live node;
-//! `check` is `strata cluster check`, `history` checks or exports a saved
-//! history. Owns running and judging
+//! `check` is `strata cluster check`. Owns running and judging
 //! experiments; must not generate load itself (`load`), inject faults
 //! itself (`nemesis`), render reports (`report`) nor know the node's
 //! internals.
@@ -13,20 +12,17 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `trial` | `strata load`, its arguments, a trial's report |
-//! | `sweep`, `search` | `strata sweep`: its trials; which rate next, repeats, the breaking point's range |
+//! | `sweep` | `strata sweep`: its trials, the breaking point (which rate next is `load::search`'s) |
 //! | `slo` | objectives and judging a trial |
 //! | `verdict` | why the target broke, from the readings and the slowest requests |
 //! | `soak` | `strata soak`: a long run and its judgement |
 //! | `demo` | `strata demo` |
 //! | `calibrate` | `strata calibrate`: a node's (or a cluster's) model for the simulator |
 //! | `check` | `strata cluster check`'s arguments and output |
-//! | `history` | `strata cluster history`: a saved history checked for linearizability or exported |
 
 pub mod calibrate;
 pub mod check;
 pub mod demo;
-pub mod history;
-pub mod search;
 pub mod slo;
 pub mod soak;
 pub mod sweep;

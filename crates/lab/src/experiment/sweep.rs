@@ -12,10 +12,10 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::experiment::search::Search;
 use crate::experiment::slo::{fmt_num, positive, SloArgs};
 use crate::experiment::trial::{rfc3339, run_trial, Progress, TargetArgs};
 use crate::experiment::verdict::{verdict, Evidence, Machine};
+use crate::load::search::Search;
 use crate::report::model::{Report, RunKind, Trial};
 use crate::report::scrape::{Sampler, Scrapes};
 

@@ -19,12 +19,14 @@
 //! | `slowest` | each run's slowest 1 % and their `Server-Timing` |
 //! | `preload` | YCSB's load phase |
 //! | `cpu` | the generator's and the machine's CPU |
+//! | `search` | which rate a sweep offers next: doubling, bisection, repeats, the breaking point's range |
 
 pub mod cpu;
 pub mod driver;
 pub mod nodes;
 pub mod preload;
 pub mod schedule;
+pub mod search;
 pub mod slowest;
 pub mod timer;
 pub mod workload;

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::esc;
+use super::escape::esc;
 use super::model::LinearSummary;
 
 /// One sentence: the verdict and what was checked.

@@ -7,13 +7,15 @@
 //! live dashboard (`dashboard`), and the nodes' `/metrics` sampled on the
 //! run's time axis (`scrape`), the server's side of the model, and the
 //! sections for the faults and the check that ran alongside (`alongside`),
-//! the linearizability check's with its witness drawn (`linear`). This file
+//! the linearizability check's with its witness drawn (`linear`), and
+//! text made safe for HTML (`escape`). This file
 //! only writes a report directory; it must not run load, and nothing
 //! below it judges what it measured.
 
 pub mod alongside;
 pub mod charts;
 pub mod dashboard;
+pub mod escape;
 pub mod evidence;
 pub mod hdrlog;
 pub mod heap;

@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::check::formats::{self, PorcupineOp};
-use crate::check::linear::{self, LinReport};
-use crate::check::{History, KeyRole};
+use super::formats::{self, PorcupineOp};
+use super::linear::{self, LinReport};
+use super::{History, KeyRole};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
