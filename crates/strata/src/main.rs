@@ -195,7 +195,7 @@ enum ClusterCmd {
     /// Exits non-zero unless every key is linearizable.
     History(Box<strata_lab::check::saved::HistoryArgs>),
     /// Checked runs under faults (a node killed, stopped, partitioned,
-    /// its clock shifted), each on a fresh local cluster: lost writes,
+    /// its clock shifted or jumping), each on a fresh local cluster: lost writes,
     /// stale reads, errors on live coordinators, the time until the
     /// faulted node is level, every node's own store; the totals as a
     /// table. Exits non-zero if any run failed.

@@ -2,7 +2,8 @@
 //! (SIGKILL) and started again on its data, frozen (SIGSTOP, then
 //! SIGCONT), cut off from the others (a partition of its internal traffic
 //! in the proxy, then healed), or run with its wall clock shifted (a
-//! node flag from the start). Also the cluster's hint backlog, read from
+//! node flag from the start, or a jump of a running node's clock and back).
+//! Also the cluster's hint backlog, read from
 //! every node's `/v0/cluster`, which tells when a node that came back is
 //! level again. Owns when and how a fault happens; must not judge the
 //! run (that is the checker's) nor know what a node does inside.
@@ -12,7 +13,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::local::{ClusterOptions, LocalCluster};
-use strata_ctl::status;
+use strata_ctl::{http, status};
 
 /// What goes wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,10 +27,20 @@ pub enum Fault {
     Partition,
     /// The node's wall clock is off by the offset for the whole run.
     Clock,
+    /// The running node's clock jumps by the offset (its test clock hook,
+    /// `--test-clock-hook`), stays there for the hold time, then jumps
+    /// back.
+    Jump,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 4] = [Fault::Kill, Fault::Stop, Fault::Partition, Fault::Clock];
+    pub const ALL: [Fault; 5] = [
+        Fault::Kill,
+        Fault::Stop,
+        Fault::Partition,
+        Fault::Clock,
+        Fault::Jump,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -37,6 +48,7 @@ impl Fault {
             Fault::Stop => "stop",
             Fault::Partition => "partition",
             Fault::Clock => "clock",
+            Fault::Jump => "jump",
         }
     }
 
@@ -61,7 +73,7 @@ impl FromStr for Fault {
         Fault::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("{s}: not a fault (kill, stop, partition, clock)"))
+            .ok_or_else(|| format!("{s}: not a fault (kill, stop, partition, clock, jump)"))
     }
 }
 
@@ -73,7 +85,8 @@ pub struct Plan {
     pub node: usize,
     /// How long a kill, stop or partition lasts.
     pub hold: Duration,
-    /// The clock offset of [`Fault::Clock`], in milliseconds (±).
+    /// The clock offset of [`Fault::Clock`] and the jump of
+    /// [`Fault::Jump`], in milliseconds (±).
     pub clock_offset_ms: i64,
 }
 
@@ -89,6 +102,12 @@ impl Plan {
                 }
                 o.node_args[self.node]
                     .push(format!("--test-clock-offset-ms={}", self.clock_offset_ms));
+            }
+            Fault::Jump => {
+                if o.node_args.len() <= self.node {
+                    o.node_args.resize(self.node + 1, vec![]);
+                }
+                o.node_args[self.node].push("--test-clock-hook".into());
             }
             Fault::Kill | Fault::Stop => {}
         }
@@ -117,6 +136,24 @@ impl Plan {
                 c.partition(i)?;
                 std::thread::sleep(self.hold);
                 c.heal(i)?;
+            }
+            Fault::Jump => {
+                let url = &c.urls()[i];
+                let jump = |ms: i64| -> Result<(), String> {
+                    let path = format!("/debug/clock?jump_ms={ms}");
+                    let r = http::request("POST", url, &path, Duration::from_secs(10))?;
+                    if r.status != 200 {
+                        return Err(format!(
+                            "{url}{path} answered {}: {}",
+                            r.status,
+                            String::from_utf8_lossy(&r.body).trim()
+                        ));
+                    }
+                    Ok(())
+                };
+                jump(self.clock_offset_ms)?;
+                std::thread::sleep(self.hold);
+                jump(-self.clock_offset_ms)?;
             }
         }
         Ok(Some(Injected {
