@@ -2,7 +2,9 @@
 //! (SIGKILL) and started again on its data, frozen (SIGSTOP, then
 //! SIGCONT), cut off from the others (a partition of its internal traffic
 //! in the proxy, then healed), or run with its wall clock shifted (a
-//! node flag from the start, or a jump of a running node's clock and back).
+//! node flag from the start, or a jump of a running node's clock and back),
+//! or cut off in the network (its namespace's traffic dropped: both ways,
+//! only what it sends, or killed and restarted while cut off).
 //! Also the cluster's hint backlog, read from
 //! every node's `/v0/cluster`, which tells when a node that came back is
 //! level again. Owns when and how a fault happens; must not judge the
@@ -13,6 +15,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::local::{ClusterOptions, LocalCluster};
+use super::netns::Cut;
 use strata_ctl::{http, status};
 
 /// What goes wrong.
@@ -31,6 +34,15 @@ pub enum Fault {
     /// `--test-clock-hook`), stays there for the hold time, then jumps
     /// back.
     Jump,
+    /// Everything to and from the node dropped in the network (its
+    /// namespace's traffic, clients and peers) for the hold time.
+    Isolate,
+    /// Only what the node sends dropped: it hears everyone, nobody hears
+    /// it.
+    OneWay,
+    /// Isolated, then killed while isolated, started again still cut off,
+    /// then the cut lifted: a crash during a partition.
+    IsolateKill,
 }
 
 impl Fault {
@@ -42,6 +54,10 @@ impl Fault {
         Fault::Jump,
     ];
 
+    /// The faults of real network partitions (network namespaces: root,
+    /// iproute2, nftables): `--faults net`.
+    pub const NET: [Fault; 3] = [Fault::Isolate, Fault::OneWay, Fault::IsolateKill];
+
     pub fn name(self) -> &'static str {
         match self {
             Fault::Kill => "kill",
@@ -49,13 +65,18 @@ impl Fault {
             Fault::Partition => "partition",
             Fault::Clock => "clock",
             Fault::Jump => "jump",
+            Fault::Isolate => "isolate",
+            Fault::OneWay => "oneway",
+            Fault::IsolateKill => "isolate-kill",
         }
     }
 
     /// Comma-separated names, or `all`.
     pub fn parse_list(s: &str) -> Result<Vec<Fault>, String> {
-        if s.trim() == "all" {
-            return Ok(Fault::ALL.to_vec());
+        match s.trim() {
+            "all" => return Ok(Fault::ALL.to_vec()),
+            "net" => return Ok(Fault::NET.to_vec()),
+            _ => {}
         }
         s.split(',').map(|f| f.trim().parse()).collect()
     }
@@ -72,8 +93,11 @@ impl FromStr for Fault {
     fn from_str(s: &str) -> Result<Fault, String> {
         Fault::ALL
             .into_iter()
+            .chain(Fault::NET)
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("{s}: not a fault (kill, stop, partition, clock, jump)"))
+            .ok_or_else(|| {
+                format!("{s}: not a fault (kill, stop, partition, clock, jump, isolate, oneway, isolate-kill)")
+            })
     }
 }
 
@@ -109,6 +133,7 @@ impl Plan {
                 }
                 o.node_args[self.node].push("--test-clock-hook".into());
             }
+            Fault::Isolate | Fault::OneWay | Fault::IsolateKill => o.netns = true,
             Fault::Kill | Fault::Stop => {}
         }
     }
@@ -154,6 +179,28 @@ impl Plan {
                 jump(self.clock_offset_ms)?;
                 std::thread::sleep(self.hold);
                 jump(-self.clock_offset_ms)?;
+            }
+            Fault::Isolate | Fault::OneWay => {
+                let how = if self.fault == Fault::Isolate {
+                    Cut::Both
+                } else {
+                    Cut::Outbound
+                };
+                c.cut(i, how)?;
+                std::thread::sleep(self.hold);
+                c.mend(i)?;
+            }
+            Fault::IsolateKill => {
+                c.cut(i, Cut::Both)?;
+                std::thread::sleep(self.hold / 2);
+                c.kill(i)?;
+                std::thread::sleep(self.hold / 2);
+                // Started again while still cut off: it cannot check its
+                // layout with the others, and must not be waited on.
+                c.restart_unwaited(i)?;
+                std::thread::sleep(self.hold / 2);
+                c.mend(i)?;
+                c.wait_serving(i)?;
             }
         }
         Ok(Some(Injected {

@@ -12,6 +12,7 @@
 //! | file | owns |
 //! | --- | --- |
 //! | `local/` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
+//! | `netns.rs` | [`netns::NetLab`]: each node in a network namespace, nftables cuts of its client and internal traffic |
 //! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
 //! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |
 //! | `schedule.rs` | `--fault kill:2@20s ...`: a run's fault schedule, injected on time into a [`schedule::Target`], undone, level times, recovery from the timeline |
@@ -30,6 +31,7 @@ pub mod during;
 mod fake_node;
 pub mod fault;
 pub mod local;
+pub mod netns;
 pub mod proxy;
 pub mod schedule;
 pub mod up;

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use super::netns::{Cut, NetLab};
 use super::proxy::{Fault, FaultProxy, LinkStats};
 use strata_ctl::http;
 
@@ -49,6 +50,10 @@ pub struct ClusterOptions {
     pub node_args: Vec<Vec<String>>,
     /// Internal traffic through a [`FaultProxy`], for partitions.
     pub proxied: bool,
+    /// Each node in a network namespace of its own (root, iproute2 and
+    /// nftables), for real partitions of client and internal traffic
+    /// ([`NetLab`]); not with `proxied`.
+    pub netns: bool,
     /// How long every node has to answer `/v0/status` with 200.
     pub ready_timeout: Duration,
 }
@@ -66,6 +71,7 @@ impl ClusterOptions {
             serve_args: vec![],
             node_args: vec![],
             proxied: false,
+            netns: false,
             ready_timeout: Duration::from_secs(30),
         }
     }
@@ -94,8 +100,17 @@ impl Program {
         }
     }
 
-    fn command(&self) -> Command {
-        let mut c = Command::new(&self.program);
+    /// The program, run through `prefix` (a namespace's `ip netns exec`)
+    /// when one is given.
+    fn command(&self, prefix: &[String]) -> Command {
+        let mut c = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&self.program);
+                c
+            }
+            None => Command::new(&self.program),
+        };
         c.args(&self.args);
         for (k, v) in &self.envs {
             match v {
@@ -130,6 +145,8 @@ pub struct LocalCluster {
     secret_file: PathBuf,
     nodes: Vec<Node>,
     proxy: Option<FaultProxy>,
+    /// The nodes' network namespaces, with `netns`.
+    net: Option<NetLab>,
     ready_timeout: Duration,
 }
 
@@ -160,9 +177,22 @@ impl LocalCluster {
         } else {
             None
         };
+        if opts.netns && opts.proxied {
+            return Err("a cluster in network namespaces is not proxied".into());
+        }
+        let net = if opts.netns {
+            Some(NetLab::create(n)?)
+        } else {
+            None
+        };
+        // Where node i listens: loopback, or its namespace's address.
+        let host = |i: usize| match &net {
+            Some(net) => net.ip(i).to_string(),
+            None => "127.0.0.1".to_string(),
+        };
         let mut advertised = Vec::with_capacity(n);
         for (i, &port) in ports.iter().enumerate() {
-            let direct = format!("http://127.0.0.1:{port}");
+            let direct = format!("http://{}:{port}", host(i));
             match &proxy {
                 None => advertised.push(direct),
                 Some(p) => {
@@ -186,8 +216,8 @@ impl LocalCluster {
         // The lab operates the cluster it starts (repair, membership,
         // backups, profiles): with the operator token of its secret, sent
         // to its nodes only.
-        for (port, url) in ports.iter().zip(&advertised) {
-            strata_client::stream::set_token_for(&format!("127.0.0.1:{port}"), &token);
+        for (i, (port, url)) in ports.iter().zip(&advertised).enumerate() {
+            strata_client::stream::set_token_for(&format!("{}:{port}", host(i)), &token);
             strata_client::stream::set_token_for(url, &token);
         }
 
@@ -195,7 +225,7 @@ impl LocalCluster {
         for (i, &port) in ports.iter().enumerate() {
             let data = dir.join(format!("node-{}", i + 1));
             let mut args: Vec<OsString> = vec!["serve".into(), "--listen".into()];
-            args.push(format!("127.0.0.1:{port}").into());
+            args.push(format!("{}:{port}", host(i)).into());
             args.push("--data-dir".into());
             args.push(data.clone().into());
             args.extend(["--log-level".into(), opts.log_level.clone().into()]);
@@ -212,7 +242,7 @@ impl LocalCluster {
             }
             nodes.push(Node {
                 args,
-                url: format!("http://127.0.0.1:{port}"),
+                url: format!("http://{}:{port}", host(i)),
                 advertised: advertised[i].clone(),
                 data,
                 log: dir.join(format!("node-{}.log", i + 1)),
@@ -225,6 +255,7 @@ impl LocalCluster {
             secret_file,
             nodes,
             proxy,
+            net,
             ready_timeout: opts.ready_timeout,
         };
         // Start them all, then wait for them all: a node may wait for its
@@ -244,8 +275,8 @@ impl LocalCluster {
     /// node 1, to be added by `strata cluster join` (its flags are node
     /// 1's otherwise). Returns its index once it answers `/v0/status`.
     pub fn add_node(&mut self) -> Result<usize, String> {
-        if self.proxy.is_some() {
-            return Err("adding a node to a proxied cluster is not supported".into());
+        if self.proxy.is_some() || self.net.is_some() {
+            return Err("adding a node to a proxied or namespaced cluster is not supported".into());
         }
         let i = self.nodes.len();
         let (ports, held) = node_ports(0, 1)?;
@@ -420,6 +451,21 @@ impl LocalCluster {
         self.wait_ready(i, deadline)
     }
 
+    /// Start node i again without waiting for it to serve (it may be cut
+    /// off); [`LocalCluster::wait_serving`] waits later.
+    pub fn restart_unwaited(&mut self, i: usize) -> Result<(), String> {
+        if self.is_running(i) {
+            return Err(format!("node-{} is still running", i + 1));
+        }
+        self.spawn(i)
+    }
+
+    /// Wait until node i answers `/v0/status` with 200.
+    pub fn wait_serving(&mut self, i: usize) -> Result<(), String> {
+        let deadline = Instant::now() + self.ready_timeout;
+        self.wait_ready(i, deadline)
+    }
+
     /// Black-hole every internal connection from or to node i (proxied
     /// clusters only); see [`FaultProxy::partition`].
     pub fn partition(&self, i: usize) -> Result<(), String> {
@@ -443,6 +489,23 @@ impl LocalCluster {
     pub fn heal_all(&self) -> Result<(), String> {
         self.proxy()?.heal_all();
         Ok(())
+    }
+
+    /// Cut node i off in the network as `how` says (clusters in network
+    /// namespaces only).
+    pub fn cut(&self, i: usize, how: Cut) -> Result<(), String> {
+        self.net()?.cut(i, how)
+    }
+
+    /// Lift node i's network cut.
+    pub fn mend(&self, i: usize) -> Result<(), String> {
+        self.net()?.heal(i)
+    }
+
+    fn net(&self) -> Result<&NetLab, String> {
+        self.net
+            .as_ref()
+            .ok_or_else(|| "network cuts need a cluster in network namespaces (netns)".into())
     }
 
     /// The counters of node i's proxy route (proxied clusters only).
@@ -519,7 +582,12 @@ impl LocalCluster {
             .append(true)
             .open(&node.log)
             .map_err(|e| format!("{}: {e}", node.log.display()))?;
-        let mut cmd = self.program.command();
+        let prefix = self
+            .net
+            .as_ref()
+            .map(|n| n.exec_prefix(i))
+            .unwrap_or_default();
+        let mut cmd = self.program.command(&prefix);
         cmd.args(&node.args)
             // The secret comes from the file; an inherited one would clash.
             .env_remove("STRATA_CLUSTER_SECRET")
