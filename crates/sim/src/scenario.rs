@@ -507,7 +507,8 @@ impl Scenario {
     }
 }
 
-fn describe_sets(sets: &[(String, String)]) -> String {
+/// `K=V K=V`, for errors about overrides.
+pub(crate) fn describe_sets(sets: &[(String, String)]) -> String {
     sets.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()

@@ -350,11 +350,7 @@ impl ClusterScenario {
                 crate::scenario::set_param(&mut v, k, val)?;
             }
         }
-        let describe = sets
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let describe = crate::scenario::describe_sets(sets);
         let s: ClusterScenario = v
             .try_into()
             .map_err(|e: toml::de::Error| format!("after {describe}: {}", e.message()))?;
