@@ -108,6 +108,10 @@ pub struct SoakArgs {
     /// the end: an hour at full speed would be millions).
     #[arg(long, default_value_t = 200.0)]
     pub check_rate: f64,
+    /// Also run the checker's operations on keys every client shares and
+    /// check each for linearizability (docs/consistency.md).
+    #[arg(long)]
+    pub linearizable: bool,
 }
 
 /// What the soak found, as `soak.json` holds it.
@@ -265,6 +269,7 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
         hdr: Some(hlog.clone()),
         during: DuringArgs {
             check: true,
+            linearizable: a.linearizable,
             check_clients: a.check_clients,
             check_rate: a.check_rate,
             ..DuringArgs::default()
