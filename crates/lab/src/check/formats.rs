@@ -296,15 +296,39 @@ fn as_bytes(v: &Edn) -> Option<Vec<u8>> {
     }
 }
 
+/// An invocation of Jepsen's process `process`, completed at `time`
+/// (`read`: the value a read returned).
+fn complete(process: i128, o: Open, read: Option<&[u8]>, time: Duration, outcome: Outcome) -> Op {
+    let client = u32::try_from(process.rem_euclid(1 << 31)).unwrap_or(0);
+    let op = match o.kind {
+        Kind::Write => Op::write(
+            client,
+            o.key,
+            o.value.unwrap_or_default(),
+            o.at,
+            time,
+            outcome,
+        ),
+        Kind::Delete => Op::delete(client, o.key, o.at, time, outcome),
+        Kind::Read => Op::read(client, o.key, read, o.at, time, outcome),
+    };
+    Op {
+        node: Arc::from(""),
+        ..op
+    }
+}
+
+/// An operation invoked and not yet completed.
+struct Open {
+    kind: Kind,
+    key: Vec<u8>,
+    value: Option<Vec<u8>>,
+    at: Duration,
+}
+
 /// A Jepsen `history.edn` (one map a line) into a history; its `:time`s
 /// (nanoseconds) are kept, or the line order is used as time.
 pub fn from_jepsen(text: &str) -> Result<History, String> {
-    struct Open {
-        kind: Kind,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-        at: Duration,
-    }
     let mut open: HashMap<i128, Open> = HashMap::new();
     let mut h = History::default();
     let mut last_time = Duration::ZERO;
@@ -365,43 +389,19 @@ pub fn from_jepsen(text: &str) -> Result<History, String> {
                     "fail" => Outcome::Failed,
                     _ => Outcome::Unknown,
                 };
-                let client = u32::try_from(process.rem_euclid(1 << 31)).unwrap_or(0);
-                let op = match o.kind {
-                    Kind::Write => Op::write(
-                        client,
-                        o.key,
-                        o.value.unwrap_or_default(),
-                        o.at,
-                        time,
-                        outcome,
-                    ),
-                    Kind::Delete => Op::delete(client, o.key, o.at, time, outcome),
-                    Kind::Read => Op::read(client, o.key, value.as_deref(), o.at, time, outcome),
-                };
-                h.ops.push(Op {
-                    node: Arc::from(""),
-                    ..op
-                });
+                h.ops
+                    .push(complete(process, o, value.as_deref(), time, outcome));
             }
             other => return Err(err(format!("an unknown :type {other:?}"))),
         }
     }
-    // Invocations never completed: of unknown outcome.
+    // Invocations never completed: of unknown outcome (a read of unknown
+    // outcome did nothing).
     for (process, o) in open {
-        let client = u32::try_from(process.rem_euclid(1 << 31)).unwrap_or(0);
-        let op = match o.kind {
-            Kind::Write => Op::write(
-                client,
-                o.key,
-                o.value.unwrap_or_default(),
-                o.at,
-                last_time,
-                Outcome::Unknown,
-            ),
-            Kind::Delete => Op::delete(client, o.key, o.at, last_time, Outcome::Unknown),
-            Kind::Read => continue,
-        };
-        h.ops.push(op);
+        if o.kind != Kind::Read {
+            h.ops
+                .push(complete(process, o, None, last_time, Outcome::Unknown));
+        }
     }
     h.ops.sort_by_key(|o| (o.invoked, o.client));
     Ok(h)
