@@ -24,7 +24,8 @@ pub struct DuringArgs {
     /// pause:1@10s+3s (SIGSTOP, SIGCONT after 3 s), partition:3@15s+5s
     /// (its internal traffic black-holed; needs `cluster up --proxied`),
     /// clock:2+10s (restarted at the start with its wall clock 10 s ahead;
-    /// clock:2-10s behind). Times count from the start of the run, warm-up
+    /// clock:2-10s behind), jump:2+30s@10s+5s (its running clock 30 s
+    /// ahead at 10 s, back after 5 s; needs `cluster up -- --test-clock-hook`). Times count from the start of the run, warm-up
     /// included; whatever is still in force at the end is undone.
     #[arg(long = "fault", value_name = "SPEC", value_parser = Step::parse)]
     pub faults: Vec<Step>,

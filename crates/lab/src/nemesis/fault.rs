@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::local::{ClusterOptions, LocalCluster};
 use super::netns::Cut;
-use strata_ctl::{http, status};
+use strata_ctl::status;
 
 /// What goes wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -163,22 +163,9 @@ impl Plan {
                 c.heal(i)?;
             }
             Fault::Jump => {
-                let url = &c.urls()[i];
-                let jump = |ms: i64| -> Result<(), String> {
-                    let path = format!("/debug/clock?jump_ms={ms}");
-                    let r = http::request("POST", url, &path, Duration::from_secs(10))?;
-                    if r.status != 200 {
-                        return Err(format!(
-                            "{url}{path} answered {}: {}",
-                            r.status,
-                            String::from_utf8_lossy(&r.body).trim()
-                        ));
-                    }
-                    Ok(())
-                };
-                jump(self.clock_offset_ms)?;
+                c.jump_clock(i, self.clock_offset_ms)?;
                 std::thread::sleep(self.hold);
-                jump(-self.clock_offset_ms)?;
+                c.jump_clock(i, -self.clock_offset_ms)?;
             }
             Fault::Isolate | Fault::OneWay => {
                 let how = if self.fault == Fault::Isolate {

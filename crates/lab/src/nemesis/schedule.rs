@@ -34,6 +34,10 @@ pub enum Kind {
     /// Restarted with its wall clock off by the offset (HLC versions must
     /// still order writes); at the start of the run unless `@` says when.
     Clock,
+    /// Its running clock jumps by the offset (its test hook: the cluster's
+    /// nodes run `--test-clock-hook`), and back after the hold (or at the
+    /// end).
+    Jump,
 }
 
 impl Kind {
@@ -44,6 +48,7 @@ impl Kind {
             Kind::Pause => "pause",
             Kind::Partition => "partition",
             Kind::Clock => "clock",
+            Kind::Jump => "jump",
         }
     }
 }
@@ -64,7 +69,7 @@ pub struct Step {
     pub offset_ms: i64,
 }
 
-const GRAMMAR: &str = "KIND:NODE@TIME[+HOLD] (kill, restart, pause, partition) or clock:NODE+OFFSET[@TIME], e.g. kill:2@20s, pause:1@10s+3s, clock:2-500ms";
+const GRAMMAR: &str = "KIND:NODE@TIME[+HOLD] (kill, restart, pause, partition), clock:NODE+OFFSET[@TIME] or jump:NODE+OFFSET@TIME[+HOLD], e.g. kill:2@20s, pause:1@10s+3s, clock:2-500ms, jump:3+30s@10s+5s";
 
 impl Step {
     pub fn parse(spec: &str) -> Result<Step, String> {
@@ -76,6 +81,7 @@ impl Step {
             "pause" | "stop" => Kind::Pause,
             "partition" => Kind::Partition,
             "clock" => Kind::Clock,
+            "jump" => Kind::Jump,
             k => return Err(bad(&format!("unknown fault {k:?}"))),
         };
         let dur = |s: &str| crate::units::duration(s).map_err(|e| bad(&e));
@@ -93,6 +99,25 @@ impl Step {
             hold: None,
             offset_ms: 0,
         };
+        if kind == Kind::Jump {
+            // jump:NODE+OFFSET@TIME[+HOLD]: the offset as a clock's, the
+            // rest as any step's.
+            let (main, time) = rest.split_once('@').ok_or_else(|| bad("no '@TIME'"))?;
+            let i = main
+                .find(['+', '-'])
+                .ok_or_else(|| bad("a jump needs +OFFSET or -OFFSET"))?;
+            let off = dur(&main[i + 1..])?.as_millis() as i64;
+            let mut s = Step::parse(&format!("pause:{}@{time}", &main[..i])).map_err(|e| {
+                e.replace(
+                    &format!("--fault pause:{}@{time}", &main[..i]),
+                    &format!("--fault {spec}"),
+                )
+            })?;
+            s.spec = spec.trim().to_string();
+            s.kind = Kind::Jump;
+            s.offset_ms = if &main[i..=i] == "-" { -off } else { off };
+            return Ok(s);
+        }
         if kind == Kind::Clock {
             let (main, at) = match rest.split_once('@') {
                 Some((m, a)) => (m, Some(a)),
@@ -165,6 +190,8 @@ pub enum Action {
     Heal(usize),
     /// Restart with the wall clock off by this many milliseconds.
     Clock(usize, i64),
+    /// Move the running node's clock by this many milliseconds.
+    Jump(usize, i64),
 }
 
 impl Action {
@@ -178,6 +205,7 @@ impl Action {
             Action::Partition(i) => format!("partition {i}"),
             Action::Heal(i) => format!("heal {i}"),
             Action::Clock(i, ms) => format!("clock {i} {ms}"),
+            Action::Jump(i, ms) => format!("jump {i} {ms}"),
         }
     }
 
@@ -192,12 +220,16 @@ impl Action {
             "resume" => Action::Resume(i),
             "partition" => Action::Partition(i),
             "heal" => Action::Heal(i),
-            "clock" => {
+            "clock" | "jump" => {
                 let ms = w
                     .next()
                     .and_then(|m| m.parse().ok())
                     .ok_or_else(|| format!("{line:?}: no offset"))?;
-                Action::Clock(i, ms)
+                if verb == "clock" {
+                    Action::Clock(i, ms)
+                } else {
+                    Action::Jump(i, ms)
+                }
             }
             v => return Err(format!("{v:?}: not an action")),
         })
@@ -247,6 +279,7 @@ impl Target for LocalCluster {
                 self.set_clock_offset(i, ms);
                 self.restart(i)
             }
+            Action::Jump(i, ms) => self.jump_clock(i, ms),
         }
     }
 }
@@ -399,6 +432,7 @@ fn inject<T: Target>(
                     Kind::Pause => Action::Pause(i),
                     Kind::Partition => Action::Partition(i),
                     Kind::Clock => Action::Clock(i, s.offset_ms),
+                    Kind::Jump => Action::Jump(i, s.offset_ms),
                 };
                 let at_s = now_s();
                 let r = target.apply(action);
@@ -483,6 +517,7 @@ fn undo_of(s: &Step) -> Action {
         Kind::Kill | Kind::Restart | Kind::Clock => Action::Restart(s.node),
         Kind::Pause => Action::Resume(s.node),
         Kind::Partition => Action::Heal(s.node),
+        Kind::Jump => Action::Jump(s.node, -s.offset_ms),
     }
 }
 
@@ -573,6 +608,28 @@ mod tests {
         assert_eq!(
             (s.node, s.offset_ms, s.at),
             (2, -250, Duration::from_secs(5))
+        );
+        let s = Step::parse("jump:3+30s@10s+5s").unwrap();
+        assert_eq!(
+            (s.kind, s.node, s.offset_ms, s.at, s.hold),
+            (
+                Kind::Jump,
+                2,
+                30_000,
+                Duration::from_secs(10),
+                Some(Duration::from_secs(5))
+            )
+        );
+        assert_eq!(s.spec, "jump:3+30s@10s+5s");
+        assert_eq!(undo_of(&s), Action::Jump(2, -30_000));
+        assert_eq!(
+            Action::parse_line(&Action::Jump(2, -7).line()).unwrap(),
+            Action::Jump(2, -7)
+        );
+        let e = Step::parse("jump:3@10s").unwrap_err();
+        assert!(
+            e.contains("--fault jump:3@10s") && e.contains("OFFSET"),
+            "{e}"
         );
         assert_eq!(
             Step::parse("restart:2@30s").unwrap().at,

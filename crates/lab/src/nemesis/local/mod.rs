@@ -491,6 +491,22 @@ impl LocalCluster {
         Ok(())
     }
 
+    /// Move node i's running clock by `ms` through its test hook (the
+    /// node must run `--test-clock-hook`).
+    pub fn jump_clock(&self, i: usize, ms: i64) -> Result<(), String> {
+        let url = &self.nodes[i].url;
+        let path = format!("/debug/clock?jump_ms={ms}");
+        let r = http::request("POST", url, &path, Duration::from_secs(10))?;
+        if r.status != 200 {
+            return Err(format!(
+                "{url}{path} answered {}: {}",
+                r.status,
+                String::from_utf8_lossy(&r.body).trim()
+            ));
+        }
+        Ok(())
+    }
+
     /// Cut node i off in the network as `how` says (clusters in network
     /// namespaces only).
     pub fn cut(&self, i: usize, how: Cut) -> Result<(), String> {
