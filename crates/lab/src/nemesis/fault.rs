@@ -43,6 +43,9 @@ pub enum Fault {
     /// Isolated, then killed while isolated, started again still cut off,
     /// then the cut lifted: a crash during a partition.
     IsolateKill,
+    /// Only its traffic with the other nodes dropped, both ways; clients
+    /// still reach it (what the proxy's `partition` does, in the network).
+    Internal,
 }
 
 impl Fault {
@@ -56,7 +59,12 @@ impl Fault {
 
     /// The faults of real network partitions (network namespaces: root,
     /// iproute2, nftables): `--faults net`.
-    pub const NET: [Fault; 3] = [Fault::Isolate, Fault::OneWay, Fault::IsolateKill];
+    pub const NET: [Fault; 4] = [
+        Fault::Isolate,
+        Fault::OneWay,
+        Fault::IsolateKill,
+        Fault::Internal,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -68,6 +76,7 @@ impl Fault {
             Fault::Isolate => "isolate",
             Fault::OneWay => "oneway",
             Fault::IsolateKill => "isolate-kill",
+            Fault::Internal => "internal",
         }
     }
 
@@ -96,7 +105,7 @@ impl FromStr for Fault {
             .chain(Fault::NET)
             .find(|f| f.name() == s)
             .ok_or_else(|| {
-                format!("{s}: not a fault (kill, stop, partition, clock, jump, isolate, oneway, isolate-kill)")
+                format!("{s}: not a fault (kill, stop, partition, clock, jump, isolate, oneway, isolate-kill, internal)")
             })
     }
 }
@@ -133,7 +142,7 @@ impl Plan {
                 }
                 o.node_args[self.node].push("--test-clock-hook".into());
             }
-            Fault::Isolate | Fault::OneWay | Fault::IsolateKill => o.netns = true,
+            Fault::Isolate | Fault::OneWay | Fault::IsolateKill | Fault::Internal => o.netns = true,
             Fault::Kill | Fault::Stop => {}
         }
     }
@@ -167,11 +176,11 @@ impl Plan {
                 std::thread::sleep(self.hold);
                 c.jump_clock(i, -self.clock_offset_ms)?;
             }
-            Fault::Isolate | Fault::OneWay => {
-                let how = if self.fault == Fault::Isolate {
-                    Cut::Both
-                } else {
-                    Cut::Outbound
+            Fault::Isolate | Fault::OneWay | Fault::Internal => {
+                let how = match self.fault {
+                    Fault::Isolate => Cut::Both,
+                    Fault::OneWay => Cut::Outbound,
+                    _ => Cut::Internal,
                 };
                 c.cut(i, how)?;
                 std::thread::sleep(self.hold);
