@@ -11,10 +11,11 @@
 //! (at most `FIRST_CHECK` after its start; a node whose peers are all
 //! silent serves after that, having nobody to learn from) and again every
 //! `INTERVAL`. A member holding a newer layout without this node means it
-//! was removed. From then on it refuses every client request (503 with the
-//! reason, so that clients go to another member), sends no hints, runs no
-//! anti-entropy and pushes nothing; `/v0/status` says so. The way back is
-//! an empty data directory and a join.
+//! was removed. From then on it refuses every client request
+//! (`ClusterError::Removed`, with the reason; the node turns it into an
+//! answer that sends clients to another member), sends no hints, runs no
+//! anti-entropy and pushes nothing. The way back is an empty data
+//! directory and a join.
 //!
 //! A member that left itself (`leave`) adopted the new layout and knows it
 //! is out: it goes on serving as a proxy for the members until stopped, and
