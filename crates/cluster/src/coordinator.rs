@@ -40,6 +40,17 @@ const HINT_BATCH: usize = 256;
 /// Largest scan page a peer serves.
 pub(crate) const MAX_PAGE: u32 = 4096;
 
+/// Every replica of `sets` (one set per live layout), once each, in order.
+fn union(sets: &[Vec<usize>]) -> Vec<usize> {
+    let mut replicas: Vec<usize> = Vec::with_capacity(sets[0].len() + 1);
+    for &m in sets.iter().flatten() {
+        if !replicas.contains(&m) {
+            replicas.push(m);
+        }
+    }
+    replicas
+}
+
 enum Replicated {
     Done,
     Superseded(Version),
@@ -158,12 +169,7 @@ impl Coordinator {
         sets: &[Vec<usize>],
         ack: usize,
     ) -> Result<Option<Version>> {
-        let mut replicas: Vec<usize> = Vec::with_capacity(sets[0].len() + 1);
-        for &m in sets.iter().flatten() {
-            if !replicas.contains(&m) {
-                replicas.push(m);
-            }
-        }
+        let replicas = union(sets);
         let reach = self.reachable(&replicas);
         let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
         let mut answered: Vec<usize> = Vec::with_capacity(replicas.len());
@@ -245,12 +251,7 @@ impl Coordinator {
                 Err(e) => Replicated::Short(0, Some(e)),
             };
         }
-        let mut replicas: Vec<usize> = Vec::with_capacity(sets[0].len() + 1);
-        for &m in sets.iter().flatten() {
-            if !replicas.contains(&m) {
-                replicas.push(m);
-            }
-        }
+        let replicas = union(sets);
         // The failure detector already knows `ack` is out of reach in
         // some set: answer at once and write nothing (no partial write,
         // no hints), with the number of replicas that could have answered.

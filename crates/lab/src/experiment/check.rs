@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use crate::check::linear::{self, LinReport};
+use crate::check::linear;
 use crate::check::run::{run, Config, Mix, Smart};
-use crate::check::{KeyRole, Quorum};
+use crate::check::Quorum;
 
 /// Arguments of a checked run, for a command (`strata load --check`, or a
 /// command of its own).
@@ -147,21 +147,9 @@ pub fn command(args: &CheckArgs) -> Result<bool, String> {
     if !args.linearizable {
         return Ok(out.report.passed());
     }
-    let lin = linearizable(&out.history, args.lin_limit);
+    let lin = linear::check_shared(&out.history, args.lin_limit);
     print!("{lin}");
     Ok(out.report.passed() && lin.linearizable())
-}
-
-/// The linearizability check of a history's shared keys.
-pub fn linearizable(h: &crate::check::History, per_key: Duration) -> LinReport {
-    linear::check_history(
-        h,
-        |k| KeyRole::of(k) == KeyRole::Shared,
-        linear::Limits {
-            per_key,
-            ..Default::default()
-        },
-    )
 }
 
 #[cfg(test)]

@@ -280,16 +280,9 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
         }
         _ => (None, None),
     };
-    let linear = o.linearizable.map(|per_key| {
-        linear::check_history(
-            &checked.history,
-            |k| KeyRole::of(k) == KeyRole::Shared,
-            linear::Limits {
-                per_key,
-                ..Default::default()
-            },
-        )
-    });
+    let linear = o
+        .linearizable
+        .map(|per_key| linear::check_shared(&checked.history, per_key));
     Ok(RunResult {
         linear,
         fault: o.plan.fault,

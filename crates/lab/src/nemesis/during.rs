@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::schedule::{self, FaultMark, Step, Target};
 use crate::check::linear::{self, LinReport};
-use crate::check::{self, Checked, KeyRole};
+use crate::check::{self, Checked};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct DuringArgs {
@@ -147,16 +147,10 @@ pub fn around<T: Target + Send, R>(
         }
         None => None,
     };
-    let linear = checked.as_ref().filter(|_| args.linearizable).map(|c| {
-        linear::check_history(
-            &c.history,
-            |k| KeyRole::of(k) == KeyRole::Shared,
-            linear::Limits {
-                per_key: args.lin_limit,
-                ..Default::default()
-            },
-        )
-    });
+    let linear = checked
+        .as_ref()
+        .filter(|_| args.linearizable)
+        .map(|c| linear::check_shared(&c.history, args.lin_limit));
     Ok((
         r,
         Found {

@@ -130,18 +130,10 @@ impl Plan {
         match self.fault {
             Fault::Partition => o.proxied = true,
             Fault::Clock => {
-                if o.node_args.len() <= self.node {
-                    o.node_args.resize(self.node + 1, vec![]);
-                }
-                o.node_args[self.node]
-                    .push(format!("--test-clock-offset-ms={}", self.clock_offset_ms));
+                let flag = format!("--test-clock-offset-ms={}", self.clock_offset_ms);
+                o.add_node_arg(self.node, flag);
             }
-            Fault::Jump => {
-                if o.node_args.len() <= self.node {
-                    o.node_args.resize(self.node + 1, vec![]);
-                }
-                o.node_args[self.node].push("--test-clock-hook".into());
-            }
+            Fault::Jump => o.add_node_arg(self.node, "--test-clock-hook".into()),
             Fault::Isolate | Fault::OneWay | Fault::IsolateKill | Fault::Internal => o.netns = true,
             Fault::Kill | Fault::Stop => {}
         }

@@ -5,7 +5,7 @@
 //! or judge anything.
 
 use crate::check::history::Shown;
-use crate::check::linear::{self, LinReport, Line, Verdict};
+use crate::check::linear::{self, LinReport, Verdict};
 use crate::check::Checked;
 use crate::nemesis::schedule;
 use crate::report::model::{CheckSummary, FaultMark, LinearSummary, Trial, WitnessOp};
@@ -53,18 +53,10 @@ pub fn linear_summary(l: &LinReport) -> LinearSummary {
     for k in &l.keys {
         if let Verdict::Violation { witness: w, .. } = &k.verdict {
             for op in &l.witness_ops[at..at + w.len()] {
-                let line = Line(op).to_string();
-                // "client   3  PUT "v"   ..": the operation's words.
-                let what = line
-                    .split_whitespace()
-                    .skip(2)
-                    .take_while(|t| t.parse::<f64>().is_err())
-                    .collect::<Vec<_>>()
-                    .join(" ");
                 witness.push(WitnessOp {
                     key: Shown(&k.key).to_string(),
                     client: op.client,
-                    what,
+                    what: linear::what(op),
                     start_ms: op.invoked.as_secs_f64() * 1e3,
                     end_ms: op.completed.as_secs_f64() * 1e3,
                 });

@@ -42,10 +42,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::history::{History, Kind, Op, Shown};
+use super::history::{History, KeyRole, Kind, Op, Shown};
 
 pub use prepare::{prepare, Prepared};
-pub use search::{search, Found, Initial};
+pub use search::{search, Found};
 
 /// Settings of a check.
 #[derive(Clone, Copy, Debug)]
@@ -177,6 +177,18 @@ pub fn check_history(h: &History, wanted: impl Fn(&[u8]) -> bool, limits: Limits
     LinReport { keys, witness_ops }
 }
 
+/// Check the keys every client shares (`lin/…`), each given `per_key`.
+pub fn check_shared(h: &History, per_key: Duration) -> LinReport {
+    check_history(
+        h,
+        |k| KeyRole::of(k) == KeyRole::Shared,
+        Limits {
+            per_key,
+            ..Default::default()
+        },
+    )
+}
+
 /// Check one key's operations (`index[i]` is `ops[i]`'s place in the
 /// history, for the witness).
 pub fn check_key(key: &[u8], ops: &[&Op], index: &[usize], limit: Duration) -> KeyResult {
@@ -204,7 +216,7 @@ pub fn check_key(key: &[u8], ops: &[&Op], index: &[usize], limit: Duration) -> K
                     let witness = w.iter().map(|&j| index[p.ops[j].orig]).collect();
                     (Verdict::Violation { witness, why }, 0)
                 }
-                None => match search(&p, Initial::Absent, Some(deadline)) {
+                None => match search(&p, Some(deadline)) {
                     Found::Linearizable { steps } => (Verdict::Linearizable, steps),
                     Found::Unknown { steps } => (
                         Verdict::Unknown {
@@ -279,21 +291,26 @@ impl fmt::Display for LinReport {
 /// run's start), how it ended.
 pub struct Line<'a>(pub &'a Op);
 
+/// What an operation did, in words: `PUT "v"`, `GET -> "v"`, `GET -> not
+/// found`, `DELETE`.
+pub fn what(o: &Op) -> String {
+    match (o.kind, &o.value) {
+        (Kind::Write, Some(v)) => format!("PUT {}", Shown(v)),
+        (Kind::Write, None) => "PUT".into(),
+        (Kind::Delete, _) => "DELETE".into(),
+        (Kind::Read, Some(v)) => format!("GET -> {}", Shown(v)),
+        (Kind::Read, None) => "GET -> not found".into(),
+    }
+}
+
 impl fmt::Display for Line<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let o = self.0;
-        let what = match (o.kind, &o.value) {
-            (Kind::Write, Some(v)) => format!("PUT {}", Shown(v)),
-            (Kind::Write, None) => "PUT".into(),
-            (Kind::Delete, _) => "DELETE".into(),
-            (Kind::Read, Some(v)) => format!("GET -> {}", Shown(v)),
-            (Kind::Read, None) => "GET -> not found".into(),
-        };
         write!(
             f,
             "client {:>3}  {:<28} {:>10.3} .. {:>10.3} ms  {:?}",
             o.client,
-            what,
+            what(o),
             o.invoked.as_secs_f64() * 1e3,
             o.completed.as_secs_f64() * 1e3,
             o.outcome

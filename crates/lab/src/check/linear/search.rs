@@ -19,21 +19,10 @@ use std::time::Instant;
 
 use super::prepare::{Action, Prepared};
 
-/// The register's state: a value number, absent, or (for a witness cut
-/// from the middle of a history) anything the first read says.
-const ABSENT: u32 = u32::MAX - 1;
-const ANY: u32 = u32::MAX;
+/// The register's state: a value number, or absent (as every key is
+/// before its history).
+const ABSENT: u32 = u32::MAX;
 const NIL: u32 = u32::MAX;
-
-/// Where the register starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Initial {
-    /// A key never written before the history.
-    Absent,
-    /// Whatever the first read placed says, if no write in the history
-    /// wrote it (a history cut from the middle of another).
-    Any,
-}
 
 /// Where the search got stuck furthest: the operation whose return it
 /// could not pass, and the earliest call still unplaced then.
@@ -85,17 +74,13 @@ fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The state after `a`, if the register allows it in `state`. From `ANY`
-/// (a window cut from a history), a read may return a value written
-/// before the window (`inside` says it is not written in it) or absent.
-fn step(state: u32, a: Action, inside: &HashSet<u32>) -> Option<u32> {
+/// The state after `a`, if the register allows it in `state`.
+fn step(state: u32, a: Action) -> Option<u32> {
     match a {
         Action::Write(v) => Some(v),
         Action::Delete => Some(ABSENT),
-        Action::Read(Some(v)) => {
-            (state == v || (state == ANY && !inside.contains(&v))).then_some(v)
-        }
-        Action::Read(None) => (state == ABSENT || state == ANY).then_some(ABSENT),
+        Action::Read(Some(v)) => (state == v).then_some(v),
+        Action::Read(None) => (state == ABSENT).then_some(ABSENT),
     }
 }
 
@@ -194,9 +179,9 @@ impl Events {
     }
 }
 
-/// Search for an order of `p`'s operations from `initial`; give up at
-/// `deadline`.
-pub fn search(p: &Prepared, initial: Initial, deadline: Option<Instant>) -> Found {
+/// Search for an order of `p`'s operations, the key absent before them;
+/// give up at `deadline`.
+pub fn search(p: &Prepared, deadline: Option<Instant>) -> Found {
     let n = p.ops.len();
     let mut ev = Events::new(p);
     let mut seed = 0x5EED_u64 ^ n as u64;
@@ -224,23 +209,9 @@ pub fn search(p: &Prepared, initial: Initial, deadline: Option<Instant>) -> Foun
             _ => o.ret,
         })
         .collect();
-    let inside: HashSet<u32> = match initial {
-        Initial::Absent => HashSet::new(),
-        Initial::Any => p
-            .ops
-            .iter()
-            .filter_map(|o| match o.action {
-                Action::Write(v) => Some(v),
-                _ => None,
-            })
-            .collect(),
-    };
     let mut seen: HashSet<(u128, u32), BuildHasherDefault<Passthrough>> = HashSet::default();
     let mut stack: Vec<Frame> = Vec::new();
-    let mut state = match initial {
-        Initial::Absent => ABSENT,
-        Initial::Any => ANY,
-    };
+    let mut state = ABSENT;
     let mut hash: u128 = 0;
     let mut steps: u64 = 0;
     let mut deepest: Option<(usize, Stuck)> = None;
@@ -249,7 +220,7 @@ pub fn search(p: &Prepared, initial: Initial, deadline: Option<Instant>) -> Foun
         |mv: Move, state: u32, hash: u128, seen: &mut HashSet<_, _>| -> Option<(u32, u128)> {
             let (after, h) = match mv {
                 Move::Place(op) => (
-                    step(state, p.ops[op as usize].action, &inside)?,
+                    step(state, p.ops[op as usize].action)?,
                     hash ^ keys[op as usize].0,
                 ),
                 Move::LeaveOut(op) => (state, hash ^ keys[op as usize].1),
@@ -274,8 +245,7 @@ pub fn search(p: &Prepared, initial: Initial, deadline: Option<Instant>) -> Foun
             let op = ev.op_of[e as usize];
             match p.ops[op as usize].action {
                 Action::Read(_) => {
-                    if forced.is_none() && step(state, p.ops[op as usize].action, &inside).is_some()
-                    {
+                    if forced.is_none() && step(state, p.ops[op as usize].action).is_some() {
                         forced = Some(op);
                     }
                 }

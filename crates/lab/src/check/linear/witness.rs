@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use super::prepare::{Action, Prepared};
-use super::search::{search, Found, Initial, Stuck};
+use super::search::{search, Found, Stuck};
 
 /// Operations a starting set may hold before it is not worth shrinking.
 const MAX_START: usize = 3_000;
@@ -30,7 +30,7 @@ fn sub(p: &Prepared, keep: &[usize]) -> Prepared {
 /// `keep`'s operations alone cannot be ordered (decided by `deadline`).
 pub fn violated(p: &Prepared, keep: &[usize], deadline: Instant) -> bool {
     matches!(
-        search(&sub(p, keep), Initial::Absent, Some(deadline)),
+        search(&sub(p, keep), Some(deadline)),
         Found::Violation { .. }
     )
 }

@@ -59,6 +59,14 @@ pub struct ClusterOptions {
 }
 
 impl ClusterOptions {
+    /// One more argument for node `i` only.
+    pub fn add_node_arg(&mut self, i: usize, arg: String) {
+        if self.node_args.len() <= i {
+            self.node_args.resize(i + 1, vec![]);
+        }
+        self.node_args[i].push(arg);
+    }
+
     /// `nodes` nodes under `dir`, ephemeral ports, default replication,
     /// log level `warn`, not proxied.
     pub fn new(nodes: usize, dir: impl Into<PathBuf>) -> ClusterOptions {
@@ -443,12 +451,8 @@ impl LocalCluster {
     /// wait until it answers `/v0/status` with 200. It must not be running
     /// (kill or terminate it first).
     pub fn restart(&mut self, i: usize) -> Result<(), String> {
-        if self.is_running(i) {
-            return Err(format!("node-{} is still running", i + 1));
-        }
-        self.spawn(i)?;
-        let deadline = Instant::now() + self.ready_timeout;
-        self.wait_ready(i, deadline)
+        self.restart_unwaited(i)?;
+        self.wait_serving(i)
     }
 
     /// Start node i again without waiting for it to serve (it may be cut
