@@ -41,10 +41,10 @@ pub struct ClusterConfig {
     /// consistency checker catches it.
     pub unsafe_wall_clock: bool,
     /// Learn a key's newest version from `ack` replicas before stamping a
-    /// write past it (ABD), instead of stamping from the clock alone and
-    /// stamping again when a replica holds something newer: no write is
-    /// ever stamped twice, so many writers per key stay linearizable; one
-    /// round trip more per write.
+    /// write past it (ABD), where `2·ack > from`, instead of stamping from
+    /// the clock alone and stamping again when a replica holds something
+    /// newer: no write is ever stamped twice, so many writers per key stay
+    /// linearizable; one round trip more per write. On by default.
     pub versions_from_quorum: bool,
     /// Where hints live (`DATA/hints`).
     pub hints_dir: PathBuf,
@@ -89,7 +89,7 @@ impl Default for ClusterConfig {
             clock_offset_ms: 0,
             max_clock_ahead_ms: 60_000,
             unsafe_wall_clock: false,
-            versions_from_quorum: false,
+            versions_from_quorum: true,
             hints_dir: PathBuf::from("strata-data/hints"),
             hints_durability: strata_engine::Durability::Sync,
             reaper: ReaperConfig::default(),

@@ -109,7 +109,7 @@ impl Coordinator {
         // per key, a write that starts after another one ended is stamped
         // later, whatever the wall clocks say.
         let mut floor: Option<Version> = None;
-        if self.cfg.versions_from_quorum && sets != [vec![self.me]] {
+        if self.first_phase(r) && sets != [vec![self.me]] {
             // ABD's first phase: the newest version `ack` replicas of each
             // live layout hold; this write is stamped past it, once.
             floor = self.clone().newest(id, &key, &sets, r.ack).await?;
@@ -128,7 +128,7 @@ impl Coordinator {
             };
             match self
                 .clone()
-                .replicate(id, (key.clone(), record), &sets, r.ack, &t, trace)
+                .replicate(id, (key.clone(), record), &sets, r, &t, trace)
                 .await
             {
                 Replicated::Done => return Ok(()),
@@ -152,12 +152,22 @@ impl Coordinator {
         Err(self.not_enough(0, r.ack))
     }
 
+    /// Whether a write at `r` first learns the newest version from `ack`
+    /// replicas (ABD's first phase): with versions from a quorum, where
+    /// `ack` replicas meet every set of `ack` that took an earlier write
+    /// (`2·ack > from`), and where there is more than this node to ask.
+    /// Below that, the first phase could miss a finished write, and the
+    /// retry past a newer version keeps a later write from losing to it.
+    fn first_phase(&self, r: Replication) -> bool {
+        self.cfg.versions_from_quorum && 2 * r.ack > r.from
+    }
+
     /// A replica holding a newer version counts as having taken the write
-    /// (it is ordered before that version): with versions from a quorum,
-    /// where the newer one can only be a concurrent write's, and in the
+    /// (it is ordered before that version): after the first phase, where
+    /// the newer one can only be a concurrent write's, and in the
     /// deliberately broken wall-clock mode.
-    fn keeps_newer(&self) -> bool {
-        self.cfg.versions_from_quorum || self.cfg.unsafe_wall_clock
+    fn keeps_newer(&self, r: Replication) -> bool {
+        self.first_phase(r) || self.cfg.unsafe_wall_clock
     }
 
     /// The newest version of `key` held by `ack` replicas of each of
@@ -171,7 +181,7 @@ impl Coordinator {
     ) -> Result<Option<Version>> {
         let replicas = union(sets);
         let reach = self.reachable(&replicas);
-        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
+        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Version>>)>(replicas.len());
         let mut answered: Vec<usize> = Vec::with_capacity(replicas.len());
         let mut newest: Option<Version> = None;
         let mut outstanding = 0;
@@ -184,7 +194,7 @@ impl Coordinator {
             } else if reach {
                 let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
                 tokio::spawn(async move {
-                    let r = s.send_read(id, m, k).await;
+                    let r = s.send_version(id, m, k).await;
                     let _ = tx.send((m, r)).await;
                 });
                 outstanding += 1;
@@ -200,8 +210,8 @@ impl Coordinator {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some((m, res))) => {
                     outstanding -= 1;
-                    if let Ok(rec) = res {
-                        newest = newest.max(rec.map(|r| r.version));
+                    if let Ok(v) = res {
+                        newest = newest.max(v);
                         answered.push(m);
                     }
                 }
@@ -235,18 +245,19 @@ impl Coordinator {
         id: u64,
         (key, record): (Bytes, Record),
         sets: &[Vec<usize>],
-        ack: usize,
+        r: Replication,
         pin: &Pinned,
         trace: &mut Trace,
     ) -> Replicated {
         *trace = Trace::default();
+        let (ack, keep) = (r.ack, self.keeps_newer(r));
         // The common single-replica case on this node: no task, no channel.
         if sets.len() == 1 && sets[0] == [self.me] {
             let (r, timing) = self.reaper.apply_fresh(key, record).await;
             trace.local = Some(timing);
             return match r {
                 Ok(Outcome::Applied) => Replicated::Done,
-                Ok(Outcome::Superseded(_)) if self.keeps_newer() => Replicated::Done,
+                Ok(Outcome::Superseded(_)) if keep => Replicated::Done,
                 Ok(Outcome::Superseded(v)) => Replicated::Superseded(v),
                 Err(e) => Replicated::Short(0, Some(e)),
             };
@@ -350,7 +361,7 @@ impl Coordinator {
             last = Some((got.0, got.2));
             match got.1 {
                 Ok(Outcome::Applied) => status[at] = 2,
-                Ok(Outcome::Superseded(_)) if self.keeps_newer() => status[at] = 2,
+                Ok(Outcome::Superseded(_)) if keep => status[at] = 2,
                 Ok(Outcome::Superseded(v)) => return Replicated::Superseded(v),
                 Err(e) if got.0 == self.me => local_err = Some(e),
                 Err(_) => {}

@@ -19,6 +19,8 @@ pub struct Replication {
 pub enum OpKind {
     Write,
     Read,
+    /// A write's first phase: the newest version a replica holds.
+    Version,
     Repair,
     Hint,
 }
@@ -28,6 +30,7 @@ impl OpKind {
         match self {
             OpKind::Write => "write",
             OpKind::Read => "read",
+            OpKind::Version => "version",
             OpKind::Repair => "repair",
             OpKind::Hint => "hint",
         }

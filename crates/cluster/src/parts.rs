@@ -82,6 +82,10 @@ impl Handler for Parts {
                     Ok(r) => Response::Read(r),
                     Err(e) => e.into_response(),
                 },
+                Request::Version { key } => match self.shared.store.read(&key) {
+                    Ok(r) => Response::Version(r.map(|r| r.version)),
+                    Err(e) => e.into_response(),
+                },
                 Request::Ping => Response::Pong,
                 Request::Scan { start, end, limit } => {
                     self.coord.scan_page(&start, end.as_deref(), limit)

@@ -20,7 +20,7 @@ use crate::hlc::Hlc;
 use crate::layout::StreamStats;
 use crate::membership::{Detector, Member, State};
 use crate::placement::Placement;
-use crate::record::Record;
+use crate::record::{Record, Version};
 use crate::store::Outcome;
 use crate::store::Store;
 use crate::topology::Topology;
@@ -189,6 +189,18 @@ impl Shared {
         {
             Response::Read(rec) => Ok(rec),
             _ => Err(self.unexpected(m, "read")),
+        }
+    }
+
+    /// The newest version member `m` holds of `key`, without its value.
+    pub(crate) async fn send_version(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Version>> {
+        let timeout = self.timeout_for(key.len());
+        match self
+            .call_peer(id, m, OpKind::Version, Request::Version { key }, timeout)
+            .await?
+        {
+            Response::Version(v) => Ok(v),
+            _ => Err(self.unexpected(m, "version")),
         }
     }
 

@@ -211,11 +211,12 @@ pub struct ServeArgs {
         default_missing_value = "true"
     )]
     pub test_unsafe_wall_clock: Option<bool>,
-    /// Before stamping a write, learn the newest version of the key from
-    /// `ack` of its replicas and stamp past it (as the ABD register
-    /// algorithm does), so that no write is ever stamped twice: keys with
-    /// many concurrent writers stay linearizable (docs/consistency.md).
-    /// One round trip more per write.
+    /// Before stamping a write at `2·ack > from`, learn the newest version
+    /// of the key from `ack` of its replicas and stamp past it (as the ABD
+    /// register algorithm does), so that no write is ever stamped twice:
+    /// keys with many concurrent writers stay linearizable
+    /// (docs/consistency.md). One round trip more per write. On by
+    /// default; `--versions-from-quorum=false` stamps from the clock alone.
     #[arg(long, env = "STRATA_VERSIONS_FROM_QUORUM", num_args = 0..=1, default_missing_value = "true")]
     pub versions_from_quorum: Option<bool>,
     /// Test only, a fail point: each WAL fsync of the write path takes
@@ -504,7 +505,7 @@ impl Config {
             apply_capacity: c.max_in_service.max(1024),
             clock_offset_ms: pick!(test_clock_offset_ms, 0),
             unsafe_wall_clock: pick!(test_unsafe_wall_clock, false),
-            versions_from_quorum: pick!(versions_from_quorum, false),
+            versions_from_quorum: pick!(versions_from_quorum, true),
             hints_dir: c.data_dir.join("hints"),
             hints_durability: c.durability,
             ..Default::default()

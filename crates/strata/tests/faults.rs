@@ -94,12 +94,12 @@ fn the_checker_catches_last_write_wins_on_wall_clocks() {
 
 /// Many writers per key (PUT, GET, DELETE from every client on shared
 /// keys) under a node's pauses, with writes stamped past the newest
-/// version `ack` replicas hold (`--versions-from-quorum`): linearizable.
-/// (Without it, a write retried after a replica held something newer can
-/// take effect twice: docs/consistency.md.)
+/// version `ack` replicas hold (`--versions-from-quorum`, the default):
+/// linearizable. (Without it, a write retried after a replica held
+/// something newer can take effect twice: tests/consistency.rs.)
 #[test]
-fn many_writers_per_key_are_linearizable_with_versions_from_quorum() {
-    let r = run_with(Fault::Stop, 0, &["--versions-from-quorum"], |o| {
+fn many_writers_per_key_are_linearizable_under_pauses() {
+    let r = run_with(Fault::Stop, 0, &[], |o| {
         o.linearizable = Some(Duration::from_secs(60));
     });
     let lin = r.linear.as_ref().expect("checked");
@@ -113,7 +113,7 @@ fn many_writers_per_key_are_linearizable_with_versions_from_quorum() {
 /// lost, nothing stale, every shared key linearizable.
 #[test]
 fn a_clock_that_jumps_on_a_running_node_loses_nothing_and_stays_linearizable() {
-    let r = run_with(Fault::Jump, 30_000, &["--versions-from-quorum"], |o| {
+    let r = run_with(Fault::Jump, 30_000, &[], |o| {
         o.linearizable = Some(Duration::from_secs(60));
     });
     assert_passed(&r);
@@ -124,13 +124,13 @@ fn a_clock_that_jumps_on_a_running_node_loses_nothing_and_stays_linearizable() {
 /// Real network partitions (each node in a network namespace of its own,
 /// the lab's nftables rules dropping its packets; root, iproute2 and
 /// nftables): cut off both ways, only what it sends, and killed while cut
-/// off then restarted before the cut is lifted. Many writers per key,
-/// `--versions-from-quorum`: nothing lost, nothing stale, every shared key
-/// linearizable, the node level after the cut is lifted.
+/// off then restarted before the cut is lifted. Many writers per key:
+/// nothing lost, nothing stale, every shared key linearizable, the node
+/// level after the cut is lifted.
 #[test]
 fn network_partitions_lose_nothing_and_stay_linearizable() {
     for fault in Fault::NET {
-        let r = run_with(fault, 0, &["--versions-from-quorum"], |o| {
+        let r = run_with(fault, 0, &[], |o| {
             o.linearizable = Some(Duration::from_secs(60));
         });
         assert_passed(&r);

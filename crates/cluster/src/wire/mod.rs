@@ -8,7 +8,8 @@
 //! `id` pairs an answer with its request, so one connection carries many
 //! operations at once; `hlc` is the sender's clock, which the receiver
 //! observes (so every message moves clocks forward). Requests: `WRITE` (key,
-//! record), `READ` (key), `PING`, `SCAN` (a page of records), and
+//! record), `READ` (key), `VERSION` (key: its newest version only, no
+//! value: a write's first phase), `PING`, `SCAN` (a page of records), and
 //! anti-entropy's `HASHES` (a level of a home set's Merkle tree), `KEYS`
 //! (keys and versions in some leaves, a page at a time), `FETCH` (records
 //! by key) and `PUSH` (records to apply as repairs). Answers set the high
@@ -38,6 +39,8 @@ const FETCH: u8 = 8;
 const PUSH: u8 = 9;
 const LAYOUT: u8 = 10;
 const LAYOUT_GET: u8 = 11;
+const VERSION: u8 = 12;
+const VERSION_ANSWER: u8 = 0x8C;
 const LAYOUT_ANSWER: u8 = 0x8A;
 const HASHES_ANSWER: u8 = 0x86;
 const KEYS_ANSWER: u8 = 0x87;
@@ -64,6 +67,11 @@ pub enum Request {
         record: Record,
     },
     Read {
+        key: Bytes,
+    },
+    /// The newest version held of `key` (a tombstone's too), without its
+    /// value: what a write learns before it is stamped.
+    Version {
         key: Bytes,
     },
     Ping,
@@ -114,6 +122,8 @@ pub enum Response {
     /// does not report them).
     Written(Outcome, LocalTiming),
     Read(Option<Record>),
+    /// `None`: nothing stored for the key.
+    Version(Option<Version>),
     Pong,
     /// A page of records; `more` if the range goes on after the last one.
     Scanned {
@@ -225,8 +235,13 @@ pub fn encode_request(out: &mut BytesMut, id: u64, hlc: u64, req: &Request) {
             put_record(out, record);
             finish(out, at);
         }
-        Request::Read { key } => {
-            let at = begin(out, id, READ, hlc);
+        Request::Read { key } | Request::Version { key } => {
+            let kind = if matches!(req, Request::Read { .. }) {
+                READ
+            } else {
+                VERSION
+            };
+            let at = begin(out, id, kind, hlc);
             put_bytes(out, key);
             finish(out, at);
         }
@@ -474,6 +489,18 @@ pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
             }
             finish(out, at);
         }
+        Response::Version(v) => {
+            let at = begin(out, id, VERSION_ANSWER, hlc);
+            match v {
+                Some(v) => {
+                    out.put_u8(1);
+                    out.put_u64_le(v.hlc);
+                    out.put_u64_le(v.node);
+                }
+                None => out.put_u8(0),
+            }
+            finish(out, at);
+        }
         Response::Pong => {
             let at = begin(out, id, PONG, hlc);
             finish(out, at);
@@ -593,6 +620,9 @@ pub fn decode_request(kind: u8, mut b: Bytes) -> Result<Request, BadFrame> {
         READ => Request::Read {
             key: get_bytes(&mut b)?,
         },
+        VERSION => Request::Version {
+            key: get_bytes(&mut b)?,
+        },
         PING => Request::Ping,
         SCAN => {
             if b.remaining() < 4 {
@@ -702,6 +732,13 @@ pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
                 _ => Response::Read(Some(get_record(&mut b)?)),
             }
         }
+        VERSION_ANSWER => match get_u8(&mut b)? {
+            0 => Response::Version(None),
+            _ => Response::Version(Some(Version {
+                hlc: get_u64(&mut b)?,
+                node: get_u64(&mut b)?,
+            })),
+        },
         PONG => Response::Pong,
         SCANNED => {
             if b.remaining() < 5 {

@@ -27,6 +27,9 @@ fn every_message_round_trips_through_a_byte_stream() {
         Request::Read {
             key: Bytes::from_static(b"k2"),
         },
+        Request::Version {
+            key: Bytes::from_static(b"k3"),
+        },
         Request::Ping,
         Request::Scan {
             start: Bytes::from_static(b"a"),
@@ -88,6 +91,11 @@ fn every_message_round_trips_through_a_byte_stream() {
         ),
         Response::Read(None),
         Response::Read(Some(rec(Some(b"x")))),
+        Response::Version(None),
+        Response::Version(Some(Version {
+            hlc: u64::MAX,
+            node: 3,
+        })),
         Response::Pong,
         Response::Scanned {
             entries: vec![(Bytes::from_static(b"a"), rec(None))],

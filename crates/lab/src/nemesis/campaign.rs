@@ -388,8 +388,9 @@ fn own_range(
 /// `strata cluster campaign`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct CampaignArgs {
-    /// Faults to run, comma-separated (kill, stop, partition, clock) or
-    /// `all`.
+    /// Faults to run, comma-separated (kill, stop, partition, clock,
+    /// jump; isolate, oneway, isolate-kill, internal in network namespaces,
+    /// as root), `all` (the first five) or `net` (the last four).
     #[arg(long, default_value = "all")]
     pub faults: String,
     /// Runs per fault, each on a fresh cluster with its own seed.
