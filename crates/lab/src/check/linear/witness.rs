@@ -3,7 +3,8 @@
 //! Only removals that keep a linearizable history linearizable are made,
 //! so that the witness proves the violation by itself: any read may go; a
 //! write may go once no read of its value is left; a delete may go once
-//! no not-found read that could follow it is left. Start from operations
+//! every not-found read left that could follow it has a write or a sure
+//! delete that must come between them. Start from operations
 //! that cannot be ordered (two clusters the zones proposed, or the history
 //! up to where the search got stuck, with the writes and deletes its reads
 //! need), then remove one operation at a time while what is left still
@@ -36,14 +37,26 @@ pub fn violated(p: &Prepared, keep: &[usize], deadline: Instant) -> bool {
 }
 
 /// What removing `keep[at]` leaves, if the removal is sound.
-fn without(p: &Prepared, keep: &[usize], at: usize) -> Option<Vec<usize>> {
+pub(super) fn without(p: &Prepared, keep: &[usize], at: usize) -> Option<Vec<usize>> {
     let o = p.ops[keep[at]];
     let others = || keep.iter().enumerate().filter(move |(j, _)| *j != at);
     let sound = match o.action {
         Action::Read(_) => true,
         Action::Write(v) => !others().any(|(_, &i)| p.ops[i].action == Action::Read(Some(v))),
         Action::Delete => {
-            !others().any(|(_, &i)| p.ops[i].action == Action::Read(None) && p.ops[i].ret > o.call)
+            // A not-found read that could follow it still follows
+            // something else if a write or sure delete must come between
+            // them (it began after this delete ended and ended before the
+            // read began): then no read's answer came from this delete.
+            let between = others()
+                .map(|(_, &i)| p.ops[i])
+                .filter(|x| !matches!(x.action, Action::Read(_)) && !x.optional && x.call > o.ret)
+                .map(|x| x.ret)
+                .min();
+            others().all(|(_, &i)| {
+                let r = p.ops[i];
+                r.action != Action::Read(None) || r.ret <= o.call || between.is_some_and(|m| m < r.call)
+            })
         }
     };
     sound.then(|| others().map(|(_, &i)| i).collect())
