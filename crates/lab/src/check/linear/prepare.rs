@@ -138,9 +138,10 @@ pub fn prepare(ops: &[&Op]) -> Prepared {
             }
             (Kind::Delete, Outcome::Ok) => out.push(lop(Action::Delete, ret, false)),
             (Kind::Delete, _) => {
-                // The latest end of a not-found read that ends after the
-                // delete began.
-                if let Some(&last) = not_found_ends.last().filter(|&&e| e > call) {
+                // The latest end of a not-found read that does not end
+                // before the delete began (one ending at its very call
+                // overlaps it).
+                if let Some(&last) = not_found_ends.last().filter(|&&e| e >= call) {
                     out.push(lop(Action::Delete, last, true));
                 }
             }

@@ -55,7 +55,7 @@ pub(super) fn without(p: &Prepared, keep: &[usize], at: usize) -> Option<Vec<usi
                 .min();
             others().all(|(_, &i)| {
                 let r = p.ops[i];
-                r.action != Action::Read(None) || r.ret <= o.call || between.is_some_and(|m| m < r.call)
+                r.action != Action::Read(None) || r.ret < o.call || between.is_some_and(|m| m < r.call)
             })
         }
     };
@@ -86,7 +86,7 @@ fn prefix(p: &Prepared, until: u64) -> Vec<usize> {
         }
         let needed = match o.action {
             Action::Write(v) => read.contains(&v),
-            Action::Delete => nf_end.is_some_and(|e| o.call < e),
+            Action::Delete => nf_end.is_some_and(|e| o.call <= e),
             Action::Read(_) => false,
         };
         if needed {

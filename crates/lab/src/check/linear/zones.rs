@@ -9,8 +9,12 @@
 //! history linearizable, so a conflict among the rest is a real one).
 //!
 //! The zones only propose pairs of clusters; the search decides on the
-//! pair's operations alone (`witness`), so an edge case of the zones can
-//! cost time but never a wrong answer. Owns the proposal; must not decide.
+//! pair's operations alone (`witness`), and a pair holds every write of its
+//! values and every read of them (what is left out could be removed one by
+//! one, each removal keeping a linearizable history linearizable), so an
+//! edge case of the zones can cost time but never a wrong answer. Where a
+//! value is written twice nothing is proposed. Owns the proposal; must not
+//! decide.
 
 use std::collections::HashMap;
 
@@ -28,11 +32,13 @@ pub fn suspects(p: &Prepared) -> Vec<Vec<usize>> {
     for (i, o) in p.ops.iter().enumerate() {
         match o.action {
             Action::Write(v) => {
-                if o.optional {
-                    // A value written twice: no clusters to trust.
+                if o.optional || writes.insert(v, i).is_some() {
+                    // A value written twice (an imported history's may
+                    // be): a read does not name its write, and a set
+                    // holding one of the two would not be the history's
+                    // own (its verdict could differ). No proposals.
                     return Vec::new();
                 }
-                writes.insert(v, i);
                 clusters.entry(v).or_default().push(i);
             }
             Action::Read(Some(v)) => clusters.entry(v).or_default().push(i),
