@@ -11,6 +11,10 @@
 #   GET:        strata (keys preloaded)          vs redis (keys filled), no fsync
 #   PUT 3 nodes: strata cluster up --nodes 3, ack=2&from=3, sync, summed over
 #               the three nodes, vs three fsynced Redis SETs (3 x PUT sync)
+#   cluster-old: the same cluster with --versions-from-quorum=false (no
+#               first phase: the write's version from the clock alone), to
+#               price the first phase beside `cluster` (not in the default
+#               CASES)
 #
 # Strata is driven by `strata load` (its smart client routes each key to a
 # replica), Redis by resp-load (crates/respload, open loop, one thread per
@@ -112,7 +116,7 @@ for round in $(seq "$ROUNDS"); do
     redis_sync=
     for c in $CASES; do
         case $c in
-        put-sync | cluster)
+        put-sync | cluster | cluster-old)
             if [[ -z $redis_sync ]]; then
                 log "round $round: Redis SET, appendfsync always"
                 redis_start always
@@ -126,15 +130,17 @@ for round in $(seq "$ROUNDS"); do
                 strata_stop
                 row "$round" "PUT, sync" "$s" "$redis_sync"
             else
-                log "round $round: Strata PUT, 3 nodes, ack=2&from=3, sync"
+                extra=()
+                [[ $c == cluster-old ]] && extra=(--versions-from-quorum=false)
+                log "round $round: Strata PUT, 3 nodes, ack=2&from=3, sync ${extra[*]}"
                 rm -rf "$TMP/cluster"
-                CLUSTER_CPUS=1 cluster_up "$TMP/cluster" -- --durability sync
+                CLUSTER_CPUS=1 cluster_up "$TMP/cluster" -- --durability sync "${extra[@]}"
                 mapfile -t nodes < <(pgrep -f "serve .*$TMP/cluster/data")
                 ((${#nodes[@]} == 3)) || { echo "expected 3 node processes, found ${#nodes[@]}" >&2; exit 1; }
                 s=$(strata_run "$URLS" put "$KEYS" "${nodes[@]}")
                 cluster_down
                 three=$(awk -v r="$redis_sync" 'BEGIN { print 3 * r }')
-                row "$round" "PUT, 3 nodes ack=2 from=3, sync, summed (Redis: 3 fsynced SETs)" "$s" "$three"
+                row "$round" "PUT, 3 nodes ack=2 from=3, sync${extra[*]:+, ${extra[*]}}, summed (Redis: 3 fsynced SETs)" "$s" "$three"
             fi
             ;;
         put-none)
