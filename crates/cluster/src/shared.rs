@@ -193,7 +193,12 @@ impl Shared {
     }
 
     /// The newest version member `m` holds of `key`, without its value.
-    pub(crate) async fn send_version(&self, id: u64, m: usize, key: Bytes) -> Result<Option<Version>> {
+    pub(crate) async fn send_version(
+        &self,
+        id: u64,
+        m: usize,
+        key: Bytes,
+    ) -> Result<Option<Version>> {
         let timeout = self.timeout_for(key.len());
         match self
             .call_peer(id, m, OpKind::Version, Request::Version { key }, timeout)

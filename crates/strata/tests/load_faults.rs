@@ -1,5 +1,5 @@
 //! Faults during a run, as a user drives them: `strata cluster up
-//! --proxied` in one process, `strata load URL,URL,URL --fault ... --check`
+//! --proxied` (or `--netns`) in one process, `strata load URL,URL,URL --fault ... --check`
 //! in another, reaching the cluster through its control socket. Every
 //! fault kind (clock, kill, restart, pause, partition) is injected into
 //! the real nodes; the report must mark each one (when, until when), say
@@ -22,17 +22,10 @@ struct Up {
 }
 
 impl Up {
-    fn start(dir: &std::path::Path) -> Up {
+    /// `how`: `--proxied` or `--netns`.
+    fn start(dir: &std::path::Path, how: &str) -> Up {
         let mut child = strata()
-            .args([
-                "cluster",
-                "up",
-                "--nodes",
-                "3",
-                "--proxied",
-                "--base-port",
-                "0",
-            ])
+            .args(["cluster", "up", "--nodes", "3", how, "--base-port", "0"])
             .arg("--data-dir")
             .arg(dir)
             .stdout(Stdio::piped())
@@ -80,7 +73,7 @@ impl Drop for Up {
 fn every_fault_kind_is_injected_marked_and_recovered_from_under_check() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("cluster");
-    let up = Up::start(&cluster);
+    let up = Up::start(&cluster, "--proxied");
     let out = dir.path().join("report");
     let faults = [
         "clock:3+2s",
@@ -161,6 +154,79 @@ fn every_fault_kind_is_injected_marked_and_recovered_from_under_check() {
     // And the report on disk says the same.
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("kill:2@2s"));
+    drop(up);
+}
+
+/// Cuts in the network during a load (root, iproute2, nftables): `cluster
+/// up --netns`, then node 3 isolated, node 2's outbound packets dropped,
+/// node 1 cut from its peers, one after the other. Each is marked and
+/// mended during the run, the cut node's requests fail while it is
+/// isolated, it is level again after, and the checker's clients (shared
+/// keys too) find nothing lost, stale or non-linearizable.
+#[test]
+fn network_cuts_during_a_load_are_marked_mended_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster");
+    let up = Up::start(&cluster, "--netns");
+    let faults = [
+        "isolate:3@2s+2s",
+        "oneway:2@6s+1500ms",
+        "internal:1@9s+1500ms",
+    ];
+    let mut cmd = strata();
+    cmd.args(["load", &up.urls.join(",")])
+        .args(["--rate", "200", "--duration", "13s", "--keys", "1000"])
+        .args(["--check", "--linearizable", "--json", "--quiet"])
+        .arg("--cluster-dir")
+        .arg(&cluster)
+        .arg("--out")
+        .arg(dir.path().join("report"));
+    for f in faults {
+        cmd.args(["--fault", f]);
+    }
+    let o = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stderr}");
+    assert!(o.status.success(), "load failed: {stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let marks = r["faults"].as_array().expect("faults in the report");
+    assert_eq!(marks.len(), faults.len(), "{marks:#?}");
+    for (m, spec) in marks.iter().zip(faults) {
+        assert_eq!(m["spec"], spec);
+        assert_eq!(m["kind"], spec.split(':').next().unwrap());
+        assert!(m.get("error").is_none(), "{m}");
+        let until = m["until_s"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{spec} not mended: {m}"));
+        assert!(until - m["at_s"].as_f64().unwrap() >= 1.5, "{m}");
+        assert!(m["level_after_s"].as_f64().is_some(), "never level: {m}");
+    }
+    // While node 3 was cut off, the requests sent to it failed: the cut
+    // was in the network, not in the lab's bookkeeping.
+    let timeline = r["trials"][0]["timeline"].as_array().unwrap();
+    for s in timeline {
+        let errs: Vec<String> = s["per_node"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| format!("{}/{}", n["errors"], n["requests"]))
+            .collect();
+        eprintln!(
+            "{:>5.1} s: failed/sent per node {}",
+            s["t_s"].as_f64().unwrap(),
+            errs.join(" ")
+        );
+    }
+    let failed_on_3: f64 = timeline
+        .iter()
+        .filter(|s| (2.5..4.0).contains(&s["t_s"].as_f64().unwrap_or(-1.0)))
+        .map(|s| s["per_node"][2]["errors"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!(failed_on_3 > 0.0, "no failure on node 3 while isolated");
+    let c = &r["check"];
+    assert_eq!(c["passed"], true, "{}", c["text"]);
+    assert_eq!(c["lost"], 0);
+    assert_eq!(c["stale"], 0);
     drop(up);
 }
 

@@ -17,7 +17,7 @@ use crate::experiment::sweep::{self, SweepArgs};
 use crate::experiment::trial::{LoadArgs, TargetArgs};
 use crate::nemesis::during::DuringArgs;
 use crate::nemesis::local::{ClusterOptions, LocalCluster};
-use crate::nemesis::schedule::{Kind, Step};
+use crate::nemesis::step::{Kind, Step};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct DemoArgs {
@@ -67,7 +67,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
     let report = a.dir.join("report");
     let mut o = ClusterOptions::new(a.nodes, &data);
     o.proxied = faults.iter().any(|f| f.kind == Kind::Partition);
-    crate::nemesis::schedule::validate(&faults, a.nodes, o.proxied)?;
+    crate::nemesis::step::validate(&faults, a.nodes, o.proxied, o.netns)?;
     println!(
         "Starting a local cluster of {} nodes, data in {}",
         a.nodes,

@@ -2,8 +2,9 @@
 //! cluster's directory (`control.sock`, reachable only on this machine,
 //! by whoever may open the directory) through which `strata load --fault`
 //! injects faults into the cluster `up` started. One line per request:
-//! `urls`, `advertised`, `proxied`, or an [`Action`] (`kill 1`, `restart
-//! 1`, `pause 0`, `resume 0`, `partition 2`, `heal 2`, `clock 1 -500`);
+//! `urls`, `advertised`, `proxied`, `netns`, or an [`Action`] (`kill 1`,
+//! `restart 1`, `pause 0`, `resume 0`, `partition 2`, `heal 2`, `clock 1
+//! -500`, `jump 1 30000`, `cut 2 isolate`, `mend 2`);
 //! one line back, `ok[ DATA]` or `err WHY`. Owns both ends of that
 //! protocol; must not decide when a fault happens (the schedule does) nor
 //! how (the cluster does).
@@ -15,7 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::local::LocalCluster;
-use super::schedule::{Action, Target};
+use super::schedule::Target;
+use super::step::Action;
 
 /// The socket's file in a cluster directory.
 pub fn socket_path(dir: &Path) -> PathBuf {
@@ -52,6 +54,7 @@ fn handle(conn: UnixStream, cluster: &Mutex<LocalCluster>) -> std::io::Result<()
                 "urls" => Ok(Some(c.urls().join(","))),
                 "advertised" => Ok(Some(c.advertised().join(","))),
                 "proxied" => Ok(Some(c.proxied().to_string())),
+                "netns" => Ok(Some(c.netns().to_string())),
                 l => Action::parse_line(l)
                     .and_then(|a| c.apply(a))
                     .map(|()| None),
@@ -73,6 +76,7 @@ pub struct Control {
     urls: Vec<String>,
     advertised: Vec<String>,
     proxied: bool,
+    netns: bool,
 }
 
 /// A restart waits for the node to be ready, which can take a while.
@@ -97,11 +101,13 @@ impl Control {
             urls: vec![],
             advertised: vec![],
             proxied: false,
+            netns: false,
         };
         let split = |s: String| s.split(',').map(str::to_string).collect::<Vec<_>>();
         c.urls = split(c.ask("urls")?);
         c.advertised = split(c.ask("advertised")?);
         c.proxied = c.ask("proxied")? == "true";
+        c.netns = c.ask("netns")? == "true";
         Ok(c)
     }
 
@@ -135,6 +141,10 @@ impl Target for Control {
 
     fn proxied(&self) -> bool {
         self.proxied
+    }
+
+    fn netns(&self) -> bool {
+        self.netns
     }
 
     fn apply(&mut self, a: Action) -> Result<(), String> {

@@ -12,7 +12,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::schedule::{self, FaultMark, Step, Target};
+use super::schedule::{self, FaultMark, Target};
+use super::step::{self, Step};
 use crate::check::linear::{self, LinReport};
 use crate::check::{self, Checked};
 
@@ -23,6 +24,9 @@ pub struct DuringArgs {
     /// 20 s; add +10s to restart it after 10 s), restart:2@30s,
     /// pause:1@10s+3s (SIGSTOP, SIGCONT after 3 s), partition:3@15s+5s
     /// (its internal traffic black-holed; needs `cluster up --proxied`),
+    /// isolate:3@15s+5s (cut off from clients and peers in the network;
+    /// oneway: only what it sends, inbound: only what it receives,
+    /// internal: only its peers; needs `cluster up --netns`, as root),
     /// clock:2+10s (restarted at the start with its wall clock 10 s ahead;
     /// clock:2-10s behind), jump:2+30s@10s+5s (its running clock 30 s
     /// ahead at 10 s, back after 5 s; needs `cluster up -- --test-clock-hook`). Times count from the start of the run, warm-up
@@ -115,7 +119,7 @@ pub fn around<T: Target + Send, R>(
                 urls.join(",")
             ));
         }
-        schedule::validate(&args.faults, theirs.len(), t.proxied())?;
+        step::validate(&args.faults, theirs.len(), t.proxied(), t.netns())?;
     }
     let checker = if args.check {
         let cfg = check::Config {

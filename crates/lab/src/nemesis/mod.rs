@@ -15,7 +15,8 @@
 //! | `netns.rs` | [`netns::NetLab`]: each node in a network namespace, nftables cuts of its client and internal traffic |
 //! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
 //! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |
-//! | `schedule.rs` | `--fault kill:2@20s ...`: a run's fault schedule, injected on time into a [`schedule::Target`], undone, level times, recovery from the timeline |
+//! | `step.rs` | the `--fault` grammar ([`step::Step`]), its check against a cluster, and the [`step::Action`]s a step does and undoes, as control-socket lines |
+//! | `schedule.rs` | a run's fault schedule, injected on time into a [`schedule::Target`], undone, level times, recovery from the timeline |
 //! | `during.rs` | what runs alongside a load: its fault schedule and the checker's clients, started and stopped with it |
 //! | `control.rs` | the control socket of `strata cluster up` (`DIR/control.sock`), so that `strata load --fault` can reach the cluster it started |
 //! | `campaign.rs` | `strata cluster campaign`: checked runs under each fault, own stores compared with acknowledged writes, totals |
@@ -34,4 +35,5 @@ pub mod local;
 pub mod netns;
 pub mod proxy;
 pub mod schedule;
+pub mod step;
 pub mod up;

@@ -31,6 +31,24 @@ pub enum Cut {
     Internal,
 }
 
+impl Cut {
+    pub const ALL: [Cut; 4] = [Cut::Both, Cut::Outbound, Cut::Inbound, Cut::Internal];
+
+    /// Its name as a fault (`--fault isolate:3@10s+5s`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cut::Both => "isolate",
+            Cut::Outbound => "oneway",
+            Cut::Inbound => "inbound",
+            Cut::Internal => "internal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Cut> {
+        Cut::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
 /// Namespaces made in this process so far (each lab takes a /20 of its
 /// own under 10.A.0.0/16).
 static LABS: AtomicU32 = AtomicU32::new(0);

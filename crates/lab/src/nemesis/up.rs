@@ -30,6 +30,12 @@ pub struct UpArgs {
     /// partition experiments); clients still use the nodes' own ports.
     #[arg(long)]
     pub proxied: bool,
+    /// Run each node in a network namespace of its own, joined to this
+    /// one by a veth pair (root, iproute2 and nftables), so that `strata
+    /// load --fault isolate:N@T+H` (and oneway, inbound, internal) can cut
+    /// its traffic in the network. Not with --proxied.
+    #[arg(long, conflicts_with = "proxied")]
+    pub netns: bool,
     /// Log level of every node.
     #[arg(long, default_value = "warn")]
     pub log_level: String,
@@ -45,6 +51,7 @@ impl UpArgs {
         o.base_port = self.base_port;
         o.replication = self.replication;
         o.proxied = self.proxied;
+        o.netns = self.netns;
         o.log_level = self.log_level.clone();
         o.serve_args = self.serve_args.clone();
         o
@@ -77,6 +84,8 @@ pub fn up(args: &UpArgs, strata: Command) -> Result<(), String> {
         opts.dir.display(),
         if opts.proxied {
             ", internal traffic through a local proxy"
+        } else if opts.netns {
+            ", each in a network namespace of its own"
         } else {
             ""
         }

@@ -161,7 +161,9 @@ fn operations_that_touch_overlap() {
 /// began after them and ended before the not-found read must come between.
 #[test]
 fn deletes_far_before_a_violation_are_not_in_its_witness() {
-    let mut h: Vec<Op> = (0..50u64).map(|i| d(i as u32 % 4, i * 5, i * 5 + 4)).collect();
+    let mut h: Vec<Op> = (0..50u64)
+        .map(|i| d(i as u32 % 4, i * 5, i * 5 + 4))
+        .collect();
     h.push(r(5, None, 255, 260));
     h.push(w(6, "a", 300, 310));
     h.push(r(7, Some("a"), 320, 330));
@@ -379,7 +381,10 @@ fn the_witness_removals_keep_linearizable_histories_linearizable() {
                     "case {case}: removing made {keep:?} violated:\n{h:#?}"
                 );
                 let sub: Vec<Op> = keep.iter().map(|&k| h[p.ops[k].orig].clone()).collect();
-                assert!(brute(&sub), "case {case}: {keep:?} not linearizable:\n{h:#?}");
+                assert!(
+                    brute(&sub),
+                    "case {case}: {keep:?} not linearizable:\n{h:#?}"
+                );
             }
         }
     }

@@ -55,7 +55,9 @@ pub(super) fn without(p: &Prepared, keep: &[usize], at: usize) -> Option<Vec<usi
                 .min();
             others().all(|(_, &i)| {
                 let r = p.ops[i];
-                r.action != Action::Read(None) || r.ret < o.call || between.is_some_and(|m| m < r.call)
+                r.action != Action::Read(None)
+                    || r.ret < o.call
+                    || between.is_some_and(|m| m < r.call)
             })
         }
     };

@@ -557,6 +557,11 @@ impl LocalCluster {
         self.proxy.is_some()
     }
 
+    /// Whether the nodes run in network namespaces of their own.
+    pub fn netns(&self) -> bool {
+        self.net.is_some()
+    }
+
     /// Start node i with its wall clock off by `ms` milliseconds from its
     /// next start on (replacing any offset it had).
     pub fn set_clock_offset(&mut self, i: usize, ms: i64) {
