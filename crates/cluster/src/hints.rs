@@ -64,6 +64,9 @@ pub struct PeerHints {
 struct Peer {
     next_seq: u64,
     stats: PeerHints,
+    /// Hints handed to the writer and not yet stored: pending too, so
+    /// that a peer is never reported level while one is on its way.
+    queued: u64,
 }
 
 pub struct Hints {
@@ -161,12 +164,24 @@ impl Hints {
         Ok(kept[0])
     }
 
+    /// `peer`'s figures; `count` includes the hints still on their way to
+    /// the store.
     pub fn stats(&self, peer: u64) -> PeerHints {
         self.peers
             .lock()
             .get(&peer)
-            .map(|p| p.stats)
+            .map(|p| PeerHints {
+                count: p.stats.count + p.queued,
+                ..p.stats
+            })
             .unwrap_or_default()
+    }
+
+    /// `n` more (or fewer) of `peer`'s hints on their way to the store.
+    fn queued(&self, peer: u64, n: i64) {
+        let mut peers = self.peers.lock();
+        let p = peers.entry(peer).or_default();
+        p.queued = p.queued.saturating_add_signed(n);
     }
 
     pub fn pending(&self, peer: u64) -> u64 {
@@ -262,7 +277,11 @@ impl HintWriter {
                             Err(_) => break,
                         }
                     }
-                    if let Err(e) = h.add_many(&group, c.now_ms()) {
+                    let r = h.add_many(&group, c.now_ms());
+                    for (peer, _, _) in &group {
+                        h.queued(*peer, -1);
+                    }
+                    if let Err(e) = r {
                         // add_many counted them as dropped.
                         tracing::warn!(error = %e, hints = group.len(), "writing hints failed");
                     }
@@ -290,7 +309,11 @@ impl HintWriter {
     pub fn keep(&self, peer: u64, key: Bytes, record: Record) {
         match &self.tx {
             Some(tx) => {
+                // Counted before it is sent: the writer may store it (and
+                // take it off the count) before try_send returns.
+                self.hints.queued(peer, 1);
                 if tx.try_send((peer, key, record)).is_err() {
+                    self.hints.queued(peer, -1);
                     self.hints.count_dropped(peer, 1);
                 }
             }
@@ -429,5 +452,28 @@ mod tests {
         assert_eq!(h.stats(7).dropped, before.dropped + before.count);
         assert_eq!(h.pending(7), 0);
         assert_eq!(h.pending(8), 1);
+    }
+
+    /// A hint handed to the background writer is pending from that moment,
+    /// not only once it is stored: a peer is never reported level (no hint
+    /// pending) while one is on its way to the store.
+    #[test]
+    fn a_hint_is_pending_from_the_moment_it_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let h = std::sync::Arc::new(
+            Hints::open(d.path(), Default::default(), Default::default()).unwrap(),
+        );
+        let w = HintWriter::start(h.clone(), WallClock::default());
+        for i in 0..2000u64 {
+            w.keep(7, Bytes::from(format!("k{i}")), rec(i + 1));
+            assert_eq!(h.pending(7), i + 1, "after keeping hint {i}");
+        }
+        // And the count settles on what was stored.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while h.oldest(7, 5000, 1).unwrap().len() < 2000 && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(h.oldest(7, 5000, 1).unwrap().len(), 2000);
+        assert_eq!(h.pending(7), 2000);
     }
 }

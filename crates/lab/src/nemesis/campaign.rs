@@ -304,7 +304,10 @@ pub fn run_on(o: &RunOptions, c: &mut LocalCluster) -> Result<RunResult, String>
 
 /// After the main phase: wait (at most a minute) until no hint is pending
 /// anywhere, then read every node's own store of `set/…` keys and count
-/// the acknowledged writes each lacks.
+/// the acknowledged writes each lacks. A node that lacks some is read
+/// again, after hints are drained again, for up to `SETTLE`: a replica
+/// write still in flight when the phase ended (acknowledged by the others,
+/// or failing late into a hint) lands without any read's help.
 fn check_own_stores(
     h: &History,
     urls: &[String],
@@ -312,25 +315,11 @@ fn check_own_stores(
     run: &str,
     clients: u32,
 ) -> OwnStores {
+    const SETTLE: Duration = Duration::from_secs(10);
     let mut out = OwnStores {
-        missing: vec![0; urls.len()],
+        missing: vec![u64::MAX; urls.len()],
         ..OwnStores::default()
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match Backlog::of(urls, adv, 0).map(|b| b.total) {
-            Ok(0) => break,
-            Ok(n) if Instant::now() >= deadline => {
-                out.undrained = n;
-                break;
-            }
-            Err(e) if Instant::now() >= deadline => {
-                out.error = Some(e);
-                return out;
-            }
-            _ => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
     let acked: Vec<(&[u8], &[u8])> = h
         .ops
         .iter()
@@ -342,23 +331,44 @@ fn check_own_stores(
         .map(|op| (&op.key[..], op.value.as_deref().unwrap_or_default()))
         .collect();
     out.checked = acked.len() as u64;
-    for (n, url) in urls.iter().enumerate() {
-        let mut held: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
-        for client in 0..clients {
-            match own_range(url, run, client, &mut held) {
-                Ok(()) => {}
-                Err(e) => {
+    let settle_until = Instant::now() + SETTLE;
+    loop {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match Backlog::of(urls, adv, 0).map(|b| b.total) {
+                Ok(0) => break,
+                Ok(n) if Instant::now() >= deadline => {
+                    out.undrained = n;
+                    break;
+                }
+                Err(e) if Instant::now() >= deadline => {
+                    out.error = Some(e);
+                    return out;
+                }
+                _ => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+        for (n, url) in urls.iter().enumerate() {
+            if out.missing[n] == 0 {
+                continue;
+            }
+            let mut held: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+            for client in 0..clients {
+                if let Err(e) = own_range(url, run, client, &mut held) {
                     out.error = Some(e);
                     return out;
                 }
             }
+            out.missing[n] = acked
+                .iter()
+                .filter(|(k, v)| held.get(*k).map(Vec::as_slice) != Some(*v))
+                .count() as u64;
         }
-        out.missing[n] = acked
-            .iter()
-            .filter(|(k, v)| held.get(*k).map(Vec::as_slice) != Some(*v))
-            .count() as u64;
+        if out.missing.iter().all(|&m| m == 0) || Instant::now() >= settle_until {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(500));
     }
-    out
 }
 
 /// Client `client`'s `set/…` keys of run `run` in node `url`'s own store
