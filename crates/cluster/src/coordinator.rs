@@ -121,6 +121,9 @@ impl Coordinator {
             let mut version = self.stamp();
             if let Some(f) = floor.filter(|f| f.hlc >= version.hlc) {
                 version.hlc = f.hlc + 1;
+                self.stats
+                    .stamped_past_newer
+                    .fetch_add(1, Ordering::Relaxed);
             }
             let record = Record {
                 version,

@@ -51,4 +51,7 @@ pub struct Stats {
     pub not_enough_replicas: AtomicU64,
     pub read_repairs: AtomicU64,
     pub superseded_retries: AtomicU64,
+    /// Writes stamped past a version newer than this node's clock that
+    /// their first phase (versions from a quorum) found.
+    pub stamped_past_newer: AtomicU64,
 }

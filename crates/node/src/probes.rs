@@ -23,7 +23,7 @@ mod strata_provider {
     /// The write is durable as configured: request id.
     fn persist__done(id: u64) {}
     /// A replica operation goes to a peer: request id (0 for background
-    /// work), peer URL, operation (write, read, repair, hint).
+    /// work), peer URL, operation (write, read, version, repair, hint).
     fn replica__send(id: u64, peer: &str, op: &str) {}
     /// Its answer (or failure): request id, peer, operation, 1 if it
     /// succeeded, microseconds since the send.

@@ -181,7 +181,7 @@ impl Metrics {
         });
         registry.register_with_unit(
             "strata_replica_duration",
-            "Replica operations sent to peers, by peer and operation (write, read, repair, hint), send to answer",
+            "Replica operations sent to peers, by peer and operation (write, read, version, repair, hint), send to answer",
             prometheus_client::registry::Unit::Seconds,
             replica_latency.clone(),
         );

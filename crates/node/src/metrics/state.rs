@@ -527,6 +527,12 @@ impl StateCollector {
         )?;
         counter(
             e,
+            "strata_cluster_stamped_past_newer_total",
+            "Writes stamped past a version newer than this node's clock (found by their first phase, or by a replica holding it)",
+            get(&st.stamped_past_newer),
+        )?;
+        counter(
+            e,
             "strata_cluster_clock_clamped_total",
             "Peer timestamps too far ahead of this node's clock, followed only up to the bound",
             c.hlc().clamped.load(Ordering::Relaxed) as f64,
