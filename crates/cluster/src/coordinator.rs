@@ -109,7 +109,15 @@ impl Coordinator {
         // per key, a write that starts after another one ended is stamped
         // later, whatever the wall clocks say.
         let mut floor: Option<Version> = None;
-        if self.first_phase(r) && sets != [vec![self.me]] {
+        // A write to a single replica needs no first phase: it is never
+        // half-applied, so stamping it again past a newer version is safe.
+        let first = self.first_phase(r) && union(&sets).len() > 1;
+        // A replica holding a newer version counts as having taken the
+        // write (ordered just before that version) only after the first
+        // phase, where the newer one can only be a concurrent write's, and
+        // in the deliberately broken wall-clock mode.
+        let keep = first || self.cfg.unsafe_wall_clock;
+        if first {
             // ABD's first phase: the newest version `ack` replicas of each
             // live layout hold; this write is stamped past it, once.
             floor = self.clone().newest(id, &key, &sets, r.ack).await?;
@@ -131,7 +139,7 @@ impl Coordinator {
             };
             match self
                 .clone()
-                .replicate(id, (key.clone(), record), &sets, r, &t, trace)
+                .replicate(id, (key.clone(), record), &sets, (r.ack, keep), &t, trace)
                 .await
             {
                 Replicated::Done => return Ok(()),
@@ -158,19 +166,11 @@ impl Coordinator {
     /// Whether a write at `r` first learns the newest version from `ack`
     /// replicas (ABD's first phase): with versions from a quorum, where
     /// `ack` replicas meet every set of `ack` that took an earlier write
-    /// (`2·ack > from`), and where there is more than this node to ask.
-    /// Below that, the first phase could miss a finished write, and the
-    /// retry past a newer version keeps a later write from losing to it.
+    /// (`2·ack > from`). Below that, the first phase could miss a finished
+    /// write, and the retry past a newer version keeps a later write from
+    /// losing to it.
     fn first_phase(&self, r: Replication) -> bool {
         self.cfg.versions_from_quorum && 2 * r.ack > r.from
-    }
-
-    /// A replica holding a newer version counts as having taken the write
-    /// (it is ordered before that version): after the first phase, where
-    /// the newer one can only be a concurrent write's, and in the
-    /// deliberately broken wall-clock mode.
-    fn keeps_newer(&self, r: Replication) -> bool {
-        self.first_phase(r) || self.cfg.unsafe_wall_clock
     }
 
     /// The newest version of `key` held by `ack` replicas of each of
@@ -241,19 +241,19 @@ impl Coordinator {
     }
 
     /// Send a write (`key` and its `record`) to every replica of `sets`
-    /// (one set per live layout) and wait until `ack` of each set hold it;
-    /// `trace` gets where the time went.
+    /// (one set per live layout) and wait until `ack` of each set hold it
+    /// (with `keep`, a replica holding a newer version counts); `trace`
+    /// gets where the time went.
     async fn replicate(
         self: Arc<Self>,
         id: u64,
         (key, record): (Bytes, Record),
         sets: &[Vec<usize>],
-        r: Replication,
+        (ack, keep): (usize, bool),
         pin: &Pinned,
         trace: &mut Trace,
     ) -> Replicated {
         *trace = Trace::default();
-        let (ack, keep) = (r.ack, self.keeps_newer(r));
         // The common single-replica case on this node: no task, no channel.
         if sets.len() == 1 && sets[0] == [self.me] {
             let (r, timing) = self.reaper.apply_fresh(key, record).await;
