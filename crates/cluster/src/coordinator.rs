@@ -168,9 +168,10 @@ impl Coordinator {
     /// `ack` replicas meet every set of `ack` that took an earlier write
     /// (`2·ack > from`). Below that, the first phase could miss a finished
     /// write, and the retry past a newer version keeps a later write from
-    /// losing to it.
+    /// losing to it. Never in the deliberately broken wall-clock mode,
+    /// which must stay broken for the checker to catch it.
     fn first_phase(&self, r: Replication) -> bool {
-        self.cfg.versions_from_quorum && 2 * r.ack > r.from
+        self.cfg.versions_from_quorum && 2 * r.ack > r.from && !self.cfg.unsafe_wall_clock
     }
 
     /// The newest version of `key` held by `ack` replicas of each of
