@@ -277,11 +277,7 @@ impl HintWriter {
                             Err(_) => break,
                         }
                     }
-                    let r = h.add_many(&group, c.now_ms());
-                    for (peer, _, _) in &group {
-                        h.queued(*peer, -1);
-                    }
-                    if let Err(e) = r {
+                    if let Err(e) = h.add_group(&group, c.now_ms(), true) {
                         // add_many counted them as dropped.
                         tracing::warn!(error = %e, hints = group.len(), "writing hints failed");
                     }
@@ -334,6 +330,19 @@ impl Hints {
     /// dropped (over its peer's bound) on its own: the answer says which.
     /// On error none was kept, and all are counted as dropped.
     pub fn add_many(&self, items: &[(u64, Bytes, Record)], now_ms: u64) -> Result<Vec<bool>> {
+        self.add_group(items, now_ms, false)
+    }
+
+    /// `add_many`; with `queued`, the items were counted as on their way
+    /// (`HintWriter::keep`) and come off that count under the same lock
+    /// that counts them stored, so a peer's count never shows one twice
+    /// or not at all.
+    fn add_group(
+        &self,
+        items: &[(u64, Bytes, Record)],
+        now_ms: u64,
+        queued: bool,
+    ) -> Result<Vec<bool>> {
         let mut batch = WriteBatch::new();
         let mut taken: Vec<(u64, u64)> = Vec::new();
         let mut kept = Vec::with_capacity(items.len());
@@ -347,6 +356,9 @@ impl Hints {
                 record.encode_into(&mut v);
                 let bytes = (16 + v.len()) as u64;
                 let p = peers.entry(*peer).or_default();
+                if queued {
+                    p.queued = p.queued.saturating_sub(1);
+                }
                 let fits = p.stats.bytes + bytes <= self.cfg.max_bytes_per_peer;
                 kept.push(fits);
                 if !fits {

@@ -61,6 +61,49 @@ pub struct NetLab {
     cuts: Mutex<BTreeMap<usize, Cut>>,
 }
 
+/// A command's standard output, if it succeeds.
+fn run_out(args: &[&str]) -> Option<String> {
+    let o = Command::new(args[0]).args(&args[1..]).output().ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Remove the labs (namespaces, links, rule tables) of processes that no
+/// longer run: a lab left behind by a process killed before it could clean
+/// up would hold addresses a new one needs. A lab's tag is its process id
+/// (the low 20 bits, in hex) and a digit.
+fn reap_stale() {
+    let Some(list) = run_out(&["ip", "netns", "list"]) else {
+        return;
+    };
+    let mut stale = std::collections::BTreeSet::new();
+    for name in list.split_whitespace() {
+        let Some(tag) = name
+            .strip_prefix("strata-")
+            .and_then(|r| r.split('-').next())
+        else {
+            continue;
+        };
+        let Ok(low) = u32::from_str_radix(tag.get(..5).unwrap_or(""), 16) else {
+            continue;
+        };
+        // Any live process whose id has these low bits may own it.
+        let alive =
+            (0..4u32).any(|k| std::path::Path::new(&format!("/proc/{}", low + (k << 20))).exists());
+        if !alive {
+            stale.insert(tag.to_string());
+        }
+    }
+    for tag in stale {
+        let _ = run(&["nft", "delete", "table", "inet", &format!("strata{tag}")]);
+        for i in 0..16 {
+            let _ = run(&["ip", "link", "del", &format!("s{tag}h{i}")]);
+            let _ = run(&["ip", "netns", "del", &format!("strata-{tag}-{i}")]);
+        }
+    }
+}
+
 fn run(args: &[&str]) -> Result<(), String> {
     let o = Command::new(args[0])
         .args(&args[1..])
@@ -89,8 +132,15 @@ impl NetLab {
         }
         let lab = LABS.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        let a = 100 + (pid % 100) as u8;
+        reap_stale();
         let block = (lab % 16) as u8;
+        // A /16 whose block no interface uses yet (another process's lab
+        // may be alive).
+        let used = run_out(&["ip", "-br", "addr"]).unwrap_or_default();
+        let a = (0..100u32)
+            .map(|k| 100 + ((pid + k) % 100) as u8)
+            .find(|a| !used.contains(&format!("10.{a}.{}.", block * 16)))
+            .ok_or("no free 10.A.0.0/16 for a network lab")?;
         let tag = format!("{:05x}{}", pid & 0xfffff, lab % 16);
         let mut net = NetLab {
             tag: tag.clone(),

@@ -137,6 +137,9 @@ pub fn up(args: &UpArgs, strata: Command) -> Result<(), String> {
             Some(Err(e)) => failed.push(e),
         }
     }
+    // The control thread keeps the cluster alive to the end: its
+    // namespaces go now, not with the process.
+    c.release_network();
     if !failed.is_empty() {
         return Err(failed.join("; "));
     }

@@ -562,6 +562,12 @@ impl LocalCluster {
         self.net.is_some()
     }
 
+    /// Remove the nodes' network namespaces, links and rules (once the
+    /// nodes are stopped; dropping the cluster does it too).
+    pub fn release_network(&mut self) {
+        self.net = None;
+    }
+
     /// Start node i with its wall clock off by `ms` milliseconds from its
     /// next start on (replacing any offset it had).
     pub fn set_clock_offset(&mut self, i: usize, ms: i64) {
