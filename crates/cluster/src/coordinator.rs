@@ -111,7 +111,7 @@ impl Coordinator {
         let mut floor: Option<Version> = None;
         // A write to a single replica needs no first phase: it is never
         // half-applied, so stamping it again past a newer version is safe.
-        let first = self.first_phase(r) && union(&sets).len() > 1;
+        let first = self.first_phase(r) && sets.iter().flatten().any(|&m| m != sets[0][0]);
         // A replica holding a newer version counts as having taken the
         // write (ordered just before that version) only after the first
         // phase, where the newer one can only be a concurrent write's, and

@@ -69,6 +69,35 @@ impl Drop for Up {
     }
 }
 
+/// `strata load` at 200 req/s for `duration` through `up`'s nodes with
+/// `faults` injected through its control socket in `cluster`, the report
+/// in `out`: its JSON summary (the run must succeed).
+fn load_with_faults(
+    up: &Up,
+    cluster: &std::path::Path,
+    out: &std::path::Path,
+    duration: &str,
+    checks: &[&str],
+    faults: &[&str],
+) -> serde_json::Value {
+    let mut cmd = strata();
+    cmd.args(["load", &up.urls.join(",")])
+        .args(["--rate", "200", "--duration", duration, "--keys", "1000"])
+        .args(checks)
+        .args(["--json", "--quiet", "--cluster-dir"])
+        .arg(cluster)
+        .arg("--out")
+        .arg(out);
+    for f in faults {
+        cmd.args(["--fault", f]);
+    }
+    let o = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stderr}");
+    assert!(o.status.success(), "load failed: {stderr}");
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 #[test]
 fn every_fault_kind_is_injected_marked_and_recovered_from_under_check() {
     let dir = tempfile::tempdir().unwrap();
@@ -82,22 +111,7 @@ fn every_fault_kind_is_injected_marked_and_recovered_from_under_check() {
         "pause:1@6s+1s",
         "partition:3@8s+1500ms",
     ];
-    let mut cmd = strata();
-    cmd.args(["load", &up.urls.join(",")])
-        .args(["--rate", "200", "--duration", "16s", "--keys", "1000"])
-        .args(["--check", "--json", "--quiet"])
-        .arg("--cluster-dir")
-        .arg(&cluster)
-        .arg("--out")
-        .arg(&out);
-    for f in faults {
-        cmd.args(["--fault", f]);
-    }
-    let o = cmd.output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    eprintln!("{stderr}");
-    assert!(o.status.success(), "load failed: {stderr}");
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = load_with_faults(&up, &cluster, &out, "16s", &["--check"], &faults);
 
     // Every fault marked, in order, each undone during the run.
     let marks = r["faults"].as_array().expect("faults in the report");
@@ -173,22 +187,9 @@ fn network_cuts_during_a_load_are_marked_mended_and_checked() {
         "oneway:2@6s+1500ms",
         "internal:1@9s+1500ms",
     ];
-    let mut cmd = strata();
-    cmd.args(["load", &up.urls.join(",")])
-        .args(["--rate", "200", "--duration", "13s", "--keys", "1000"])
-        .args(["--check", "--linearizable", "--json", "--quiet"])
-        .arg("--cluster-dir")
-        .arg(&cluster)
-        .arg("--out")
-        .arg(dir.path().join("report"));
-    for f in faults {
-        cmd.args(["--fault", f]);
-    }
-    let o = cmd.output().unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    eprintln!("{stderr}");
-    assert!(o.status.success(), "load failed: {stderr}");
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let out = dir.path().join("report");
+    let checks = ["--check", "--linearizable"];
+    let r = load_with_faults(&up, &cluster, &out, "13s", &checks, &faults);
     let marks = r["faults"].as_array().expect("faults in the report");
     assert_eq!(marks.len(), faults.len(), "{marks:#?}");
     for (m, spec) in marks.iter().zip(faults) {
