@@ -548,3 +548,46 @@ fn first_memtables_fill_at_different_points() {
     // None before half the size's worth of writes.
     assert!(lo as usize * 100 > size / 2 / 4, "{at:?}");
 }
+
+#[test]
+fn a_deleted_tables_blocks_leave_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two overlapping tables in level 0 and no compaction until asked:
+    // the compaction below merges (rewrites) both.
+    let db = Db::open(
+        dir.path(),
+        Options {
+            block_cache_size: 8 << 20,
+            memtable_size: 4 << 20,
+            l0_compaction_trigger: 100,
+            ..common::tiny()
+        },
+    )
+    .unwrap();
+    fill(&db, 3000, "a");
+    db.flush().unwrap();
+    fill(&db, 3000, "v");
+    db.flush().unwrap();
+    assert_eq!(db.stats().levels[0].tables, 2);
+    let read_all = || {
+        for i in (0..3000).step_by(7) {
+            let want = format!("v-{i}");
+            let got = db.get(format!("key{i:06}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(want.as_bytes()), "key{i:06}");
+        }
+    };
+    read_all();
+    let warm = db.stats().cache_usage_bytes;
+    assert!(warm > 0, "reads filled no cache");
+    // Compaction replaces both tables and reads without filling the
+    // cache: every block the cache held was a deleted table's.
+    db.compact().unwrap();
+    assert_eq!(db.stats().levels[0].tables, 0);
+    assert_eq!(
+        db.stats().cache_usage_bytes,
+        0,
+        "blocks of deleted tables still cached (held {warm} before)"
+    );
+    read_all();
+    assert!(db.stats().cache_usage_bytes > 0);
+}

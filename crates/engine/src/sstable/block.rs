@@ -45,9 +45,9 @@ impl BlockBuilder {
                 .take_while(|(a, b)| a == b)
                 .count();
         } else {
-            // Restart offsets are u32: a block is cut once it passes the
-            // target size, so a restart never begins past 4 GiB even when a
-            // single huge value precedes it.
+            // Restart offsets are u32: a block is cut before an entry
+            // that would take it past the target size, so a restart never
+            // begins past 4 GiB even when a single huge value precedes it.
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
         }

@@ -14,6 +14,10 @@ use crate::sstable::block::BlockBuilder;
 use crate::sstable::table::Props;
 use crate::sstable::{bloom, FORMAT_VERSION, MAGIC};
 
+/// The most an entry adds to a block besides its key and value: three
+/// varint lengths and a restart offset.
+const ENTRY_OVERHEAD_MAX: usize = 3 * 10 + 4;
+
 pub struct TableBuilder {
     path: PathBuf,
     tmp: PathBuf,
@@ -62,6 +66,17 @@ impl TableBuilder {
 
     /// Add an entry (an encoded internal key) in increasing order.
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        // A block read back is one allocation of the block and its
+        // trailer: cut before an entry that would take it past the block
+        // size, so that a 4 KiB block takes a 4 KiB allocation, not the
+        // next size class up (5 KiB). An entry larger than a block sits
+        // alone in its block.
+        let bound = ikey.len() + value.len() + ENTRY_OVERHEAD_MAX;
+        if !self.data.is_empty()
+            && self.data.estimated_size() + bound + super::BLOCK_TRAILER_LEN > self.block_size
+        {
+            self.flush_data_block()?;
+        }
         if let Some((off, len)) = self.pending.take() {
             self.add_index_entry(off, len);
         }
@@ -84,7 +99,7 @@ impl TableBuilder {
         self.props.raw_key_bytes += user.len() as u64;
         self.props.raw_value_bytes += value.len() as u64;
         self.data.add(ikey, value);
-        if self.data.estimated_size() >= self.block_size {
+        if self.data.estimated_size() + super::BLOCK_TRAILER_LEN >= self.block_size {
             self.flush_data_block()?;
         }
         Ok(())

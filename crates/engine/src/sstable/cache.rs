@@ -8,15 +8,30 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
 use super::block::Block;
+use super::BLOCK_TRAILER_LEN;
 
 #[derive(Clone)]
 struct BlockWeighter;
 
 impl Weighter<(u64, u64), Block> for BlockWeighter {
     fn weight(&self, _k: &(u64, u64), v: &Block) -> u64 {
-        // Never zero so that every entry counts against the capacity.
-        v.len() as u64 + 64
+        // What the block really holds: its buffer as the allocator sizes
+        // it, and the entry's own bookkeeping (never zero, so that every
+        // entry counts against the capacity).
+        // (A block is read with its trailer into one buffer, which
+        // keeps the trailer's room after the trailer is cut off.)
+        allocated(v.len() + BLOCK_TRAILER_LEN) + 64
     }
+}
+
+/// The bytes an allocation of `n` takes: jemalloc and mimalloc both round
+/// a request up to a size class, four classes to each doubling (a block
+/// of 4,101 bytes takes 5,120). Counting the request alone let a full
+/// cache hold a quarter more than its capacity.
+pub fn allocated(n: usize) -> u64 {
+    let n = n.max(16) as u64;
+    let step = (1u64 << (63 - n.leading_zeros())) / 4;
+    n.div_ceil(step) * step
 }
 
 /// A cheaply cloneable handle to the cache.
@@ -42,6 +57,11 @@ impl BlockCache {
 
     pub fn insert(&self, k: (u64, u64), b: Block) {
         self.inner.insert(k, b);
+    }
+
+    /// Forget one block (its table was deleted).
+    pub fn remove(&self, k: &(u64, u64)) {
+        self.inner.remove(k);
     }
 
     /// Bytes currently held.
@@ -70,5 +90,27 @@ mod tests {
         }
         assert!(c.usage() <= 64 << 10, "usage {}", c.usage());
         assert!(c.usage() > 0);
+    }
+
+    #[test]
+    fn blocks_weigh_what_the_allocator_gives_them() {
+        assert_eq!(allocated(4096), 4096);
+        assert_eq!(allocated(4097), 5120);
+        assert_eq!(allocated(4101), 5120);
+        assert_eq!(allocated(5121), 6144);
+        assert_eq!(allocated(8192), 8192);
+        assert_eq!(allocated(100), 112);
+        assert_eq!(allocated(1), 16);
+        // A cache of 64 KiB holds twelve blocks of 4,096 bytes (read
+        // with their trailer: 5,120 and 64 each), not fifteen.
+        let c = BlockCache::new(64 << 10);
+        let mut raw = vec![0u8; 4096];
+        raw[4092..].copy_from_slice(&1u32.to_le_bytes());
+        let b = Block::new(Bytes::from(raw)).unwrap();
+        for i in 0..100 {
+            c.insert((1, i * 8192), b.clone());
+        }
+        assert_eq!(c.usage() % (5120 + 64), 0, "usage {}", c.usage());
+        assert!(c.usage() <= 64 << 10, "usage {}", c.usage());
     }
 }

@@ -313,6 +313,13 @@ impl Drop for Table {
     fn drop(&mut self) {
         if self.obsolete.load(AtomicOrdering::Acquire) {
             let _ = std::fs::remove_file(&self.path);
+            // No read can ask for these blocks again: out of the cache
+            // with them, or they would sit there until evicted, filling it
+            // with dead data and making every later block's allocation
+            // churn against their frees.
+            for e in &self.index {
+                self.cache.remove(&(self.id, e.offset));
+            }
         }
     }
 }
@@ -528,6 +535,49 @@ mod tests {
         assert_eq!(n, 1000);
         it.seek(&encode(b"k000500", seek_trailer(1 << 40))).unwrap();
         assert_eq!(key::user_key(it.key()), b"k000500");
+    }
+
+    #[test]
+    fn a_block_and_its_trailer_fit_the_block_size() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("000001.sst");
+        let mut b = TableBuilder::create(&p, 4096, 16, 10).unwrap();
+        for i in 0..5000u64 {
+            let v = vec![b'v'; 60 + (i as usize * 37) % 120];
+            b.add(
+                &encode(format!("key{i:08}").as_bytes(), trailer(i + 1, Kind::Put)),
+                &v,
+            )
+            .unwrap();
+        }
+        // A value larger than a block sits alone in its block.
+        b.add(
+            &encode(b"key99999999", trailer(9_999, Kind::Put)),
+            &[b'x'; 9000],
+        )
+        .unwrap();
+        b.finish().unwrap();
+        let t = open(&p).unwrap();
+        let (blocks, last) = t.index.split_at(t.index.len() - 1);
+        assert!(blocks.len() > 100, "{} blocks", blocks.len());
+        for (i, e) in blocks.iter().enumerate() {
+            let taken = e.len as usize + BLOCK_TRAILER_LEN;
+            assert!(taken <= 4096, "a block of {taken} bytes at {}", e.offset);
+            // Full, but for the one the large value cut short.
+            if i + 1 < blocks.len() {
+                assert!(
+                    taken > 3800,
+                    "a block of only {taken} bytes at {}",
+                    e.offset
+                );
+            }
+        }
+        assert!(last[0].len > 9000);
+        let got = t.get(b"key99999999", bloom::hash(b"key99999999"), 1 << 40);
+        assert_eq!(
+            got.unwrap(),
+            Some(Lookup::Value(Bytes::from(vec![b'x'; 9000])))
+        );
     }
 
     #[test]
