@@ -5,7 +5,7 @@
 //! the count.
 
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,9 +16,24 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use strata_lab::experiment::trial::{run, summary, LoadArgs, TargetArgs};
 
+/// Connections the server holds: now, at most, and when the latest
+/// request came in.
+#[derive(Default)]
+struct Open {
+    now: AtomicI64,
+    most: AtomicI64,
+    at_latest_request: AtomicI64,
+}
+
 /// A server answering 201 at once, except that the request numbered
 /// `stall_at` makes every connection wait until 1 s has passed.
 fn stalling_server(stall_at: u64) -> std::net::SocketAddr {
+    stalling_server_counting(stall_at).0
+}
+
+fn stalling_server_counting(stall_at: u64) -> (std::net::SocketAddr, Arc<Open>) {
+    let open = Arc::new(Open::default());
+    let held = open.clone();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -35,10 +50,17 @@ fn stalling_server(stall_at: u64) -> std::net::SocketAddr {
             loop {
                 let (s, _) = listener.accept().await.unwrap();
                 let (count, stalled, until) = (count.clone(), stalled.clone(), until.clone());
+                let n = held.now.fetch_add(1, Ordering::SeqCst) + 1;
+                held.most.fetch_max(n, Ordering::SeqCst);
+                let held = held.clone();
                 tokio::spawn(async move {
+                    let counted = held.clone();
                     let svc = service_fn(move |_req| {
                         let (count, stalled, until) =
                             (count.clone(), stalled.clone(), until.clone());
+                        counted
+                            .at_latest_request
+                            .store(counted.now.load(Ordering::SeqCst), Ordering::SeqCst);
                         async move {
                             let n = count.fetch_add(1, Ordering::Relaxed);
                             if n == stall_at && !stalled.swap(true, Ordering::Relaxed) {
@@ -57,11 +79,12 @@ fn stalling_server(stall_at: u64) -> std::net::SocketAddr {
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(s), svc)
                         .await;
+                    held.now.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
     });
-    addr
+    (addr, open)
 }
 
 /// A 4-second PUT run against `addr`; each test sets open or closed loop.
@@ -151,4 +174,36 @@ fn a_closed_loop_client_cannot_see_the_same_stall() {
         "p99 {} us",
         h.value_at_quantile(0.99)
     );
+}
+
+#[test]
+fn connections_opened_for_a_stall_close_once_it_is_over() {
+    let (addr, open) = stalling_server_counting(500);
+    let args = LoadArgs {
+        rate: 1000.0,
+        ..args(addr)
+    };
+    let r = run(&args).unwrap();
+    eprintln!("{}", summary(r.trial(), &r.outcome));
+    let o = &r.outcome;
+    // Half a second in, the server held every request for a second: the
+    // open-loop generator opened a connection for each send due then.
+    let most = open.most.load(Ordering::SeqCst);
+    assert!(most >= 500, "the stall opened only {most} connections");
+    // Once it was over, the surplus closed: the run's last seconds went
+    // out on about the 8 connections it opened at the start, not on
+    // hundreds (each would otherwise be used in turn to the end).
+    let latest = open.at_latest_request.load(Ordering::SeqCst);
+    assert!(
+        latest <= 40,
+        "{latest} connections open at the last request (most {most})"
+    );
+    assert!(
+        o.retired as i64 >= most - 40,
+        "{} retired of {most}",
+        o.retired
+    );
+    // Closing them lost no send.
+    assert_eq!(o.counted, 4000, "every scheduled request is counted");
+    assert_eq!(o.statuses.get(&201), Some(&4000));
 }

@@ -85,7 +85,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         keys: 1_000_000,
         value_size: 100,
         connections: 64,
-        max_connections: 256,
+        max_connections: crate::experiment::trial::MAX_CONNECTIONS,
         drop_after: 1.0,
         threads: 1,
         arrivals: "constant".into(),

@@ -17,6 +17,9 @@ use crate::load::workload::Workload;
 use crate::report::model::{self, NodeSummary, Percentiles, Report, RunKind, ServerSample, Trial};
 use crate::report::scrape::{Sampler, Scrapes};
 
+/// The default of `--max-connections` (each thread its share).
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// Arguments shared by `load` and `sweep`: where, what, how.
 #[derive(clap::Args, Clone, Debug)]
 pub struct TargetArgs {
@@ -45,7 +48,7 @@ pub struct TargetArgs {
     /// latency still counts from their intended time); opening hundreds
     /// more into a stalled target would only turn a stall into a collapse
     /// that the target's cores spend accepting connections.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// A send that cannot start within this of its intended time (every
     /// connection busy, up to the cap, or the generator short of CPU) is
@@ -650,11 +653,16 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
         t.error_pct
     );
     s += &format!(
-        "  Schedule: {} sends more than 1 ms late, worst lag {:.3} ms; {} dropped (not started within --drop-after); {} connections opened{}\n",
+        "  Schedule: {} sends more than 1 ms late, worst lag {:.3} ms; {} dropped (not started within --drop-after); {} connections opened{}{}\n",
         o.late,
         o.max_lag.as_secs_f64() * 1000.0,
         o.dropped,
         o.connections,
+        if o.retired > 0 {
+            format!(", {} closed again after the burst that opened them", o.retired)
+        } else {
+            String::new()
+        },
         if (o.late + o.dropped) * 100 > (o.counted + o.dropped).max(1) {
             " (the generator could not keep the schedule: more --threads, a higher --max-connections, another machine, or a lower rate)"
         } else {

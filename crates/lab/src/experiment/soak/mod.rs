@@ -189,7 +189,9 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
         keys: a.keys,
         value_size: a.value_size,
         connections: 64,
-        max_connections: 10_000,
+        // The load's own default: 10,000 let the generator's pool grow past
+        // its descriptors in the first minute of an hour's soak.
+        max_connections: crate::experiment::trial::MAX_CONNECTIONS,
         drop_after: 1.0,
         threads: 1,
         arrivals: "constant".into(),

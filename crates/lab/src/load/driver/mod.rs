@@ -9,7 +9,8 @@
 //! its requests are counted per node. `worker` builds and sends each
 //! operation's requests, `record` counts what came back per thread and
 //! merges the threads' seconds, `outcome` is what a run hands back (live
-//! figures, each second, the totals). Owns pacing, timing and recording; must
+//! figures, each second, the totals), `pool` the open-loop connections
+//! (grown for a burst, shrunk after it). Owns pacing, timing and recording; must
 //! not format reports or know the node's internals.
 
 use std::cell::RefCell;
@@ -30,9 +31,11 @@ use strata_client::conn::Conn;
 use strata_client::session::Session;
 
 mod outcome;
+mod pool;
 mod record;
 mod worker;
 pub use outcome::{NodeTotals, OpTotals, Outcome, Second, SecondStats, Snapshot};
+use pool::{grow, Pacer, Pool};
 use record::{Collector, Interval, Msg, Recorder, ThreadTotals};
 pub use strata_api::query::encode_into;
 use worker::{Current, Values, Worker};
@@ -128,33 +131,6 @@ async fn wait_until(t: Instant) {
     crate::load::timer::sleep_until(t).await;
 }
 
-/// A thread's share of the open-loop schedule.
-struct Pacer {
-    schedule: Schedule,
-    /// Offset of the end of the run.
-    end: Duration,
-}
-
-/// A thread's open-loop connections: how many are open, how many wait
-/// for the pacer (idle), and how many it may open.
-struct Pool {
-    open: std::cell::Cell<usize>,
-    idle: std::cell::Cell<usize>,
-    /// Connection indexes of this thread: `thread + k * threads` below
-    /// `max`.
-    thread: usize,
-    threads: usize,
-    max: usize,
-}
-
-impl Pool {
-    /// The index of the next connection to open, if the cap allows one.
-    fn next_index(&self) -> Option<usize> {
-        let i = self.thread + self.open.get() * self.threads;
-        (i < self.max).then_some(i)
-    }
-}
-
 struct ThreadCtx {
     clock: Arc<Clock>,
     rec: Rc<RefCell<Recorder>>,
@@ -234,98 +210,6 @@ impl ThreadCtx {
 struct Late {
     conn_wait: Duration,
     timer: Duration,
-}
-
-/// Open one more connection of the pool (its worker waits for the pacer
-/// like the others), if the cap allows.
-fn grow(
-    pool: &Rc<Pool>,
-    pacer: &Rc<tokio::sync::Mutex<Pacer>>,
-    ctx: &Rc<ThreadCtx>,
-    make: &Rc<dyn Fn(usize) -> Worker>,
-) -> bool {
-    let Some(index) = pool.next_index() else {
-        return false;
-    };
-    pool.open.set(pool.open.get() + 1);
-    let w = make(index);
-    ctx.rec.borrow_mut().opened(w.node);
-    let current = w.current.clone();
-    let task = tokio::task::spawn_local(open_loop(
-        w,
-        pool.clone(),
-        pacer.clone(),
-        ctx.clone(),
-        make.clone(),
-    ));
-    ctx.tasks.borrow_mut().push((task, current));
-    true
-}
-
-async fn open_loop(
-    mut w: Worker,
-    pool: Rc<Pool>,
-    pacer: Rc<tokio::sync::Mutex<Pacer>>,
-    ctx: Rc<ThreadCtx>,
-    make: Rc<dyn Fn(usize) -> Worker>,
-) {
-    loop {
-        // The connection holding the pacer waits for the next slot; the
-        // other idle ones queue on the lock in order, without spinning.
-        // From here this connection is free: it queues for the pacer
-        // (first come, first served), then waits for its slot. A slot it
-        // takes after its time was late by the wait for a free connection
-        // until then (the target held them all), and by the generator's
-        // own delay after (the pacer's hand-over, the timer).
-        pool.idle.set(pool.idle.get() + 1);
-        let free_at = Instant::now();
-        let slot = {
-            let mut p = pacer.lock().await;
-            pool.idle.set(pool.idle.get() - 1);
-            loop {
-                let off = p.schedule.next_offset();
-                if off >= p.end {
-                    break None;
-                }
-                let t = ctx.clock.start + off;
-                wait_until(t).await;
-                // A slot that found every connection busy for longer than
-                // the bound is dropped: sending it now would only measure
-                // the generator's backlog, and it still counts against the
-                // run as an error.
-                if Instant::now().saturating_duration_since(t) > ctx.drop_after {
-                    if t >= ctx.clock.counted_start {
-                        ctx.rec.borrow_mut().dropped();
-                    }
-                    continue;
-                }
-                break Some((t, free_at));
-            }
-        };
-        let Some((intended, free_at)) = slot else {
-            break;
-        };
-        let now = Instant::now();
-        let late = Late {
-            conn_wait: free_at.saturating_duration_since(intended),
-            timer: now.saturating_duration_since(free_at.max(intended)),
-        };
-        let counted = intended >= ctx.clock.counted_start;
-        // No connection left waiting for the next slot: open another.
-        if pool.idle.get() == 0 && !grow(&pool, &pacer, &ctx, &make) && counted {
-            ctx.rec.borrow_mut().totals.capped += 1;
-        }
-        let next = w.gen.next(now - ctx.clock.start);
-        if counted {
-            let mut r = ctx.rec.borrow_mut();
-            r.late(now.saturating_duration_since(intended));
-            if late.timer > LATE {
-                r.totals.generator_late += 1;
-            }
-        }
-        ctx.send_and_record(&mut w, &next, intended, counted, late)
-            .await;
-    }
 }
 
 async fn closed_loop(mut w: Worker, think: Duration, ctx: Rc<ThreadCtx>) {
@@ -451,13 +335,15 @@ fn thread_main(
                     end: clock.end - clock.start,
                 }));
                 schedule = Some(pacer.clone());
-                let pool = Rc::new(Pool {
-                    open: Default::default(),
-                    idle: Default::default(),
-                    thread,
-                    threads,
-                    max: max_connections.max(connections),
-                });
+                // A cluster client's session may hold a connection to
+                // every node.
+                let per_connection = if plan.nodes.client.is_some() {
+                    plan.nodes.len()
+                } else {
+                    1
+                };
+                let cap = max_connections.min(pool::descriptor_cap(per_connection));
+                let pool = Rc::new(Pool::new(thread, threads, connections.min(cap), cap));
                 for _ in (thread..connections).step_by(threads) {
                     grow(&pool, &pacer, &ctx, &make);
                 }
@@ -648,6 +534,7 @@ pub fn run(
                 totals.dropped += t.dropped;
                 totals.unfinished += t.unfinished;
                 totals.capped += t.capped;
+                totals.retired += t.retired;
                 totals.generator_late += t.generator_late;
                 totals.on_cpu += t.on_cpu;
                 totals.run_queue += t.run_queue;
@@ -729,6 +616,7 @@ pub fn run(
         unfinished: totals.unfinished,
         connections: totals.node_connections.iter().sum(),
         capped: totals.capped,
+        retired: totals.retired,
         elapsed,
         all: col.cumulative,
         per_op,

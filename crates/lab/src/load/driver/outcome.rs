@@ -93,6 +93,9 @@ pub struct Outcome {
     /// Counted sends after which no connection was idle and the pool was
     /// at `max_connections`: the target held every connection.
     pub capped: u64,
+    /// Connections closed again once the burst that opened them was over
+    /// (more were waiting for a send than the run opened at the start).
+    pub retired: u64,
     /// From the start of the counted part to the last counted answer (at
     /// least the planned duration).
     pub elapsed: Duration,

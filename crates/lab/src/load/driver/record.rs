@@ -57,6 +57,8 @@ pub(super) struct ThreadTotals {
     /// Counted sends that found no idle connection with the pool at its
     /// cap (the target held every connection the generator may open).
     pub(super) capped: u64,
+    /// Open-loop connections closed after a burst (`pool`).
+    pub(super) retired: u64,
     pub(super) last_answer: Option<Instant>,
     /// Counted requests and errors per node (grown to the highest node
     /// index seen), and the connections or clients opened to each.
