@@ -16,10 +16,9 @@ struct BlockWeighter;
 impl Weighter<(u64, u64), Block> for BlockWeighter {
     fn weight(&self, _k: &(u64, u64), v: &Block) -> u64 {
         // What the block really holds: its buffer as the allocator sizes
-        // it, and the entry's own bookkeeping (never zero, so that every
-        // entry counts against the capacity).
-        // (A block is read with its trailer into one buffer, which
-        // keeps the trailer's room after the trailer is cut off.)
+        // it (read with its trailer, whose room stays after the trailer
+        // is cut off), and the entry's own bookkeeping (never zero, so
+        // that every entry counts against the capacity).
         allocated(v.len() + BLOCK_TRAILER_LEN) + 64
     }
 }
@@ -28,7 +27,7 @@ impl Weighter<(u64, u64), Block> for BlockWeighter {
 /// a request up to a size class, four classes to each doubling (a block
 /// of 4,101 bytes takes 5,120). Counting the request alone let a full
 /// cache hold a quarter more than its capacity.
-pub fn allocated(n: usize) -> u64 {
+fn allocated(n: usize) -> u64 {
     let n = n.max(16) as u64;
     let step = (1u64 << (63 - n.leading_zeros())) / 4;
     n.div_ceil(step) * step
@@ -79,12 +78,17 @@ mod tests {
     use super::*;
     use bytes::Bytes;
 
+    /// A valid block of 4,096 bytes (one restart point).
+    fn block_of_4k() -> Block {
+        let mut raw = vec![0u8; 4096];
+        raw[4092..].copy_from_slice(&1u32.to_le_bytes());
+        Block::new(Bytes::from(raw)).unwrap()
+    }
+
     #[test]
     fn cache_is_bounded() {
         let c = BlockCache::new(64 << 10);
-        let mut raw = vec![0u8; 4096];
-        raw[4092..].copy_from_slice(&1u32.to_le_bytes());
-        let b = Block::new(Bytes::from(raw)).unwrap();
+        let b = block_of_4k();
         for i in 0..1000 {
             c.insert((1, i * 4096), b.clone());
         }
@@ -104,9 +108,7 @@ mod tests {
         // A cache of 64 KiB holds twelve blocks of 4,096 bytes (read
         // with their trailer: 5,120 and 64 each), not fifteen.
         let c = BlockCache::new(64 << 10);
-        let mut raw = vec![0u8; 4096];
-        raw[4092..].copy_from_slice(&1u32.to_le_bytes());
-        let b = Block::new(Bytes::from(raw)).unwrap();
+        let b = block_of_4k();
         for i in 0..100 {
             c.insert((1, i * 8192), b.clone());
         }

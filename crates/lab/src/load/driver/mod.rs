@@ -335,15 +335,7 @@ fn thread_main(
                     end: clock.end - clock.start,
                 }));
                 schedule = Some(pacer.clone());
-                // A cluster client's session may hold a connection to
-                // every node.
-                let per_connection = if plan.nodes.client.is_some() {
-                    plan.nodes.len()
-                } else {
-                    1
-                };
-                let cap = max_connections.min(pool::descriptor_cap(per_connection));
-                let pool = Rc::new(Pool::new(thread, threads, connections.min(cap), cap));
+                let pool = Rc::new(Pool::new(thread, threads, connections, max_connections));
                 for _ in (thread..connections).step_by(threads) {
                     grow(&pool, &pacer, &ctx, &make);
                 }
@@ -463,10 +455,26 @@ pub fn run(
         return Err("no node to send to".into());
     }
     let threads = threads.min(workers);
-    let plan = Plan {
+    let mut plan = Plan {
         threads,
         ..plan.clone()
     };
+    if let Pace::Open {
+        connections,
+        max_connections,
+        ..
+    } = &mut plan.pace
+    {
+        // A cluster client's session may hold a connection to every node.
+        let per_connection = if plan.nodes.client.is_some() {
+            plan.nodes.len()
+        } else {
+            1
+        };
+        *max_connections = (*max_connections)
+            .max(*connections)
+            .min(pool::descriptor_cap(per_connection));
+    }
     let start = Instant::now() + Duration::from_millis(50);
     let counted_start = start + plan.warmup;
     let clock = Arc::new(Clock {

@@ -60,23 +60,23 @@ pub(super) struct Pacer {
 /// A thread's open-loop connections: how many are open, how many wait
 /// for the pacer (idle), how many it may open, and how many it keeps.
 pub(super) struct Pool {
-    pub(super) open: Cell<usize>,
+    open: Cell<usize>,
     /// Opened since the start (those retired too): the next one's index.
-    pub(super) opened: Cell<usize>,
-    pub(super) idle: Cell<usize>,
+    opened: Cell<usize>,
+    idle: Cell<usize>,
     /// Connection indexes of this thread: `thread + k * threads`.
-    pub(super) thread: usize,
-    pub(super) threads: usize,
+    thread: usize,
+    threads: usize,
     /// Most open at once: this thread's share of the run's cap.
-    pub(super) max: usize,
+    max: usize,
     /// This thread's share of the connections opened at the start: more
     /// than these waiting for the pacer, and the one taking it retires.
-    pub(super) keep: usize,
+    keep: usize,
 }
 
 impl Pool {
     /// This thread's pool, its share of `connections` opened at the start
-    /// and of `max_connections` at most.
+    /// and of `max` (the run's cap) at most.
     pub(super) fn new(thread: usize, threads: usize, connections: usize, max: usize) -> Pool {
         let share = |n: usize| (thread..n).step_by(threads).count();
         Pool {
@@ -85,8 +85,8 @@ impl Pool {
             idle: Cell::new(0),
             thread,
             threads,
-            max: share(max.max(connections)).max(1),
-            keep: share(connections).max(1),
+            max: share(max).max(1),
+            keep: share(connections.min(max)).max(1),
         }
     }
 
@@ -119,7 +119,13 @@ pub(super) fn grow(
         ctx.clone(),
         make.clone(),
     ));
-    ctx.tasks.borrow_mut().push((task, current));
+    let mut tasks = ctx.tasks.borrow_mut();
+    // Connections closed after a burst leave finished tasks behind: drop
+    // them now and then, so a long run's bursts do not grow the list.
+    if tasks.len() >= 2 * pool.max {
+        tasks.retain(|(t, _)| !t.is_finished());
+    }
+    tasks.push((task, current));
     true
 }
 
