@@ -255,3 +255,79 @@ fn find_while_one_writer_inserts() {
     }
     assert!(found > 0 || l.len() == 50_000);
 }
+
+/// The `VmFlags` of the mapping of this process that holds `addr`, if any.
+fn vm_flags_at(addr: usize) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        let range = line.split_whitespace().next().unwrap_or("");
+        if let Some((a, b)) = range.split_once('-') {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                inside = a <= addr && addr < b;
+                continue;
+            }
+        }
+        if inside && line.starts_with("VmFlags:") {
+            return Some(line.to_string());
+        }
+    }
+    None
+}
+
+/// A chunk is 2 MiB-aligned, advised huge pages while the list lives, and
+/// given back to the kernel when it drops, so no range still advised huge
+/// pages is left for the allocator to hand out again. Checked in a process
+/// of its own (this test runs itself again, alone): another test's arena
+/// could otherwise be mapped at a freed chunk's address in between.
+#[test]
+fn arena_chunks_go_back_to_the_kernel() {
+    const ALONE: &str = "STRATA_ARENA_TEST_ALONE";
+    if std::env::var_os(ALONE).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "skiplist::tests::arena_chunks_go_back_to_the_kernel",
+                "--test-threads",
+                "1",
+                "--nocapture",
+            ])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        return;
+    }
+    let mut a = Arena {
+        chunks: Vec::new(),
+        cur: ptr::null_mut(),
+        left: 0,
+        rng: 1,
+    };
+    let small = a.new_chunk(CHUNK) as usize;
+    let big = a.new_chunk(3 * CHUNK) as usize;
+    for (p, len) in [(small, CHUNK), (big, 3 * CHUNK)] {
+        assert_eq!(p % CHUNK, 0, "{p:#x} is not 2 MiB-aligned");
+        let flags = vm_flags_at(p).expect("a live chunk is mapped");
+        assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
+        // Zeroed and writable to its last byte.
+        // SAFETY: inside the chunk just mapped.
+        unsafe {
+            assert_eq!(*(p as *const u8).add(len - 1), 0);
+            *(p as *mut u8).add(len - 1) = 7;
+        }
+    }
+    drop(a);
+    for p in [small, big] {
+        assert_eq!(
+            vm_flags_at(p),
+            None,
+            "{p:#x} still mapped after the arena dropped"
+        );
+    }
+}
