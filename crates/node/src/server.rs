@@ -32,10 +32,33 @@ const MAX_HEAD_BYTES: usize = 72 << 10;
 
 /// Open the store and serve until a signal arrives. Blocks.
 pub fn run(config: Config) -> Result<(), String> {
+    no_transparent_huge_pages();
     init_logging(&config.log_level);
     let rt = runtime(&config)?;
     // The signal handlers need the runtime: registered inside it.
     rt.block_on(async { serve_until(config, shutdown_signal(), |_| {}).await })
+}
+
+/// Turn transparent huge pages off for this process, as Redis and most
+/// stores advise. The allocator (mimalloc) advises them for the arenas it
+/// maps, and the kernel's khugepaged (with `max_ptes_none` at its default,
+/// 511) then fills any 2 MiB of an arena with one page in use out to a
+/// whole huge page: in the hour's soak a node's memory less cache and
+/// memtables stepped up 8-25 MiB at a time with nothing allocated
+/// (docs/benchmarks.md, "An hour's soak, a fourth time"). The memtables'
+/// chunks lose their huge pages too; a lookup is a bucket and a node or
+/// two, small beside a request. Only `run`: a node spawned in a test's
+/// process leaves the process as it is.
+fn no_transparent_huge_pages() {
+    // SAFETY: prctl with integer arguments only; it changes a flag of this
+    // process and touches no memory of ours.
+    let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if r != 0 {
+        tracing::warn!(
+            "cannot turn transparent huge pages off: {}",
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 /// A node serving in this process on a runtime of its own, until

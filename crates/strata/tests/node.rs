@@ -255,3 +255,58 @@ fn open_loop_load_against_the_node() {
         "{m}"
     );
 }
+
+/// A node turns transparent huge pages off for itself (its allocator's
+/// arenas would be filled out to 2 MiB pages by khugepaged): the kernel
+/// says so in /proc/PID/status, and 8 MiB of writes through 4 MiB
+/// memtables (whose chunks ask for huge pages), flushes and reads add no
+/// memory in huge pages to what the process had when it started serving
+/// (the runtime's first pages, faulted before the node turned them off).
+#[test]
+fn a_node_keeps_its_memory_off_transparent_huge_pages() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--memtable-bytes", "4194304"]);
+    let pid = node.child.id();
+    let huge_kib = || {
+        let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
+        let line = rollup
+            .lines()
+            .find(|l| l.starts_with("AnonHugePages:"))
+            .unwrap()
+            .to_string();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let at_start = huge_kib();
+    let value = vec![b'v'; 4096];
+    for i in 0..2048 {
+        assert_eq!(
+            node.request("PUT", &format!("/v0/entity?id=k{i}"), &value)
+                .status,
+            201
+        );
+    }
+    for i in (0..2048).step_by(7) {
+        assert_eq!(
+            node.request("GET", &format!("/v0/entity?id=k{i}"), b"")
+                .status,
+            200
+        );
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let thp = status.lines().find(|l| l.starts_with("THP_enabled:"));
+    assert_eq!(
+        thp.map(|l| l.split_whitespace().nth(1)),
+        Some(Some("0")),
+        "{thp:?}"
+    );
+    let after = huge_kib();
+    assert!(
+        after <= at_start,
+        "{at_start} KiB in huge pages at start, {after} KiB after the writes"
+    );
+    assert_eq!(node.stop(), Some(0));
+}

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::Soak;
+use super::{NodeTrend, Soak};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Criterion {
@@ -82,12 +82,13 @@ pub fn judge(s: &Soak, max_error_pct: f64) -> Vec<Criterion> {
             &format!("RSS flat on {}", n.url),
             judged <= allowed,
             format!(
-                "{what}, {:.0} → {:.0} MiB, max {:.0}, level by {}{}",
+                "{what}, {:.0} → {:.0} MiB, max {:.0}, level by {}{}{}",
                 n.rss_first_mib,
                 n.rss_last_mib,
                 n.rss_max_mib,
                 n.level_by_s
                     .map_or("never".to_string(), |t| format!("{t:.0} s")),
+                held(n),
                 n.anon_slope_mib_per_hour
                     .map_or(String::new(), |a| format!("; heap alone {a:+.1} MiB/h"))
             ),
@@ -175,7 +176,8 @@ pub fn markdown(s: &Soak) -> String {
             n.url,
             n.rss_first_mib,
             n.rss_last_mib,
-            n.level_by_s.map_or("never".to_string(), |t| format!("{:.0} s", t)),
+            n.level_by_s.map_or("never".to_string(), |t| format!("{:.0} s", t))
+                + &n.other_level_by_s.map_or(String::new(), |t| format!(" ({t:.0} s less cache and memtables)")),
             mib(n.anon_last_mib),
             mib(n.cache_last_mib),
             mib(n.memtables_last_mib),
@@ -199,4 +201,17 @@ pub fn markdown(s: &Soak) -> String {
     }
     m += "\nCharts: soak-rss.svg, soak-fds.svg, soak-p99.svg; the load's own report is in report/.\n";
     m
+}
+
+/// Of a node's RSS: when the part judged levelled off, and the most the
+/// block cache and the memtables held (bounded by the node's settings).
+fn held(n: &NodeTrend) -> String {
+    let mut out = String::new();
+    if let Some(t) = n.other_level_by_s {
+        out += &format!(" (less cache and memtables by {t:.0} s)");
+    }
+    if let (Some(c), Some(m)) = (n.cache_max_mib, n.memtables_max_mib) {
+        out += &format!("; the cache held at most {c:.0} MiB, the memtables {m:.0}");
+    }
+    out
 }

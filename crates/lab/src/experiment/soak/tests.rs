@@ -101,6 +101,30 @@ fn the_rss_levels_off_when_it_stays_near_its_end() {
 }
 
 #[test]
+fn the_rest_levels_off_under_a_memtables_sawtooth() {
+    const MIB: f64 = 1024.0 * 1024.0;
+    // Memtables fill to 64 MiB and flush every 100 s; the rest of the RSS
+    // grows for 150 s (warming up) and is flat after. The whole RSS ends
+    // at a peak of the sawtooth, so it never stays near its last value.
+    let s: Vec<ServerSample> = (0..600)
+        .map(|i| {
+            let mem = 64.0 * ((i % 100) as f64 + 1.0) / 100.0;
+            let other = 40.0 + 0.5 * (i.min(150) as f64);
+            let mut s = sample(i as f64, other + 20.0 + mem, 40.0);
+            s.block_cache_bytes = Some(20.0 * MIB);
+            s.memtable_bytes = Some(mem * MIB);
+            s
+        })
+        .collect();
+    let t = node_trend("a", &s, 300.0);
+    let rest = t.other_level_by_s.expect("the rest levels off");
+    assert!((0.0..=150.0).contains(&rest), "{t:?}");
+    assert!(t.level_by_s.unwrap() > 500.0, "{t:?}");
+    assert_eq!(t.memtables_max_mib.map(f64::round), Some(64.0));
+    assert_eq!(t.cache_max_mib, Some(20.0));
+}
+
+#[test]
 fn a_stall_over_100_ms_fails_the_soak() {
     let mut calm: Vec<ServerSample> = (0..100).map(|i| sample(i as f64, 200.0, 40.0)).collect();
     for s in &mut calm {

@@ -65,6 +65,14 @@ pub struct NodeTrend {
     /// last value and stayed there, seconds after the run started; `None`
     /// if it never settled.
     pub level_by_s: Option<f64>,
+    /// The same for the RSS less the block cache and the memtables (the
+    /// part judged): with a memtable's sawtooth of tens of MiB, the whole
+    /// RSS settles within the band only when it happens to end near its
+    /// mean; `None` if the node does not report the two.
+    pub other_level_by_s: Option<f64>,
+    /// The most the block cache and the memtables held at once, MiB.
+    pub cache_max_mib: Option<f64>,
+    pub memtables_max_mib: Option<f64>,
     /// What the RSS held at the end: the heap (anonymous memory), and of
     /// it the block cache and the memtables, MiB.
     pub anon_last_mib: Option<f64>,
@@ -135,9 +143,10 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
     let rss_half = series(samples, half_s, |s| s.rss_bytes.map(|b| b / MIB));
     let (rss_slope, rss_rise) = slope_and_rise(&rss_half);
     let rss_half_mean = rss_half.iter().map(|p| p.1).sum::<f64>() / rss_half.len().max(1) as f64;
-    let other_half = series(samples, half_s, |s| {
-        Some((s.rss_bytes? - s.block_cache_bytes? - s.memtable_bytes?) / MIB)
-    });
+    let other_of =
+        |s: &ServerSample| Some((s.rss_bytes? - s.block_cache_bytes? - s.memtable_bytes?) / MIB);
+    let other_all = series(samples, 0.0, other_of);
+    let other_half = series(samples, half_s, other_of);
     let other = (other_half.len() >= 2).then(|| slope_and_rise(&other_half));
     let (fds_slope, fds_rise) = slope_and_rise(&series(samples, half_s, own_fds));
     let total = |pick: fn(&ServerSample) -> Option<f64>| samples.iter().filter_map(pick).sum();
@@ -168,6 +177,15 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
         stall_max_ms: most(samples, |s| s.stall_share) * 1000.0,
         pause_max_ms: most(samples, |s| s.pause_max_ms),
         level_by_s: level_by(&rss),
+        other_level_by_s: level_by(&other_all),
+        cache_max_mib: samples
+            .iter()
+            .filter_map(|s| s.block_cache_bytes.map(|b| b / MIB))
+            .reduce(f64::max),
+        memtables_max_mib: samples
+            .iter()
+            .filter_map(|s| s.memtable_bytes.map(|b| b / MIB))
+            .reduce(f64::max),
         anon_last_mib: last(samples, |s| s.rss_anon_bytes.map(|b| b / MIB)),
         cache_last_mib: last(samples, |s| s.block_cache_bytes.map(|b| b / MIB)),
         memtables_last_mib: last(samples, |s| s.memtable_bytes.map(|b| b / MIB)),
