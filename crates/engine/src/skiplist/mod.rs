@@ -17,7 +17,7 @@
 //! written before a Release store links it; readers follow links with
 //! Acquire loads). Must not know about sequence visibility or the WAL.
 
-use std::alloc::Layout;
+use std::alloc::{alloc, dealloc, Layout};
 use std::cmp::Ordering;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
@@ -30,14 +30,6 @@ pub const MAX_HEIGHT: usize = 20;
 /// Arena chunks are 2 MiB and 2 MiB-aligned, and asked to be backed by a
 /// transparent huge page: a search jumps between random nodes of a 64 MiB
 /// memtable, and with 4 KiB pages nearly every jump also misses the TLB.
-///
-/// They are mapped from the kernel and unmapped when the list drops, not
-/// taken from the global allocator: a range advised `MADV_HUGEPAGE` keeps
-/// that flag after it is freed, and an allocator that keeps the range
-/// (mimalloc does) hands it out again for small objects, which the kernel's
-/// khugepaged then fills out to whole 2 MiB pages. The nodes' resident
-/// memory grew by 10-25 MiB after some flushes that way (docs/benchmarks.md,
-/// "An hour's soak, a fourth time").
 const CHUNK: usize = 2 << 20;
 const ALIGN: usize = 64;
 
@@ -106,8 +98,7 @@ impl Head {
 }
 
 struct Arena {
-    /// Each chunk's start and length, mapped by `map_chunk`.
-    chunks: Vec<(NonNull<u8>, usize)>,
+    chunks: Vec<(NonNull<u8>, Layout)>,
     cur: *mut u8,
     left: usize,
     rng: u64,
@@ -136,8 +127,13 @@ impl Arena {
     }
 
     fn new_chunk(&mut self, cap: usize) -> *mut u8 {
-        let p = map_chunk(cap);
-        self.chunks.push((p, cap));
+        let layout = Layout::from_size_align(cap, CHUNK).expect("chunk layout");
+        // SAFETY: layout has non-zero size.
+        let p = unsafe { alloc(layout) };
+        let p = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        // SAFETY: advice on memory we own; failure is harmless.
+        unsafe { libc::madvise(p.as_ptr().cast(), cap, libc::MADV_HUGEPAGE) };
+        self.chunks.push((p, layout));
         p.as_ptr()
     }
 
@@ -159,49 +155,11 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        for (p, cap) in self.chunks.drain(..) {
-            // SAFETY: mapped with this length by `map_chunk`; nothing points
-            // into the arena once the list is dropped.
-            unsafe { libc::munmap(p.as_ptr().cast(), cap) };
+        for (p, l) in self.chunks.drain(..) {
+            // SAFETY: allocated with this layout in `alloc`.
+            unsafe { dealloc(p.as_ptr(), l) };
         }
     }
-}
-
-/// Maps `cap` bytes (a multiple of `CHUNK`) of zeroed memory aligned to
-/// `CHUNK` and advises huge pages for it. One chunk more is mapped than
-/// asked and the unaligned ends are unmapped again.
-fn map_chunk(cap: usize) -> NonNull<u8> {
-    let len = cap + CHUNK;
-    // SAFETY: a fresh anonymous private mapping; no existing memory touched.
-    let p = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        std::alloc::handle_alloc_error(Layout::from_size_align(cap, CHUNK).expect("chunk layout"));
-    }
-    let start = p as usize;
-    let aligned = start.next_multiple_of(CHUNK);
-    let head = aligned - start;
-    let tail = len - head - cap;
-    // SAFETY: both ranges lie inside the mapping just made and outside the
-    // aligned chunk kept; the advice is on memory we own (failure harmless).
-    unsafe {
-        if head > 0 {
-            libc::munmap(p, head);
-        }
-        if tail > 0 {
-            libc::munmap((aligned + cap) as *mut libc::c_void, tail);
-        }
-        libc::madvise(aligned as *mut libc::c_void, cap, libc::MADV_HUGEPAGE);
-    }
-    NonNull::new(aligned as *mut u8).expect("mmap never maps page zero")
 }
 
 /// One entry to insert: `hash` is the user key's hash, for `find`.
