@@ -52,7 +52,13 @@ fn sweep(urls: &str, lab_cpu: Option<&str>, extra: &[&str]) -> Said {
         }
         None => Command::new(env!("CARGO_BIN_EXE_strata")),
     };
-    cmd.args(["sweep", urls, "--slo", "p99<=10ms", "--max-errors", "0.1%"])
+    // The objective is p99 <= 10 ms unless `extra` names another.
+    let slo = match extra.iter().position(|a| *a == "--slo") {
+        Some(_) => &[][..],
+        None => &["--slo", "p99<=10ms"][..],
+    };
+    cmd.args(["sweep", urls, "--max-errors", "0.1%"])
+        .args(slo)
         .args(["--duration", "2", "--tail-samples", "30", "--pause", "0.3"])
         .args(["--max-trials", "12", "--quiet", "--json", "--out"])
         .arg(out.path())
@@ -213,7 +219,16 @@ fn expect(name: &str, said: &Said, cause: &str, node: Option<&str>) {
 fn scenario_slow_fsync() -> Said {
     let data = tempfile::tempdir().unwrap();
     let n = Wrapped(NodeProc::start_with(slow_fsync(3), data.path(), &[]));
-    sweep(&url(&n.0), None, &["--start-rate", "500"])
+    // A write waits for the fsync in flight and then its own: twice the
+    // 3 ms injected plus the disk's own, which on some days of this
+    // machine is 3 ms at p99 too. Against 10 ms the objective then failed
+    // at any rate, before anything was busy ("cannot tell" at 66 req/s);
+    // 40 ms leaves room for the fsync to become the bottleneck first.
+    sweep(
+        &url(&n.0),
+        None,
+        &["--start-rate", "500", "--slo", "p99<=40ms"],
+    )
 }
 
 fn scenario_tiny_admission() -> Said {
