@@ -32,8 +32,8 @@ const MAX_HEAD_BYTES: usize = 72 << 10;
 
 /// Open the store and serve until a signal arrives. Blocks.
 pub fn run(config: Config) -> Result<(), String> {
-    no_transparent_huge_pages();
     init_logging(&config.log_level);
+    no_transparent_huge_pages();
     let rt = runtime(&config)?;
     // The signal handlers need the runtime: registered inside it.
     rt.block_on(async { serve_until(config, shutdown_signal(), |_| {}).await })

@@ -146,7 +146,11 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
     let other_of =
         |s: &ServerSample| Some((s.rss_bytes? - s.block_cache_bytes? - s.memtable_bytes?) / MIB);
     let other_all = series(samples, 0.0, other_of);
-    let other_half = series(samples, half_s, other_of);
+    let other_half: Vec<(f64, f64)> = other_all
+        .iter()
+        .copied()
+        .filter(|p| p.0 >= half_s)
+        .collect();
     let other = (other_half.len() >= 2).then(|| slope_and_rise(&other_half));
     let (fds_slope, fds_rise) = slope_and_rise(&series(samples, half_s, own_fds));
     let total = |pick: fn(&ServerSample) -> Option<f64>| samples.iter().filter_map(pick).sum();
