@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::{NodeTrend, Soak};
+use super::{NodeTrend, Soak, REST_LEVEL_BAND_MIB};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Criterion {
@@ -208,7 +208,9 @@ pub fn markdown(s: &Soak) -> String {
 fn held(n: &NodeTrend) -> String {
     let mut out = String::new();
     if let Some(t) = n.other_level_by_s {
-        out += &format!(" (less cache and memtables by {t:.0} s)");
+        out += &format!(
+            " (less cache and memtables by {t:.0} s, within {REST_LEVEL_BAND_MIB:.0} MiB or a tenth)"
+        );
     }
     if let (Some(c), Some(m)) = (n.cache_max_mib, n.memtables_max_mib) {
         out += &format!("; the cache held at most {c:.0} MiB, the memtables {m:.0}");

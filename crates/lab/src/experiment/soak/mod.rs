@@ -37,7 +37,7 @@ pub use judge::{
     judge, markdown, Criterion, COMPARED_S, FDS_RISE, P99_DRIFT, P99_FLOOR_MS, RSS_RISE_MIB,
     STALL_MS,
 };
-pub use trend::{fit, node_trend, windows, NodeTrend, Window, LEVEL_BAND_MIB};
+pub use trend::{fit, node_trend, windows, NodeTrend, Window, LEVEL_BAND_MIB, REST_LEVEL_BAND_MIB};
 use trend::{own_fds, series};
 
 #[derive(clap::Args, Clone, Debug)]

@@ -125,6 +125,38 @@ fn the_rest_levels_off_under_a_memtables_sawtooth() {
 }
 
 #[test]
+fn a_flush_seen_by_one_gauge_before_the_rss_does_not_unlevel_it() {
+    const MIB: f64 = 1024.0 * 1024.0;
+    // The rest is flat at 45 MiB from the start; near the end one sample
+    // has the memtable's 64 MiB gone from the gauge but not from the RSS
+    // (read a moment apart): 109 MiB for one second.
+    let s: Vec<ServerSample> = (0..600)
+        .map(|i| {
+            let mem = if i == 580 { 0.0 } else { 64.0 };
+            let mut s = sample(i as f64, 45.0 + 20.0 + 64.0, 40.0);
+            s.block_cache_bytes = Some(20.0 * MIB);
+            s.memtable_bytes = Some(mem * MIB);
+            s
+        })
+        .collect();
+    let t = node_trend("a", &s, 300.0);
+    assert_eq!(t.other_level_by_s, Some(0.0), "{t:?}");
+    // A step that holds is still seen: the rest at 45 MiB, then 100.
+    let stepped: Vec<ServerSample> = (0..600)
+        .map(|i| {
+            let rest = if i >= 500 { 100.0 } else { 45.0 };
+            let mut s = sample(i as f64, rest + 20.0 + 64.0, 40.0);
+            s.block_cache_bytes = Some(20.0 * MIB);
+            s.memtable_bytes = Some(64.0 * MIB);
+            s
+        })
+        .collect();
+    let t = node_trend("a", &stepped, 300.0);
+    let by = t.other_level_by_s.expect("level after the step");
+    assert!((495.0..=505.0).contains(&by), "{t:?}");
+}
+
+#[test]
 fn a_stall_over_100_ms_fails_the_soak() {
     let mut calm: Vec<ServerSample> = (0..100).map(|i| sample(i as f64, 200.0, 40.0)).collect();
     for s in &mut calm {

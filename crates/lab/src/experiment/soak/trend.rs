@@ -66,9 +66,10 @@ pub struct NodeTrend {
     /// if it never settled.
     pub level_by_s: Option<f64>,
     /// The same for the RSS less the block cache and the memtables (the
-    /// part judged): with a memtable's sawtooth of tens of MiB, the whole
-    /// RSS settles within the band only when it happens to end near its
-    /// mean; `None` if the node does not report the two.
+    /// part judged), within [`REST_LEVEL_BAND_MIB`] (or a tenth): with a
+    /// memtable's sawtooth of tens of MiB, the whole RSS settles within its
+    /// band only when it happens to end near its mean, and the rest has
+    /// no sawtooth to absorb; `None` if the node does not report the two.
     pub other_level_by_s: Option<f64>,
     /// The most the block cache and the memtables held at once, MiB.
     pub cache_max_mib: Option<f64>,
@@ -180,8 +181,8 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
         // A sample a second: the share of it stalled is seconds.
         stall_max_ms: most(samples, |s| s.stall_share) * 1000.0,
         pause_max_ms: most(samples, |s| s.pause_max_ms),
-        level_by_s: level_by(&rss),
-        other_level_by_s: level_by(&other_all),
+        level_by_s: level_by(&rss, LEVEL_BAND_MIB),
+        other_level_by_s: level_by(&other_all, REST_LEVEL_BAND_MIB),
         cache_max_mib: samples
             .iter()
             .filter_map(|s| s.block_cache_bytes.map(|b| b / MIB))
@@ -200,16 +201,50 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
 /// MiB, or a tenth of the value if more.
 pub const LEVEL_BAND_MIB: f64 = 32.0;
 
-/// The time from which every point of `pts` is within the band of the
+/// The same for the RSS less the block cache and the memtables.
+pub const REST_LEVEL_BAND_MIB: f64 = 4.0;
+
+/// Over how many seconds a series is smoothed (a running median) before
+/// [`level_by`] looks at it: the RSS and the cache and memtable gauges are
+/// read a few milliseconds apart, so in the second a flush lands the
+/// memtable is gone from the gauge and not yet from the RSS, one sample
+/// 64 MiB off the level. A level is what holds for longer than that.
+pub const LEVEL_SMOOTH_S: f64 = 30.0;
+
+/// The time from which every point of `pts`, smoothed over
+/// [`LEVEL_SMOOTH_S`], is within `band_mib` (or a tenth) of the smoothed
 /// last one.
-fn level_by(pts: &[(f64, f64)]) -> Option<f64> {
+fn level_by(pts: &[(f64, f64)], band_mib: f64) -> Option<f64> {
+    let pts = running_median(pts, LEVEL_SMOOTH_S);
     let &(_, end) = pts.last()?;
-    let band = LEVEL_BAND_MIB.max(0.1 * end);
+    let band = band_mib.max(0.1 * end);
     let outside = pts.iter().rposition(|p| (p.1 - end).abs() > band);
     match outside {
         None => pts.first().map(|p| p.0),
         Some(i) => pts.get(i + 1).map(|p| p.0),
     }
+}
+
+/// Each point replaced by the median of the points within `width_s / 2`
+/// of it (fewer at the ends); `pts` in time order.
+fn running_median(pts: &[(f64, f64)], width_s: f64) -> Vec<(f64, f64)> {
+    let half = width_s / 2.0;
+    let (mut lo, mut hi) = (0, 0);
+    let mut window = Vec::new();
+    pts.iter()
+        .map(|&(t, _)| {
+            while pts[lo].0 < t - half {
+                lo += 1;
+            }
+            while hi < pts.len() && pts[hi].0 <= t + half {
+                hi += 1;
+            }
+            window.clear();
+            window.extend(pts[lo..hi].iter().map(|p| p.1));
+            window.sort_by(f64::total_cmp);
+            (t, window[window.len() / 2])
+        })
+        .collect()
 }
 
 /// The largest value of `pick`, 0 for none.
