@@ -310,14 +310,20 @@ fn node_readings(
             ),
         ));
     }
-    // Pauses: seen from inside (the detector), and from outside (a scrape
-    // that took long, or ticks with no sample at all). A pause that the
-    // node's own wait for a CPU, or its CPU quota, explains is the CPU's.
-    let inside = max(field(|x| x.pause_max_ms)).unwrap_or(0.0);
+    // Pauses: seen from inside (the detector), and from outside (ticks
+    // with no sample at all, and, from a node with no detector, a scrape
+    // that took long). A stopped process stops its detector too, which
+    // sees the stop when it runs again; so from a node that has one, a
+    // slow scrape its detector did not see was the node's queue (the
+    // scrape waits behind the load like any request), not a stop. A pause
+    // that the node's own wait for a CPU, or its CPU quota, explains is
+    // the CPU's.
+    let detector = max(field(|x| x.pause_max_ms));
+    let inside = detector.unwrap_or(0.0);
     let slow_scrape = max(field(|x| x.scrape_ms)).unwrap_or(0.0);
     let gaps = xs.windows(2).filter(|w| w[1].t_s - w[0].t_s > 1.8).count();
     let paused = inside
-        .max(slow_scrape)
+        .max(if detector.is_none() { slow_scrape } else { 0.0 })
         .max(if gaps > 0 { PAUSE_MS } else { 0.0 });
     let pause = Pause {
         index: i,

@@ -303,6 +303,38 @@ fn a_generator_starved_by_the_nodes_is_the_machines_limit() {
 }
 
 #[test]
+fn a_slow_scrape_the_detector_did_not_see_is_the_queue_not_a_pause() {
+    // A busy fsync, and the node so far behind that the lab's scrape
+    // waited 61 ms in its queue, while the node's pause detector saw its
+    // threads wake at most 4 ms late: the fsync, not a stop.
+    let busy = |detector: Option<f64>| {
+        let mut t = trial(1750.0, 1, |_, x| {
+            x.fsync_busy = Some(0.74);
+            x.fsync_p99_ms = Some(8.19);
+            x.pause_max_ms = detector;
+            x.scrape_ms = Some(60.7);
+        });
+        t.slowest = Some(slow(&[
+            ("queue", Some("node-1"), 0.66),
+            ("fsync", Some("node-1"), 0.18),
+            ("other", Some("node-1"), 0.16),
+        ]));
+        judge(&[t], Some(2.0))
+    };
+    let v = busy(Some(4.12));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-1")),
+        "{}",
+        v.text
+    );
+    // A node with no detector of its own: the slow scrape is all the lab
+    // sees of a stop, and counts as one.
+    let v = busy(None);
+    assert_eq!(v.cause, "pause", "{}", v.text);
+}
+
+#[test]
 fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
     let mut t = trial(2000.0, 3, |i, x| {
         if i == 2 {
