@@ -179,18 +179,12 @@ pub fn node_trend(url: &str, samples: &[ServerSample], half_s: f64) -> NodeTrend
         compactions: total(|s| s.compactions),
         stalls: total(|s| s.stalls),
         // A sample a second: the share of it stalled is seconds.
-        stall_max_ms: most(samples, |s| s.stall_share) * 1000.0,
-        pause_max_ms: most(samples, |s| s.pause_max_ms),
+        stall_max_ms: most(samples, |s| s.stall_share).unwrap_or(0.0) * 1000.0,
+        pause_max_ms: most(samples, |s| s.pause_max_ms).unwrap_or(0.0),
         level_by_s: level_by(&rss, LEVEL_BAND_MIB),
         other_level_by_s: level_by(&other_all, REST_LEVEL_BAND_MIB),
-        cache_max_mib: samples
-            .iter()
-            .filter_map(|s| s.block_cache_bytes.map(|b| b / MIB))
-            .reduce(f64::max),
-        memtables_max_mib: samples
-            .iter()
-            .filter_map(|s| s.memtable_bytes.map(|b| b / MIB))
-            .reduce(f64::max),
+        cache_max_mib: most(samples, |s| s.block_cache_bytes.map(|b| b / MIB)),
+        memtables_max_mib: most(samples, |s| s.memtable_bytes.map(|b| b / MIB)),
         anon_last_mib: last(samples, |s| s.rss_anon_bytes.map(|b| b / MIB)),
         cache_last_mib: last(samples, |s| s.block_cache_bytes.map(|b| b / MIB)),
         memtables_last_mib: last(samples, |s| s.memtable_bytes.map(|b| b / MIB)),
@@ -247,9 +241,9 @@ fn running_median(pts: &[(f64, f64)], width_s: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The largest value of `pick`, 0 for none.
-fn most(samples: &[ServerSample], pick: fn(&ServerSample) -> Option<f64>) -> f64 {
-    samples.iter().filter_map(pick).fold(0.0, f64::max)
+/// The largest value of `pick`, `None` if no sample has one.
+fn most(samples: &[ServerSample], pick: fn(&ServerSample) -> Option<f64>) -> Option<f64> {
+    samples.iter().filter_map(pick).reduce(f64::max)
 }
 
 /// The last value of `pick`.
