@@ -22,14 +22,17 @@ fn a_two_minute_soak_keeps_everything_and_stays_flat() {
             "soak",
             "--duration",
             "2m",
+            // Well under what three debug-build nodes and the generator
+            // serve on two cores: at 800 req/s one run of the suite on
+            // 2026-11-27 shed 16 % of requests (503), the machine full.
             "--rate",
-            "800",
+            "400",
             "--keys",
             "20000",
             "--window",
             "10s",
             "--memtable-bytes",
-            "1048576",
+            "524288",
         ])
         .arg("--dir")
         .arg(dir.path())
