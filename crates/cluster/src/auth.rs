@@ -25,13 +25,38 @@ impl std::fmt::Debug for Secret {
 }
 
 impl Secret {
+    /// The secret, trimmed of surrounding white space, if an attacker
+    /// cannot know or guess it: at least 16 bytes, not one Strata's
+    /// repository has published, and at least `strength::MIN_BITS` to
+    /// guess (`strength::estimate`). A refusal says how to make one.
     pub fn new(s: impl Into<Vec<u8>>) -> Result<Secret, String> {
         let s: Vec<u8> = s.into();
         let trimmed = s.trim_ascii().to_vec();
         if trimmed.len() < 16 {
-            return Err("the cluster secret must be at least 16 bytes".into());
+            return Err(format!(
+                "the cluster secret must be at least 16 bytes; {MAKE_ONE}"
+            ));
+        }
+        if let Some(why) = crate::strength::published(&trimmed) {
+            return Err(format!(
+                "the cluster secret is public ({why} in Strata's repository): anyone who has read it can join the cluster and derive its operator token; {MAKE_ONE}"
+            ));
+        }
+        let e = crate::strength::estimate(&trimmed);
+        if e.bits < crate::strength::MIN_BITS {
+            return Err(format!(
+                "the cluster secret is guessable: about {:.0} bits to guess (at least {:.0} needed), as it is built of {}; {MAKE_ONE}",
+                e.bits,
+                crate::strength::MIN_BITS,
+                e.patterns()
+            ));
         }
         Ok(Secret(trimmed))
+    }
+
+    /// A fresh random secret (32 bytes from the system's generator, hex).
+    pub fn generate() -> Secret {
+        Secret(Secret::generate_hex().into_bytes())
     }
 
     /// The secret's bytes (trimmed), for what is derived from it (the
@@ -80,6 +105,10 @@ impl Secret {
         h.verify_slice(&mac).is_ok()
     }
 }
+
+/// How to make a secret, for refusals.
+pub const MAKE_ONE: &str =
+    "make one with `strata secret new --out FILE` (or `openssl rand -hex 32 > FILE`) and give every member --cluster-secret-file FILE";
 
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -162,27 +191,33 @@ mod tests {
 
     #[test]
     fn tokens_bind_secret_and_sender() {
-        let s = Secret::new("0123456789abcdef-secret").unwrap();
-        let other = Secret::new("another-secret-entirely").unwrap();
+        let s = Secret::generate();
+        let other = Secret::generate();
         let t = s.upgrade_token("http://a:1");
         assert!(s.check_upgrade_token("http://a:1", &t));
         assert!(!s.check_upgrade_token("http://b:1", &t));
         assert!(!other.check_upgrade_token("http://a:1", &t));
         assert!(!s.check_upgrade_token("http://a:1", "garbage"));
         assert!(!s.check_upgrade_token("http://a:1", "00.zz"));
-        assert!(Secret::new("short").is_err());
+        assert!(Secret::new("short").unwrap_err().contains("16 bytes"));
+        let e = Secret::new("replace-me-with-32-random-bytes-0123456789abcdef").unwrap_err();
+        assert!(e.contains("public") && e.contains("strata secret new"), "{e}");
+        let e = Secret::new("my-cluster-secret-for-production").unwrap_err();
+        assert!(e.contains("guessable") && e.contains("\"secret\""), "{e}");
+        let hex = Secret::generate_hex();
+        assert_eq!(Secret::new(format!(" {hex}\n")).unwrap().as_bytes(), hex.as_bytes());
     }
 
     #[tokio::test]
     async fn challenge_response_both_ways() {
-        let s = Secret::new("0123456789abcdef-secret").unwrap();
+        let s = Secret::generate();
         let (mut a, mut b) = tokio::io::duplex(1024);
         let s2 = s.clone();
         let acc = tokio::spawn(async move { accept(&mut b, &s2).await.map_err(|e| e.to_string()) });
         dial(&mut a, &s, 42).await.unwrap();
         assert_eq!(acc.await.unwrap().unwrap(), 42);
         // Wrong secret: refused.
-        let wrong = Secret::new("not-the-cluster-secret").unwrap();
+        let wrong = Secret::generate();
         let (mut a, mut b) = tokio::io::duplex(1024);
         let s2 = s.clone();
         let acc = tokio::spawn(async move { accept(&mut b, &s2).await.is_err() });

@@ -17,7 +17,8 @@
 //! leaving (`layout`, `rebalance`), a member removed while away refusing
 //! to serve (`fence`), merged cluster-wide ranges (`scan`), where each
 //! request's time went (`trace`), what this node knows of the cluster
-//! (`view`), and internal traffic (`wire`, `transport`, `auth`). A node
+//! (`view`), and internal traffic (`wire`, `transport`, `auth`, with `strength`
+//! refusing a guessable or published secret). A node
 //! without peers is a cluster of one and takes the same path.
 //!
 //! Must not know about HTTP: the node hands it upgraded connections and a
@@ -49,6 +50,7 @@ pub mod record;
 pub mod scan;
 mod scrub;
 pub mod store;
+pub mod strength;
 pub mod topology;
 pub mod trace;
 pub mod transport;

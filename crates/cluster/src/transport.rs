@@ -453,7 +453,7 @@ mod tests {
     /// it, so the next call gets through on a new one.
     #[tokio::test]
     async fn a_silent_connection_is_closed_and_the_next_call_dials_again() {
-        let secret = Secret::new("transport-test-secret-0123").unwrap();
+        let secret = Secret::generate();
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let hlc = Arc::new(Hlc::new(0, 60_000));

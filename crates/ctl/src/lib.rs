@@ -2,8 +2,8 @@
 //! cluster: each node's view side by side (`status`), a member joining or
 //! leaving and the change followed to its end (`change`), anti-entropy on
 //! demand (`repair`), a consistent backup of every node downloaded and a
-//! data directory restored from one (`backup`), and bearer tokens made
-//! for a tokens file (`token`); the blocking HTTP exchange they share
+//! data directory restored from one (`backup`), bearer tokens made
+//! for a tokens file (`token`) and cluster secrets (`secret`); the blocking HTTP exchange they share
 //! (`http`, also the lab's for control requests) and byte counts for
 //! people (`units`).
 //!
@@ -15,6 +15,7 @@ pub mod backup;
 pub mod change;
 pub mod http;
 pub mod repair;
+pub mod secret;
 pub mod status;
 pub mod token;
 pub mod units;

@@ -24,10 +24,27 @@ use crate::reply::{text, Body};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientAuth {
     /// Data and metrics are served to anyone who reaches the port;
-    /// operator endpoints still need operator credentials.
+    /// operator endpoints still need operator credentials. Only when the
+    /// operator asks for it (`--client-auth open`).
     Open,
+    /// Data and metrics are served without credentials to loopback
+    /// callers only (Redis's protected mode); anyone else needs a role
+    /// that allows it. The default without a tokens file: a node that
+    /// listens on loopback serves as `Open` would, one that listens
+    /// beyond it is never open to the network by accident.
+    Loopback,
     /// Everything but `/v0/status` needs a role that allows it.
     Required,
+}
+
+impl ClientAuth {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientAuth::Open => "open",
+            ClientAuth::Loopback => "loopback",
+            ClientAuth::Required => "required",
+        }
+    }
 }
 
 impl std::str::FromStr for ClientAuth {
@@ -35,10 +52,17 @@ impl std::str::FromStr for ClientAuth {
     fn from_str(s: &str) -> Result<ClientAuth, String> {
         match s {
             "open" => Ok(ClientAuth::Open),
+            "loopback" => Ok(ClientAuth::Loopback),
             "required" => Ok(ClientAuth::Required),
-            _ => Err(format!("client auth {s:?}: open or required")),
+            _ => Err(format!("client auth {s:?}: open, loopback or required")),
         }
     }
+}
+
+/// Whether a caller is on this machine's loopback (an IPv4 loopback
+/// address reaching an IPv6 socket counts).
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().to_canonical().is_loopback()
 }
 
 /// What a connection proved when it opened: where it came from and, under
@@ -206,19 +230,29 @@ impl Access {
     }
 
     fn anonymous(&self, need: Need, peer: &Peer) -> Result<(), Refusal> {
-        let open = self.mode == ClientAuth::Open && need != Need::Operate;
-        let lone_local = need == Need::Operate
-            && self.lone
-            && self.file.is_none()
-            && peer.addr.is_some_and(|a| a.ip().is_loopback());
+        let local = peer.addr.as_ref().is_some_and(is_loopback);
+        let open = need != Need::Operate
+            && match self.mode {
+                ClientAuth::Open => true,
+                ClientAuth::Loopback => local,
+                ClientAuth::Required => false,
+            };
+        let lone_local = need == Need::Operate && self.lone && self.file.is_none() && local;
         if open || lone_local {
             return Ok(());
         }
-        Err(Refusal::Unauthenticated(format!(
+        let mut why = format!(
             "{} needs credentials: `Authorization: Bearer TOKEN` or a client certificate, with one of the roles {}",
             capital(what(need)),
             Role::allowed_for(need).join(", ")
-        )))
+        );
+        if self.mode == ClientAuth::Loopback && need != Need::Operate {
+            why.push_str(&format!(
+                ". This node serves callers without credentials on loopback only (it has no tokens file and --client-auth is not open), and {} is not a loopback address. To configure them, make a tokens file (`strata token new readwrite app --append tokens`) and start every member with `--auth-tokens tokens`, or give clients certificates (`--tls-ca`); to serve anyone who reaches the port, start it with `--client-auth open` (docs/security.md)",
+                peer.addr.map(|a| a.ip().to_string()).unwrap_or("the caller's".into())
+            ));
+        }
+        Err(Refusal::Unauthenticated(why))
     }
 
     /// The role of a bearer token, and how to name it in an answer.
@@ -416,6 +450,36 @@ mod tests {
         assert_eq!(lone.check(Need::Operate, None, &local), Ok(()));
         let far = Peer::new(Some("10.0.0.7:5000".parse().unwrap()), None);
         assert!(lone.check(Need::Operate, None, &far).is_err());
+    }
+
+    #[test]
+    fn loopback_mode_serves_data_without_credentials_to_loopback_callers_only() {
+        let a = Access::new(None, ClientAuth::Loopback, Some(b"0123456789abcdef")).unwrap();
+        let v4 = Peer::new(Some("127.0.0.1:5000".parse().unwrap()), None);
+        let v6 = Peer::new(Some("[::1]:5000".parse().unwrap()), None);
+        let mapped = Peer::new(Some("[::ffff:127.0.0.1]:5000".parse().unwrap()), None);
+        let far = Peer::new(Some("192.0.2.2:5000".parse().unwrap()), None);
+        for n in [Need::Read, Need::Write, Need::Monitor] {
+            for local in [&v4, &v6, &mapped] {
+                assert_eq!(a.check(n, None, local), Ok(()), "{n:?} {:?}", local.addr);
+            }
+            match a.check(n, None, &far) {
+                Err(Refusal::Unauthenticated(m)) => assert!(
+                    m.contains("loopback only")
+                        && m.contains("--auth-tokens")
+                        && m.contains("--client-auth open")
+                        && m.contains("192.0.2.2"),
+                    "{m}"
+                ),
+                other => panic!("{n:?}: {other:?}"),
+            }
+        }
+        assert_eq!(a.check(Need::Health, None, &far), Ok(()));
+        // Credentials work from anywhere; operating needs them even here.
+        let op = operator_token(b"0123456789abcdef");
+        assert_eq!(a.check(Need::Write, Some(&bearer(&op)), &far), Ok(()));
+        assert!(a.check(Need::Operate, None, &v4).is_err());
+        assert_eq!("loopback".parse::<ClientAuth>(), Ok(ClientAuth::Loopback));
     }
 
     #[test]

@@ -184,10 +184,14 @@ pub struct ServeArgs {
     /// Giving it makes --client-auth default to required.
     #[arg(long, env = "STRATA_AUTH_TOKENS")]
     pub auth_tokens: Option<PathBuf>,
-    /// `open`: data and metrics need no credentials (operator endpoints
-    /// always do); `required`: everything but /v0/status needs a token or
-    /// a client certificate whose role allows it (docs/security.md)
-    /// [default: required with --auth-tokens, else open].
+    /// Who gets data and metrics without credentials (operator endpoints
+    /// always need them; docs/security.md): `loopback`: callers on this
+    /// machine's loopback only, as Redis's protected mode (a node listening
+    /// beyond loopback is never open to the network by accident);
+    /// `required`: nobody, everything but /v0/status needs a token or a
+    /// client certificate whose role allows it; `open`: anyone who
+    /// reaches the port (logged as a warning when the node listens beyond
+    /// loopback) [default: required with --auth-tokens, else loopback].
     #[arg(long, env = "STRATA_CLIENT_AUTH")]
     pub client_auth: Option<String>,
     /// Internal connections per peer [default: 2].
@@ -453,7 +457,7 @@ impl Config {
         let mode = match pick!(client_auth) {
             Some(m) => m.parse()?,
             None if tokens.is_some() => crate::access::ClientAuth::Required,
-            None => crate::access::ClientAuth::Open,
+            None => crate::access::ClientAuth::Loopback,
         };
         c.access = Arc::new(crate::access::Access::new(
             tokens,

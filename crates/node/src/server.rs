@@ -203,6 +203,7 @@ async fn serve_until(
     println!("strata node listening on {scheme}://{addr}");
     listening(addr);
     tracing::info!(%addr, data_dir = %node.config.data_dir.display(), "serving");
+    warn_if_exposed(&node.config, addr);
     serve(node.clone(), listener, shutdown).await;
     if let Err(e) = cluster.close().await {
         tracing::warn!(error = %e, "closing the cluster");
@@ -214,6 +215,29 @@ async fn serve_until(
         .map_err(|e| format!("closing the store: {e}"))?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Say at start what a node listening beyond loopback serves to callers
+/// without credentials: anyone (`--client-auth open`, a warning), or
+/// loopback callers only (the default without a tokens file).
+fn warn_if_exposed(config: &Config, addr: std::net::SocketAddr) {
+    use crate::access::ClientAuth;
+    if crate::access::is_loopback(&addr) {
+        return;
+    }
+    match config.access.mode() {
+        ClientAuth::Open => tracing::warn!(
+            %addr,
+            "--client-auth open: anyone who reaches {addr} reads and writes every key without credentials; \
+             configure tokens (--auth-tokens) or client certificates unless the network itself is trusted"
+        ),
+        ClientAuth::Loopback => tracing::info!(
+            %addr,
+            "no credentials configured: callers without them are served on loopback only; \
+             others get 401 until the node has --auth-tokens (or --client-auth open)"
+        ),
+        ClientAuth::Required => {}
+    }
 }
 
 /// The kernel's queue of connections not yet accepted (tokio's default is

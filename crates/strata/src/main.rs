@@ -133,6 +133,12 @@ enum Cmd {
     /// Restore one node's backup into a new data directory (checked
     /// against its backup.json); then start `strata serve` on it.
     Restore(strata_ctl::backup::RestoreArgs),
+    /// A new cluster secret (random, 32 bytes hex), printed or written to
+    /// a new file only its owner reads.
+    Secret {
+        #[command(subcommand)]
+        what: strata_ctl::secret::SecretCmd,
+    },
     /// Credentials for nodes that check them: a new bearer token and its
     /// line for a tokens file, or a cluster's operator token.
     Token {
@@ -304,6 +310,7 @@ fn main() -> ExitCode {
         Cmd::Backup(a) => exit("strata backup", strata_ctl::backup::backup(&a)),
         Cmd::Restore(a) => exit("strata restore", strata_ctl::backup::restore(&a)),
         Cmd::Token { what } => exit("strata token", strata_ctl::token::main(&what)),
+        Cmd::Secret { what } => exit("strata secret", strata_ctl::secret::main(&what)),
         Cmd::Stress {
             what: StressCmd::Engine(a),
         } => stress(a),

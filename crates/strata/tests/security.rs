@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{operator_token, ClusterProcs, NodeProc, Response, TEST_SECRET};
+use support::{operator_token, test_secret, ClusterProcs, NodeProc, Response};
 
 fn members(n: &NodeProc) -> usize {
     let r = n.request("GET", "/v0/cluster", b"");
@@ -115,7 +115,7 @@ fn tokens_give_exactly_their_roles_and_are_read_again_on_sighup() {
             "--auth-tokens",
             file.to_str().unwrap(),
             "--cluster-secret",
-            TEST_SECRET,
+            test_secret(),
         ],
     );
     let calls: [(&str, &str, &[u8]); 5] = [
@@ -265,7 +265,7 @@ fn an_internal_connection_that_never_answers_the_challenge_is_counted_and_closed
     let before = connections_open(n);
     // A valid upgrade token (a replayed one would look the same), then
     // silence.
-    let secret = strata_cluster::Secret::new(TEST_SECRET).unwrap();
+    let secret = strata_cluster::Secret::new(test_secret()).unwrap();
     let from = c.urls[1].clone();
     let mut s = TcpStream::connect(n.addr).unwrap();
     write!(

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{free_port, NodeProc, TEST_SECRET};
+use support::{free_port, test_secret, NodeProc};
 
 fn certs(dir: &Path, names: &[&str]) {
     let script = concat!(
@@ -95,7 +95,7 @@ impl TlsCluster {
                 "--cluster",
                 &list,
                 "--cluster-secret",
-                TEST_SECRET,
+                test_secret(),
                 "--tls-cert",
                 cert.to_str().unwrap(),
                 "--tls-key",
@@ -583,7 +583,7 @@ fn client_certificates_carry_their_role_and_members_need_node_certificates() {
             "--cluster",
             &url,
             "--cluster-secret",
-            TEST_SECRET,
+            test_secret(),
         ],
     );
     // (status code, or 0 when the handshake failed) as `who` (a client
@@ -639,7 +639,7 @@ fn client_certificates_carry_their_role_and_members_need_node_certificates() {
     // The internal channel under mutual TLS: the cluster secret's upgrade
     // token is not enough without a node certificate (an operator's is
     // not one).
-    let secret = strata_cluster::Secret::new(TEST_SECRET).unwrap();
+    let secret = strata_cluster::Secret::new(test_secret()).unwrap();
     let upgrade = |who: Option<(&Path, &str)>| -> String {
         let mut args: Vec<String> = vec!["-i".into(), "--max-time".into(), "3".into()];
         args.extend(cert_args(who));

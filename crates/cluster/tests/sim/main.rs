@@ -35,7 +35,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use turmoil::net::{TcpListener, TcpStream};
 
 const PORT: u16 = 7000;
-const SECRET: &str = "strata-simulation-cluster-secret";
 const RF: usize = 3;
 /// Workers stop starting operations at this simulated time (ms); faults
 /// all happen before it, and everything is healed at it.
@@ -144,8 +143,11 @@ fn url(i: usize) -> String {
     format!("http://n{i}:{PORT}")
 }
 
+/// The simulated cluster's secret: one per test process, random (a node
+/// refuses any secret written in the repository).
 fn secret() -> Secret {
-    Secret::new(SECRET).unwrap()
+    static SECRET: std::sync::OnceLock<Secret> = std::sync::OnceLock::new();
+    SECRET.get_or_init(Secret::generate).clone()
 }
 
 /// The simulated wall clock of the host that is running: the simulation's

@@ -90,7 +90,7 @@ impl NodeProc {
         self.request_with(method, target, &[], body)
     }
 
-    /// As `request`, with the operator token of `TEST_SECRET`.
+    /// As `request`, with the operator token of `test_secret()`.
     pub fn operate(&self, method: &str, target: &str, body: &[u8]) -> Response {
         let auth = format!("Bearer {}", operator_token());
         self.request_with(method, target, &[("Authorization", &auth)], body)
@@ -132,14 +132,20 @@ pub struct ClusterProcs {
     _tmp: tempfile::TempDir,
 }
 
-pub const TEST_SECRET: &str = "test-cluster-secret-0123456789";
-
-/// The operator token of a cluster started with `TEST_SECRET`.
-pub fn operator_token() -> String {
-    strata_api::access::operator_token(TEST_SECRET.as_bytes())
+/// The cluster secret of this test process's nodes: random, made once (a
+/// node refuses any secret written in the repository, as it would refuse
+/// a fixed one here).
+pub fn test_secret() -> &'static str {
+    static SECRET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SECRET.get_or_init(strata_cluster::auth::Secret::generate_hex)
 }
 
-/// `strata`, run as the operator of a cluster started with `TEST_SECRET`
+/// The operator token of a cluster started with `test_secret()`.
+pub fn operator_token() -> String {
+    strata_api::access::operator_token(test_secret().as_bytes())
+}
+
+/// `strata`, run as the operator of a cluster started with `test_secret()`
 /// (`STRATA_TOKEN` set to its operator token).
 pub fn strata_operator() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
@@ -202,7 +208,7 @@ impl ClusterProcs {
             "--cluster",
             &list,
             "--cluster-secret",
-            TEST_SECRET,
+            test_secret(),
             "--listen",
         ];
         args.push(&listen);
@@ -259,7 +265,7 @@ pub fn start_joining(dir: &Path, seed: &str) -> (NodeProc, String) {
             "--seed",
             seed,
             "--cluster-secret",
-            TEST_SECRET,
+            test_secret(),
             "--listen",
             &listen,
         ],
