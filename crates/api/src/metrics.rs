@@ -34,6 +34,8 @@ pub const ALL: &[&str] = &[
     CONNECTIONS_OPEN,
     CONNECTIONS_LIMIT,
     CONNECTIONS_SHED,
+    CONNECTIONS_AWAITING_HEAD,
+    CONNECTIONS_SLOW_HEAD_CLOSED,
     FLUSHES,
     FLUSH_BYTES,
     COMPACTION_WRITTEN_BYTES,
@@ -110,6 +112,8 @@ pub const REFUSED_TIMEOUT: &str = "strata_admission_refused_timeout_total";
 pub const CONNECTIONS_OPEN: &str = "strata_connections_open";
 pub const CONNECTIONS_LIMIT: &str = "strata_connections_limit";
 pub const CONNECTIONS_SHED: &str = "strata_connections_shed_total";
+pub const CONNECTIONS_AWAITING_HEAD: &str = "strata_connections_awaiting_head";
+pub const CONNECTIONS_SLOW_HEAD_CLOSED: &str = "strata_connections_slow_head_closed_total";
 
 // The engine.
 pub const FLUSHES: &str = "strata_engine_flushes_total";

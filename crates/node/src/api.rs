@@ -56,6 +56,8 @@ pub struct Node {
     pub admission: Arc<Admission>,
     /// Limits client connections to keep the runtime's queue short.
     pub guard: Arc<Guard>,
+    /// Connections awaiting their first whole request head, bounded.
+    pub heads: Arc<crate::heads::Heads>,
     pub config: Config,
     pub metrics: Metrics,
     /// False while starting and once draining: `/v0/status` answers 503.
@@ -78,11 +80,21 @@ impl Node {
             config.max_connections,
             config.max_wait,
         ));
-        metrics.watch(admission.clone(), guard.clone(), cluster.clone());
+        let heads = Arc::new(crate::heads::Heads::new(
+            config.max_awaiting_heads,
+            config.max_awaiting_heads_per_peer,
+        ));
+        metrics.watch(
+            admission.clone(),
+            guard.clone(),
+            heads.clone(),
+            cluster.clone(),
+        );
         Node {
             bodies: Bodies::new(BODY_BUDGET.max(2 * config.max_value_bytes)),
             admission,
             guard,
+            heads,
             cluster,
             config,
             metrics,

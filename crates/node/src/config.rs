@@ -72,6 +72,14 @@ pub struct ServeArgs {
     /// Most open connections; more wait in the kernel's backlog [default: 10000].
     #[arg(long, env = "STRATA_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Connections whose first request head has not all arrived, at most:
+    /// past it, the oldest idle one of the address with the most is closed
+    /// (never a newcomer; one younger than a second never) [default: 1024].
+    #[arg(long, env = "STRATA_MAX_AWAITING_HEADS")]
+    pub max_awaiting_heads: Option<usize>,
+    /// The same, from one peer address [default: 128].
+    #[arg(long, env = "STRATA_MAX_AWAITING_HEADS_PER_PEER")]
+    pub max_awaiting_heads_per_peer: Option<usize>,
     /// The runtime lag (time a request that has arrived waits to be read)
     /// the node holds by limiting its client connections, in ms: past it the
     /// node stops accepting and closes connections at their next answer.
@@ -267,6 +275,8 @@ pub struct Config {
     pub body_timeout: Duration,
     pub shutdown_timeout: Duration,
     pub max_connections: usize,
+    pub max_awaiting_heads: usize,
+    pub max_awaiting_heads_per_peer: usize,
     /// `None`: no overload limit on connections.
     pub overload_lag: Option<Duration>,
     pub min_connections: usize,
@@ -357,6 +367,8 @@ impl Config {
             body_timeout: Duration::from_millis(pick!(body_timeout_ms, 30_000)),
             shutdown_timeout: Duration::from_millis(pick!(shutdown_timeout_ms, 10_000)),
             max_connections: pick!(max_connections, 10_000),
+            max_awaiting_heads: pick!(max_awaiting_heads, 1024).max(1),
+            max_awaiting_heads_per_peer: pick!(max_awaiting_heads_per_peer, 128).max(1),
             overload_lag: Some(pick!(overload_lag_ms, 5))
                 .filter(|&ms| ms > 0)
                 .map(Duration::from_millis),

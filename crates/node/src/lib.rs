@@ -3,7 +3,8 @@
 //! `config` reads options, `access` decides who may call what, `reply` builds plain answers, `body` reads PUT bodies before admission within a node-wide byte budget, `query` parses query strings, `admission` bounds
 //! the work in service and waiting, `arrival` times when a request
 //! reached its socket, `overload` keeps the queue of connections waiting
-//! to be read short, `api` maps HTTP to cluster calls (`operator` the cluster's operator endpoints: view, join and leave, repair), `peer` opens internal connections, `metrics` serves
+//! to be read short, `heads` bounds connections whose first request head has
+//! not all arrived (a slow-header flood), `api` maps HTTP to cluster calls (`operator` the cluster's operator endpoints: view, join and leave, repair), `peer` opens internal connections, `metrics` serves
 //! Prometheus metrics, `evidence` measures the process's pauses and its
 //! wait for a CPU, `probes` fires USDT probes, `profile`
 //! serves CPU profiles, `backup` serves checkpoints of the store (taken by
@@ -18,6 +19,7 @@ pub mod backup;
 pub mod body;
 pub mod config;
 pub mod evidence;
+pub mod heads;
 pub mod metrics;
 pub mod operator;
 pub mod overload;

@@ -123,13 +123,36 @@ pub struct Guard {
     pub evicted: AtomicU64,
 }
 
-/// An open client connection; dropping it frees its place.
-pub struct Open(Arc<Guard>);
+/// An open client connection's place; dropping it frees the place. A
+/// connection idle before its first whole request head gives the place up
+/// (`release`) and takes it back when the head arrives (`retake`): it
+/// puts nothing in the runtime's queue meanwhile (`heads`).
+pub struct Open {
+    guard: Arc<Guard>,
+    held: std::sync::atomic::AtomicBool,
+}
+
+impl Open {
+    /// Stop counting this connection (once, until `retake`).
+    pub fn release(&self) {
+        if self.held.swap(false, Ordering::AcqRel) {
+            self.guard.open.fetch_sub(1, Ordering::AcqRel);
+            self.guard.room.notify_one();
+        }
+    }
+
+    /// Count it again (with no regard to the limit: its request is
+    /// served, and an answer over the limit sheds the connection).
+    pub fn retake(&self) {
+        if !self.held.swap(true, Ordering::AcqRel) {
+            self.guard.open.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
 
 impl Drop for Open {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
-        self.0.room.notify_one();
+        self.release();
     }
 }
 
@@ -168,6 +191,11 @@ impl Guard {
 
     pub fn limit(&self) -> usize {
         self.limit.load(Ordering::Acquire)
+    }
+
+    /// The wait target, if the limit is on.
+    pub fn target(&self) -> Option<Duration> {
+        self.target
     }
 
     pub fn open_now(&self) -> usize {
@@ -224,7 +252,10 @@ impl Guard {
     pub fn opened(self: &Arc<Self>) -> Open {
         self.open.fetch_add(1, Ordering::AcqRel);
         self.accepted.fetch_add(1, Ordering::Relaxed);
-        Open(self.clone())
+        Open {
+            guard: self.clone(),
+            held: std::sync::atomic::AtomicBool::new(true),
+        }
     }
 
     /// Whether the connection that just answered should close: true for
@@ -421,6 +452,24 @@ mod tests {
         drop(conns);
         assert_eq!(g.open_now(), 0);
         assert!(g.has_room());
+    }
+
+    #[test]
+    fn a_released_place_is_room_until_it_is_taken_back() {
+        let g = Arc::new(Guard::new(Some(T), 1, 2, Duration::from_secs(1)));
+        let (a, b) = (g.opened(), g.opened());
+        assert!(!g.has_room());
+        a.release();
+        a.release();
+        assert_eq!(g.open_now(), 1);
+        assert!(g.has_room());
+        a.retake();
+        a.retake();
+        assert_eq!(g.open_now(), 2);
+        b.release();
+        drop(b);
+        drop(a);
+        assert_eq!(g.open_now(), 0, "a released place is not freed twice");
     }
 
     #[test]

@@ -489,13 +489,23 @@ fn start(
     });
     let open = Arc::new(guard.opened());
     let _ = stream.set_nodelay(true);
-    let peer = Arc::new(Peer::new(stream.peer_addr().ok(), None));
+    let addr = stream.peer_addr().ok();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let awaiting = Arc::new(node.heads.register(
+        addr.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip().to_canonical()),
+        fd,
+    ));
+    let peer = Arc::new(Peer::new(addr, None));
     let node2 = node.clone();
     let (stream, arrival) = TimedStream::new(stream);
-    let (peer2, open2) = (peer.clone(), open.clone());
+    let (peer2, open2, awaiting2) = (peer.clone(), open.clone(), awaiting.clone());
     let service = service_fn(move |req| {
         let node = node2.clone();
         let arrival = arrival.clone();
+        if !awaiting2.has_arrived() {
+            awaiting2.arrived();
+            open2.retake();
+        }
         let conn = Conn {
             peer: peer2.clone(),
             open: open2.clone(),
@@ -511,10 +521,14 @@ fn start(
         node.config.header_timeout,
         node.config.tls.as_ref().map(|t| t.server.clone()),
     );
+    // Idle before its first head for this long, a connection gives up its
+    // place under the overload limit (the wait target: a request that
+    // waits that long in its socket is already late).
+    let idle_after = node.guard.target().unwrap_or(std::time::Duration::from_millis(5));
     tokio::spawn(async move {
         let _permit = permit;
-        let _open = open;
-        let r = match tls {
+        let serve = async {
+            match tls {
             None => serve_http(stream, service, header_timeout, stop_rx).await,
             Some(server) => {
                 // The handshake gets the time a request's head gets.
@@ -532,19 +546,58 @@ fn start(
                     }
                     Ok(Err(e)) => {
                         tracing::debug!(error = %e, "TLS handshake failed");
-                        return;
+                        Ok(())
                     }
                     Err(_) => {
                         tracing::debug!("TLS handshake timed out");
-                        return;
+                        Ok(())
                     }
                 }
+            }
+        }
+        };
+        let r = tokio::select! {
+            r = serve => r,
+            _ = watch_head(&awaiting, &open, fd, idle_after) => {
+                tracing::debug!("closed: idle before its first request head while too many were");
+                Ok(())
             }
         };
         if let Err(e) = r {
             tracing::debug!(error = %e, "connection ended with an error");
         }
     });
+}
+
+/// Until a connection's first request head is whole: give up its place
+/// under the overload limit once it idles (everything it sent read, the
+/// head still not whole) for `idle_after`; return if the registry asks for
+/// it to close (`heads`). Never returns once the head has arrived.
+async fn watch_head(
+    awaiting: &crate::heads::Awaiting,
+    open: &crate::overload::Open,
+    fd: std::os::fd::RawFd,
+    idle_after: std::time::Duration,
+) {
+    let mut wait = idle_after;
+    loop {
+        tokio::select! {
+            _ = awaiting.closing() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        if awaiting.has_arrived() {
+            break;
+        }
+        if crate::heads::unread(fd) == Some(0) {
+            open.release();
+            // Nothing more to do but close when asked.
+            return awaiting.closing().await;
+        }
+        // Bytes wait for the runtime: the node is behind, and the
+        // connection counts; look again later.
+        wait = (wait * 2).min(std::time::Duration::from_secs(1));
+    }
+    std::future::pending::<()>().await
 }
 
 /// HTTP/1.1 on one connection (plain or TLS) until it closes, or until

@@ -209,7 +209,13 @@ impl Metrics {
     }
 
     /// Register the collector of live state (admission, engine, process).
-    pub fn watch(&mut self, admission: Arc<Admission>, guard: Arc<Guard>, cluster: Arc<Cluster>) {
+    pub fn watch(
+        &mut self,
+        admission: Arc<Admission>,
+        guard: Arc<Guard>,
+        heads: Arc<crate::heads::Heads>,
+        cluster: Arc<Cluster>,
+    ) {
         let (service, wait) = admission.histograms();
         self.registry.register_with_unit(
             "strata_admission_service_duration",
@@ -236,6 +242,7 @@ impl Metrics {
         self.registry.register_collector(Box::new(StateCollector {
             admission,
             guard,
+            heads,
             cluster,
             runtime,
             pauses,

@@ -19,6 +19,7 @@ use crate::overload::Guard;
 pub(super) struct StateCollector {
     pub(super) admission: Arc<Admission>,
     pub(super) guard: Arc<Guard>,
+    pub(super) heads: Arc<crate::heads::Heads>,
     pub(super) cluster: Arc<Cluster>,
     /// The runtime serving HTTP, when the node was built inside one.
     pub(super) runtime: Option<tokio::runtime::RuntimeMetrics>,
@@ -181,6 +182,18 @@ impl Collector for StateCollector {
             "strata_connections_parked_total",
             "Connections accepted past the connection limit and parked unread until there was room (newest first)",
             load(&g.parked),
+        )?;
+        gauge(
+            &mut e,
+            strata_api::metrics::CONNECTIONS_AWAITING_HEAD,
+            "Connections whose first request head has not all arrived (bounded by --max-awaiting-heads, and per peer address)",
+            self.heads.len() as f64,
+        )?;
+        counter(
+            &mut e,
+            strata_api::metrics::CONNECTIONS_SLOW_HEAD_CLOSED,
+            "Connections closed while idle before their first whole request head, to keep within --max-awaiting-heads (per peer address too)",
+            load(&self.heads.closed),
         )?;
         counter(
             &mut e,
