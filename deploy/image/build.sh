@@ -3,10 +3,13 @@
 # from nothing but Debian's packages: no base image is pulled. The image
 # holds the binary, the shared libraries it links (from `ldd`), a static
 # busybox for /bin/sh and /bin/sleep (the Kubernetes preStop pause), an
-# unprivileged user (10001) and /data.
+# unprivileged user (10001) and /data. Its default command serves with
+# tokens: the first start creates /data/tokens and prints an operator and
+# a readwrite token once (`podman logs`); data and metrics need one.
 #
 #   deploy/image/build.sh [TAG]            # needs buildah (apt-get install buildah)
-#   podman run --rm -p 8080:8080 strata:latest serve --listen 0.0.0.0:8080
+#   podman run -d --name strata -p 8080:8080 -v strata-data:/data strata:latest
+#   podman logs strata                     # the tokens, shown once
 #   podman save --format oci-archive -o strata.tar strata:latest
 #
 # STRATA_BIN=path uses a binary already built instead of building one;
@@ -50,7 +53,7 @@ buildah --storage-driver "${STORAGE_DRIVER:-vfs}" run --isolation chroot "$ctr" 
     echo "note: /data stays root-owned in the image (the pod's fsGroup or the volume sets it)" >&2
 buildah --storage-driver "${STORAGE_DRIVER:-vfs}" config \
     --entrypoint '["/usr/local/bin/strata"]' \
-    --cmd 'serve --listen 0.0.0.0:8080 --data-dir /data' \
+    --cmd 'serve --listen 0.0.0.0:8080 --data-dir /data --auth-tokens /data/tokens --create-tokens' \
     --user 10001:10001 \
     --port 8080 \
     --volume /data \

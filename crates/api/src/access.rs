@@ -89,6 +89,19 @@ impl Role {
     }
 }
 
+/// A new bearer token: 24 random bytes from the system's generator, hex,
+/// after `st0_` (what `strata token new` prints).
+pub fn random_token() -> String {
+    let mut b = [0u8; 24];
+    rand::RngCore::fill_bytes(&mut rand::rng(), &mut b);
+    format!("st0_{}", hex(&b))
+}
+
+/// A token's line in a tokens file: `ROLE NAME SHA256-HEX`.
+pub fn token_line(role: Role, name: &str, token: &str) -> String {
+    format!("{} {name} {}", role.name(), token_digest(token))
+}
+
 /// What a tokens file stores for a token: its SHA-256, hex.
 pub fn token_digest(token: &str) -> String {
     hex(&Sha256::digest(token.trim().as_bytes()))

@@ -9,8 +9,9 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use rand::RngCore;
-use strata_api::access::{operator_token, token_digest, Role};
+use strata_api::access::{operator_token, random_token, token_line, Role};
+#[cfg(test)]
+use strata_api::access::token_digest;
 
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum TokenCmd {
@@ -91,16 +92,8 @@ pub fn new_token(role: &str, name: &str) -> Result<(String, String), String> {
     if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c == '#') {
         return Err(format!("name {name:?}: one word, no '#'"));
     }
-    let mut b = [0u8; 24];
-    rand::rng().fill_bytes(&mut b);
-    let token: String = "st0_"
-        .chars()
-        .chain(b.iter().flat_map(|x| {
-            let s = format!("{x:02x}");
-            s.chars().collect::<Vec<_>>()
-        }))
-        .collect();
-    let line = format!("{} {name} {}", r.name(), token_digest(&token));
+    let token = random_token();
+    let line = token_line(r, name, &token);
     Ok((token, line))
 }
 

@@ -333,6 +333,32 @@ fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
+/// Create a tokens file at `path` (it must not exist; mode 0600) holding
+/// an operator token `admin` and a readwrite token `app`; returns each
+/// role, name and token, to be shown once.
+pub fn create_tokens_file(path: &Path) -> Result<Vec<(&'static str, &'static str, String)>, String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let made: Vec<(Role, &'static str, String)> = [(Role::Operator, "admin"), (Role::ReadWrite, "app")]
+        .into_iter()
+        .map(|(r, n)| (r, n, strata_api::access::random_token()))
+        .collect();
+    let text: String = made
+        .iter()
+        .map(|(r, n, t)| strata_api::access::token_line(*r, n, t) + "\n")
+        .collect();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("creating the tokens file {}: {e}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| format!("writing the tokens file {}: {e}", path.display()))?;
+    Ok(made.into_iter().map(|(r, n, t)| (r.name(), n, t)).collect())
+}
+
 /// A tokens file: one token a line, `ROLE NAME SHA256-HEX` (what
 /// `strata token new` prints), `#` comments and blank lines ignored.
 fn read_tokens(path: &Path) -> Result<Tokens, String> {
@@ -531,6 +557,29 @@ mod tests {
         );
         std::fs::write(&f, format!("node n {}\n", token_digest("z"))).unwrap();
         assert!(a.reload(true).unwrap_err().contains("node"));
+    }
+
+    #[test]
+    fn a_created_tokens_file_gives_its_tokens_their_roles() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("tokens");
+        let made = create_tokens_file(&f).unwrap();
+        let mode = std::fs::metadata(&f).unwrap().permissions();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        let text = std::fs::read_to_string(&f).unwrap();
+        let a = Access::new(Some(f.clone()), ClientAuth::Required, None).unwrap();
+        for (role, _, token) in &made {
+            assert!(!text.contains(token.as_str()), "the file holds digests only");
+            let want = Role::parse(role).unwrap();
+            for need in [Need::Read, Need::Write, Need::Monitor, Need::Operate] {
+                assert_eq!(
+                    a.check(need, Some(&bearer(token)), &Peer::default()).is_ok(),
+                    want.allows(need),
+                    "{role} {need:?}"
+                );
+            }
+        }
+        assert!(create_tokens_file(&f).unwrap_err().contains("exists"));
     }
 
     #[test]

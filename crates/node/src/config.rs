@@ -192,6 +192,12 @@ pub struct ServeArgs {
     /// Giving it makes --client-auth default to required.
     #[arg(long, env = "STRATA_AUTH_TOKENS")]
     pub auth_tokens: Option<PathBuf>,
+    /// With --auth-tokens FILE that does not exist: create it (mode 0600)
+    /// with an operator token `admin` and a readwrite token `app`, printed
+    /// once on stderr (the file keeps their SHA-256 only). For a first
+    /// start with no step before it (the container image's default).
+    #[arg(long, env = "STRATA_CREATE_TOKENS", num_args = 0..=1, default_missing_value = "true")]
+    pub create_tokens: Option<bool>,
     /// Who gets data and metrics without credentials (operator endpoints
     /// always need them; docs/security.md): `loopback`: callers on this
     /// machine's loopback only, as Redis's protected mode (a node listening
@@ -466,6 +472,21 @@ impl Config {
             (None, None) => None,
         };
         let tokens = pick!(auth_tokens);
+        if pick!(create_tokens, false) {
+            let Some(f) = &tokens else {
+                return Err("--create-tokens needs --auth-tokens FILE".into());
+            };
+            if !f.exists() {
+                let made = crate::access::create_tokens_file(f)?;
+                eprintln!(
+                    "strata: created the tokens file {} with these tokens, shown only now (the file keeps their SHA-256):",
+                    f.display()
+                );
+                for (role, name, token) in made {
+                    eprintln!("  {role} {name}: {token}");
+                }
+            }
+        }
         let mode = match pick!(client_auth) {
             Some(m) => m.parse()?,
             None if tokens.is_some() => crate::access::ClientAuth::Required,

@@ -53,6 +53,24 @@ struct Cli {
         conflicts_with = "token"
     )]
     token_file: Option<PathBuf>,
+    /// The bearer token the lab reads nodes' /metrics with, when --token
+    /// may not (a monitor token beside a readwrite one; docs/lab.md,
+    /// "Credentials") [default: --token].
+    #[arg(
+        long,
+        global = true,
+        env = "STRATA_METRICS_TOKEN",
+        hide_env_values = true
+    )]
+    metrics_token: Option<String>,
+    /// A file holding the metrics token.
+    #[arg(
+        long,
+        global = true,
+        env = "STRATA_METRICS_TOKEN_FILE",
+        conflicts_with = "metrics_token"
+    )]
+    metrics_token_file: Option<PathBuf>,
     /// A client certificate (PEM) the commands present to nodes that ask
     /// for one under TLS; its OU= is the role. Needs --tls-client-key.
     #[arg(
@@ -262,6 +280,14 @@ fn main() -> ExitCode {
         token,
         cli.tls_client_cert.clone().zip(cli.tls_client_key.clone()),
     );
+    let metrics_token = match &cli.metrics_token_file {
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(t) => Some(t),
+            Err(e) => return exit("strata", Err(format!("{}: {e}", f.display()))),
+        },
+        None => cli.metrics_token.clone(),
+    };
+    strata_lab::report::scrape::set_metrics_token(metrics_token.as_deref());
     match cli.cmd {
         Cmd::Serve(mut a) => exit("strata serve", {
             a.tls_ca = cli.tls_ca.or(a.tls_ca);

@@ -121,7 +121,85 @@ fn the_image_holds_a_node_that_serves_from_its_own_root_file_system() {
         "{config}"
     );
     assert!(
-        config.contains("serve --listen 0.0.0.0:8080 --data-dir /data"),
+        config.contains(
+            "serve --listen 0.0.0.0:8080 --data-dir /data --auth-tokens /data/tokens --create-tokens"
+        ),
         "{config}"
     );
+}
+
+#[test]
+fn the_images_default_command_serves_with_tokens_it_makes_at_first_start() {
+    if let Err(why) = runnable() {
+        panic!("image: cannot run: {why}; .ci/run installs what it needs");
+    }
+    let tag = format!("localhost/strata-test-cmd:{}", std::process::id());
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    run(Command::new(repo.join("deploy/image/build.sh"))
+        .arg(&tag)
+        .env("STRATA_BIN", env!("CARGO_BIN_EXE_strata")))
+    .unwrap();
+    let ctr = buildah(&["from", &tag]).unwrap();
+    let cleanup = || {
+        let _ = buildah(&["umount", &ctr]);
+        let _ = buildah(&["rm", &ctr]);
+        let _ = buildah(&["rmi", &tag]);
+    };
+    let cmd = buildah(&["inspect", "--format", "{{json .OCIv1.Config.Cmd}}", &ctr]).unwrap();
+    let mut args: Vec<String> = serde_json::from_str(&cmd).unwrap();
+    let root = buildah(&["mount", &ctr]).unwrap();
+    // The image's own command, on a free port of loopback instead of 8080.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let at = args.iter().position(|a| a == "--listen").unwrap();
+    args[at + 1] = format!("127.0.0.1:{port}");
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("log");
+    let mut node = Command::new("chroot")
+        .args(["--userspec=10001:10001", &root, "/usr/local/bin/strata"])
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        if Instant::now() > deadline {
+            let _ = node.kill();
+            cleanup();
+            panic!("never listened: {}", std::fs::read_to_string(&log).unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let token = |name: &str| -> Option<String> {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{name}: ")))
+            .map(str::to_string)
+    };
+    let (app, admin) = (token("readwrite app"), token("operator admin"));
+    let bearer = app.as_ref().map(|t| format!("Bearer {t}")).unwrap_or_default();
+    let anonymous = support::request_to(addr, "PUT", "/v0/entity?id=k", &[], b"x").status;
+    let with = support::request_to(
+        addr,
+        "PUT",
+        "/v0/entity?id=k",
+        &[("Authorization", &bearer)],
+        b"x",
+    )
+    .status;
+    let _ = Command::new("kill").arg(node.id().to_string()).status();
+    let _ = node.wait();
+    let tokens = std::fs::read_to_string(format!("{root}/data/tokens"));
+    let mode = run(Command::new("stat").args(["-c", "%a", &format!("{root}/data/tokens")]));
+    cleanup();
+    assert!(app.is_some() && admin.is_some(), "{text}");
+    assert_eq!((anonymous, with), (401, 201), "{text}");
+    let tokens = tokens.unwrap();
+    assert!(!tokens.contains(app.as_deref().unwrap()), "{tokens}");
+    assert_eq!(mode.unwrap(), "600");
 }

@@ -4,9 +4,11 @@
 //! variants in `tls/` too, and they are the plain manifests plus only
 //! their TLS lines); and what the cluster needs of them: each pod's
 //! `--advertise` is its entry in `--cluster` (the headless Service's DNS
-//! names), the secret comes from
-//! the Secret, readiness is `/v0/status`, a preStop pause, and a
-//! disruption budget that keeps a quorum.
+//! names), the secret and the tokens file come from Secrets that
+//! `make-secrets.sh` makes at install (validated with the rest; none is
+//! committed, and a node accepts what it made), readiness is
+//! `/v0/status`, a preStop pause, and a disruption budget that keeps a
+//! quorum.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -47,10 +49,23 @@ fn validate(files: &[PathBuf]) -> Option<(bool, String)> {
     ))
 }
 
+/// `make-secrets.sh DIR`: the secrets made at install.
+fn make_secrets(dir: &std::path::Path) -> std::process::Output {
+    Command::new(dir().join("make-secrets.sh"))
+        .arg(dir)
+        .output()
+        .expect("run make-secrets.sh")
+}
+
 #[test]
 fn every_manifest_is_valid_against_the_kubernetes_schemas() {
-    let files = manifests();
+    let tmp = tempfile::tempdir().unwrap();
+    let secrets = tmp.path().join("s");
+    let o = make_secrets(&secrets);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut files = manifests();
     assert!(files.len() >= 5, "{files:?}");
+    files.push(secrets.join("secrets.yaml"));
     let Some((ok, out)) = validate(&files) else {
         panic!("kubernetes: kubernetes-validate is missing; .ci/run installs it (pip install kubernetes-validate)");
     };
@@ -61,6 +76,8 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
         "statefulset/strata",
         "poddisruptionbudget/strata",
         "secret/strata-cluster-secret",
+        "secret/strata-tokens",
+        "secret/strata-lab-tokens",
         "job/strata-lab",
         "job/strata-lab-merge",
         "persistentvolumeclaim/strata-lab-out",
@@ -84,7 +101,6 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
         assert!(out.contains(kind), "{kind} not validated:\n{out}");
     }
     // The validator does reject a wrong manifest: a misspelt field.
-    let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("bad.yaml");
     let text = std::fs::read_to_string(dir().join("pdb.yaml")).unwrap();
     std::fs::write(&bad, text.replace("maxUnavailable", "maxUnavailible")).unwrap();
@@ -150,6 +166,10 @@ fn wiring(s: &str, scheme: &str) {
     // The secret from the Secret, readiness on /v0/status, a drain.
     assert_eq!(arg("cluster-secret-file"), "/etc/strata/secret/secret");
     assert!(s.contains("secretName: strata-cluster-secret"));
+    // Data and metrics need tokens: the tokens file from its Secret.
+    assert_eq!(arg("auth-tokens"), "/etc/strata/tokens/tokens");
+    assert!(s.contains("secretName: strata-tokens"));
+    assert!(!s.contains("--client-auth"));
     assert!(s.contains("readinessProbe:\n            httpGet:\n              path: /v0/status"));
     assert!(s.contains("preStop:"));
 }
@@ -218,7 +238,6 @@ fn the_tls_variants_are_the_plain_manifests_and_only_their_tls_lines() {
         added_lines(&read("lab-job.yaml"), &read("tls/lab-job.yaml")),
         [
             "- --tls-ca=/tls/ca.pem",
-            "env:",
             "- name: POD_NAMESPACE",
             "valueFrom:",
             "fieldRef:",
@@ -236,4 +255,76 @@ fn the_tls_variants_are_the_plain_manifests_and_only_their_tls_lines() {
     );
     // The lab gets the CA, never the node's key.
     assert!(!read("tls/lab-job.yaml").contains("node.key"));
+}
+
+#[test]
+fn the_secrets_are_made_at_install_and_the_nodes_accept_them() {
+    // Nothing secret is committed: no manifest holds a Secret.
+    for f in manifests()
+        .into_iter()
+        .chain(yaml_in(&dir().join("tls")))
+    {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains("kind: Secret"), "{} holds a Secret", f.display());
+        assert!(!text.contains("stringData"), "{}", f.display());
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    assert!(make_secrets(&a).status.success());
+    assert!(make_secrets(&b).status.success());
+    let read = |d: &std::path::Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    assert_ne!(read(&a, "cluster-secret"), read(&b, "cluster-secret"));
+    // A second run never overwrites what a cluster runs with.
+    let again = make_secrets(&a);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+    // Private, and the manifest carries exactly the files' values.
+    let mode = std::fs::metadata(&a).unwrap().permissions();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o077, 0);
+    let yaml = read(&a, "secrets.yaml");
+    assert!(yaml.contains(&format!("secret: \"{}\"", read(&a, "cluster-secret").trim())));
+    assert!(yaml.contains(&format!("token: \"{}\"", read(&a, "lab.token").trim())));
+    assert!(yaml.contains(&format!("metrics-token: \"{}\"", read(&a, "monitor.token").trim())));
+    for line in read(&a, "tokens").lines() {
+        assert!(yaml.contains(&format!("    {line}\n")), "{line}");
+    }
+    // A node started as the StatefulSet starts it accepts the secret and
+    // gives each token its role.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--log-level", "warn", "--data-dir"])
+        .arg(tmp.path().join("data"))
+        .arg("--cluster-secret-file")
+        .arg(a.join("cluster-secret"))
+        .arg("--auth-tokens")
+        .arg(a.join("tokens"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let call = |method: &str, path: &str, token: Option<&str>| -> String {
+        let mut c = Command::new("curl");
+        c.args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", method]);
+        if method == "PUT" {
+            c.args(["--data-binary", "v"]);
+        }
+        if let Some(t) = token {
+            c.args(["-H", &format!("Authorization: Bearer {}", read(&a, t).trim())]);
+        }
+        let o = c.arg(format!("{url}{path}")).output().expect("curl");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert_eq!(call("PUT", "/v0/entity?id=k", Some("app.token")), "201");
+    assert_eq!(call("PUT", "/v0/entity?id=k", Some("lab.token")), "201");
+    assert_eq!(call("GET", "/metrics", Some("monitor.token")), "200");
+    assert_eq!(call("PUT", "/v0/entity?id=k", Some("monitor.token")), "403");
+    assert_eq!(call("GET", "/metrics", Some("app.token")), "403");
+    assert_eq!(call("GET", "/v0/entity?id=k", None), "401");
+    let _ = child.kill();
+    let _ = child.wait();
 }

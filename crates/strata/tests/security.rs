@@ -194,9 +194,12 @@ fn tokens_give_exactly_their_roles_and_are_read_again_on_sighup() {
     );
 
     // The lab presents its token: a load with it is served, one without
-    // is refused (every request a 401, counted as errors).
-    let run = |token: Option<&str>| -> serde_json::Value {
-        let out = tmp.path().join(format!("run-{}", token.is_some()));
+    // is refused (every request a 401, counted as errors). A token that
+    // may not read /metrics leaves the lab blind, and it says so at once
+    // and in the report; a monitor token beside it (--metrics-token) lets
+    // it see.
+    let run = |token: Option<&str>, metrics: Option<&str>| -> (serde_json::Value, String) {
+        let out = tmp.path().join(format!("run-{}-{}", token.is_some(), metrics.is_some()));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
         cmd.args([
             "load",
@@ -204,7 +207,7 @@ fn tokens_give_exactly_their_roles_and_are_read_again_on_sighup() {
             "--rate",
             "100",
             "--duration",
-            "1",
+            "3",
             "--keys",
             "100",
             "--quiet",
@@ -212,18 +215,44 @@ fn tokens_give_exactly_their_roles_and_are_read_again_on_sighup() {
             "--out",
         ])
         .arg(&out)
-        .env_remove("STRATA_TOKEN");
+        .env_remove("STRATA_TOKEN")
+        .env_remove("STRATA_METRICS_TOKEN");
         if let Some(t) = token {
             cmd.env("STRATA_TOKEN", t);
         }
+        if let Some(t) = metrics {
+            cmd.env("STRATA_METRICS_TOKEN", t);
+        }
         let o = cmd.output().unwrap();
-        serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+        (v, err)
     };
-    let served = run(Some(&readwrite));
+    let (served, err) = run(Some(&readwrite), None);
     let t = &served["trials"][0];
     assert_eq!(t["errors"], 0, "{t}");
-    let refused = run(None);
+    assert!(
+        err.contains("cannot see") && err.contains("403") && err.contains("--metrics-token"),
+        "{err}"
+    );
+    let unseen = served["unseen"].to_string();
+    assert!(
+        unseen.contains("node-1") && unseen.contains("403") && unseen.contains("monitor"),
+        "{unseen}"
+    );
+    let md = std::fs::read_to_string(tmp.path().join("run-true-false/report.md")).unwrap();
+    assert!(md.contains("could not be seen"), "{md}");
+    let (seen, err) = run(Some(&readwrite), Some(&monitor));
+    assert!(!err.contains("cannot see"), "{err}");
+    assert!(seen.get("unseen").is_none(), "{seen}");
+    assert!(
+        seen["trials"][0]["server"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty()),
+        "{}",
+        seen["trials"][0]
+    );
+    let (refused, _) = run(None, None);
     let t = &refused["trials"][0];
     assert_eq!(t["errors"], t["requests"], "{t}");
 }

@@ -1,6 +1,7 @@
 //! The systemd unit (`deploy/systemd/`): `systemd-analyze verify` accepts
 //! it (with ExecStart pointing at the binary under test), and every
-//! variable of the sample environment file is one `strata serve` reads.
+//! variable of the sample environment file is one `strata serve` reads;
+//! it runs with a tokens file.
 
 use std::process::Command;
 
@@ -12,6 +13,9 @@ fn deploy() -> std::path::PathBuf {
 fn the_unit_verifies_and_its_environment_names_real_options() {
     let unit = std::fs::read_to_string(deploy().join("strata.service")).unwrap();
     assert!(unit.contains("ExecStart=/usr/local/bin/strata serve"));
+    // As shipped, data and metrics need tokens.
+    assert!(unit.contains("Environment=STRATA_AUTH_TOKENS=/etc/strata/tokens"));
+    assert!(!unit.contains("STRATA_CLIENT_AUTH"));
     let env = std::fs::read_to_string(deploy().join("strata.env")).unwrap();
     let help = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(["serve", "--help"])

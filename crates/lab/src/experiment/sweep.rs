@@ -258,12 +258,14 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     for t in &mut trials {
         t.resources = crate::experiment::verdict::readings::readings(t, machine);
     }
+    let unseen = scrapes.refusals();
     let v = verdict(&Evidence {
         trials: &trials,
         deciding: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
         breaking_point: pass,
         range,
         machine,
+        unseen: &unseen,
     });
     on_line("");
     on_line(&format!(
@@ -303,6 +305,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         cause: Some(v.cause),
         cause_node: v.node,
         breaking_range: range,
+        unseen,
     };
     Ok((report, scrapes))
 }

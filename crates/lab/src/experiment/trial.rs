@@ -562,6 +562,7 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
         cause: None,
         cause_node: None,
         breaking_range: None,
+        unseen: scrapes.refusals(),
     };
     Ok(LoadRun {
         outcome,

@@ -661,6 +661,16 @@ pub fn result(r: &Report) -> Vec<String> {
     if let Some(c) = &r.check {
         out.push(check_headline(c));
     }
+    let said = r
+        .verdict
+        .as_ref()
+        .is_some_and(|v| v.contains("could not be seen"));
+    if !r.unseen.is_empty() && !said {
+        out.push(format!(
+            "The servers could not be seen (their figures show -): {}.",
+            r.unseen.join("; ")
+        ));
+    }
     if let Some(v) = &r.verdict {
         out.push(format!("Verdict: {v}"));
     }

@@ -53,6 +53,10 @@ pub struct Report {
     /// `--check`: what the consistency checker found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CheckSummary>,
+    /// Nodes whose `/metrics` refused the lab (401, 403), and why: their
+    /// server figures are missing for that reason, not for want of load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

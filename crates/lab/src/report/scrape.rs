@@ -92,10 +92,51 @@ fn interval_p99(prev: &HashMap<String, f64>, m: &HashMap<String, f64>, name: &st
     })
 }
 
+/// The bearer token the lab reads `/metrics` with, when it is not the
+/// one it sends data requests with (`--metrics-token`): a monitor token
+/// beside a readwrite one, so that the lab needs no operator token.
+static METRICS_TOKEN: std::sync::RwLock<Option<Arc<str>>> = std::sync::RwLock::new(None);
+
+/// Read `/metrics` with `token` from now on (`None`: the data requests'
+/// token).
+pub fn set_metrics_token(token: Option<&str>) {
+    *METRICS_TOKEN.write().unwrap_or_else(|e| e.into_inner()) =
+        token.map(|t| Arc::from(t.trim()));
+}
+
+/// `target` as the lab scrapes it: with the metrics token if one is set.
+fn for_metrics(target: &Target) -> Target {
+    let mut t = target.clone();
+    if let Some(m) = METRICS_TOKEN
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    {
+        t.token = Some(m);
+    }
+    t
+}
+
 /// The `/metrics` text of the node at `url` (`http://HOST:PORT`).
 pub fn fetch_metrics(url: &str) -> Result<String, String> {
-    let t = strata_client::conn::Target::parse(url)?;
+    let t = for_metrics(&strata_client::conn::Target::parse(url)?);
     http_get(&t, "/metrics", Duration::from_secs(10))
+}
+
+/// What the lab needs to see a node's metrics, for a refusal.
+pub const METRICS_ROLE: &str = "reading /metrics needs the monitor or operator role: give the lab a monitor token with --metrics-token (beside a readwrite --token), or an operator token (docs/lab.md, \"Credentials\")";
+
+/// Why a node refused the lab's scrape, if it did (401 or 403): the
+/// status and the node's reason, and what would let the lab see.
+pub fn refusal(status: u16, body: &[u8]) -> Option<String> {
+    if status != 401 && status != 403 {
+        return None;
+    }
+    let why = String::from_utf8_lossy(body);
+    Some(format!(
+        "GET /metrics answered {status} ({}): {METRICS_ROLE}",
+        why.trim()
+    ))
 }
 
 /// GET `path` from `target` (connection closed after), the body.
@@ -204,6 +245,20 @@ pub struct Scrapes {
     pub first: Option<String>,
     pub last: Option<String>,
     pub more: Vec<Scrapes>,
+    /// Why this node refused the scrapes, if it did (`refusal`).
+    pub refused: Option<String>,
+}
+
+impl Scrapes {
+    /// Every node that refused the lab's scrapes (`node-N: why`), in the
+    /// order given.
+    pub fn refusals(&self) -> Vec<String> {
+        std::iter::once(self)
+            .chain(&self.more)
+            .enumerate()
+            .filter_map(|(i, s)| Some(format!("node-{}: {}", i + 1, s.refused.as_ref()?)))
+            .collect()
+    }
 }
 
 /// A scrape longer than this is given up (the node then has no sample at
@@ -226,7 +281,8 @@ impl Sampler {
     /// Start sampling each node's `/metrics` every `every`, with times
     /// relative to `origin`: one thread per node, all on the same ticks,
     /// each scrape bounded by `SCRAPE_TIMEOUT`. A node without `/metrics`
-    /// quietly gives nothing.
+    /// gives nothing; one that refuses the lab's credentials (401, 403) is
+    /// named on stderr at once, and in `refusals` and the scrapes.
     pub fn start(nodes: &[Target], origin: Instant, every: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let first_tick = Instant::now();
@@ -240,7 +296,7 @@ impl Sampler {
             let samples = Arc::new(Mutex::new(Vec::new()));
             let texts = Arc::new(Mutex::new(Scrapes::default()));
             let (st, sa, tx) = (stop.clone(), samples.clone(), texts.clone());
-            let node = node.clone();
+            let node = for_metrics(node);
             let spawned = std::thread::Builder::new()
                 .name(format!("strata-scrape-{i}"))
                 .spawn(move || scrape_loop(&node, origin, first_tick, every, &st, &sa, &tx));
@@ -257,6 +313,24 @@ impl Sampler {
     /// its own samples).
     pub fn snapshot(&self) -> Vec<ServerSample> {
         combine(&self.snapshot_ticked())
+    }
+
+    /// The nodes that have refused the lab's scrapes so far (`node-N:
+    /// why`).
+    pub fn refusals(&self) -> Vec<String> {
+        let mut all = Scrapes::default();
+        for (i, t) in self.texts.iter().enumerate() {
+            let refused = t.lock().unwrap().refused.clone();
+            if i == 0 {
+                all.refused = refused;
+            } else {
+                all.more.push(Scrapes {
+                    refused,
+                    ..Default::default()
+                });
+            }
+        }
+        all.refusals()
     }
 
     /// Samples so far, per node in the order given.
@@ -307,7 +381,28 @@ fn scrape_loop(
     let mut tick = 0u64;
     while !stop.load(Ordering::Acquire) {
         let now = Instant::now();
-        if let Ok(text) = http_get(node, "/metrics", SCRAPE_TIMEOUT) {
+        let answer = strata_ctl::http::request_to("GET", node, "/metrics", SCRAPE_TIMEOUT);
+        if let Some(why) = answer
+            .as_ref()
+            .ok()
+            .and_then(|r| refusal(r.status, &r.body))
+        {
+            let mut t = texts.lock().unwrap();
+            if t.refused.is_none() {
+                eprintln!(
+                    "warning: the lab cannot see {}: {why}; the report and the verdict go without its metrics",
+                    node.addr
+                );
+                t.refused = Some(why);
+            }
+        }
+        let text = answer.and_then(|r| {
+            if r.status != 200 {
+                return Err(format!("/metrics: status {}", r.status));
+            }
+            String::from_utf8(r.body).map_err(|e| e.to_string())
+        });
+        if let Ok(text) = text {
             let took = now.elapsed();
             let m = metric_sums(&text);
             if !m.is_empty() {

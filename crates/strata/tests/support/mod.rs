@@ -24,9 +24,26 @@ impl NodeProc {
         Self::start_with(Command::new(env!("CARGO_BIN_EXE_strata")), dir, extra)
     }
 
+    /// As `start`, its log (at `info`) in `log` instead of the test's
+    /// stderr.
+    pub fn start_logged(dir: &Path, extra: &[&str], log: &Path) -> NodeProc {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+        cmd.stderr(Stdio::from(std::fs::File::create(log).unwrap()));
+        let mut args = extra.to_vec();
+        args.extend(["--log-level", "info"]);
+        Self::spawn(cmd, dir, &args, false)
+    }
+
     /// Start `strata serve` through `cmd`: the binary itself, or a wrapper
     /// such as `taskset -c 1 strata` that the serve arguments follow.
-    pub fn start_with(mut cmd: Command, dir: &Path, extra: &[&str]) -> NodeProc {
+    pub fn start_with(cmd: Command, dir: &Path, extra: &[&str]) -> NodeProc {
+        Self::spawn(cmd, dir, extra, true)
+    }
+
+    fn spawn(mut cmd: Command, dir: &Path, extra: &[&str], inherit: bool) -> NodeProc {
+        if inherit {
+            cmd.stderr(Stdio::inherit());
+        }
         cmd.arg("serve");
         // An ephemeral port unless the caller names one.
         if !extra.contains(&"--listen") {
@@ -35,10 +52,13 @@ impl NodeProc {
         let mut child = cmd
             .arg("--data-dir")
             .arg(dir)
-            .args(["--log-level", "warn"])
+            .args(if extra.contains(&"--log-level") {
+                &[][..]
+            } else {
+                &["--log-level", "warn"][..]
+            })
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .expect("start strata serve");
         let mut line = String::new();

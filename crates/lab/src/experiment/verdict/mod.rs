@@ -32,6 +32,9 @@ pub struct Evidence<'a> {
     pub breaking_point: Option<f64>,
     pub range: Option<(f64, f64, u32)>,
     pub machine: Machine,
+    /// Nodes whose metrics the lab could not read, and why (`node-N:
+    /// GET /metrics answered 403 (…)`): none of their resources was seen.
+    pub unseen: &'a [String],
 }
 
 /// The verdict: the cause, machine-readable, and in words.
@@ -258,7 +261,21 @@ fn top_parts(s: &Slowest, n: usize) -> String {
         .join("; ")
 }
 
+/// The verdict, saying first when the servers could not be seen: then no
+/// resource of theirs was read, and it rests on the answers' own timing.
 pub fn verdict(e: &Evidence) -> Verdict {
+    let mut v = judge(e);
+    if !e.unseen.is_empty() && v.cause != "none" {
+        v.text = format!(
+            "The servers could not be seen: {}. No resource of theirs was read; what follows rests on the answers' Server-Timing alone. {}",
+            e.unseen.join("; "),
+            v.text.trim_start()
+        );
+    }
+    v
+}
+
+fn judge(e: &Evidence) -> Verdict {
     let Some((t, why)) = e.deciding else {
         let text = match e.breaking_point {
             Some(bp) => format!(

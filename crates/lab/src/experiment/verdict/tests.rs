@@ -107,6 +107,7 @@ fn judge(trials: &[Trial], cores: Option<f64>) -> Verdict {
         breaking_point: Some(1000.0),
         range: None,
         machine: Machine { cores },
+        unseen: &[],
     })
 }
 
@@ -472,6 +473,29 @@ fn nothing_crossed_and_nothing_dominant_is_cannot_tell() {
     assert_eq!(v.cause, "unknown", "{}", v.text);
     assert!(v.text.contains("cannot tell"), "{}", v.text);
     assert!(v.text.contains("Seen:"), "{}", v.text);
+}
+
+#[test]
+fn servers_whose_metrics_were_refused_are_said_unseen_and_why() {
+    let t = trial(2000.0, 1, |_, _| {});
+    let why = vec!["p99 20 ms > 10 ms".to_string()];
+    let unseen = ["node-1: GET /metrics answered 403 (token \"app\" is \"readwrite\")".to_string()];
+    let v = verdict(&Evidence {
+        trials: std::slice::from_ref(&t),
+        deciding: Some((&t, &why)),
+        breaking_point: Some(1000.0),
+        range: None,
+        machine: Machine { cores: None },
+        unseen: &unseen,
+    });
+    assert!(
+        v.text.starts_with("The servers could not be seen: node-1: GET /metrics answered 403"),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("Server-Timing alone"), "{}", v.text);
+    // Seen, the same trial says nothing of it.
+    assert!(!judge(&[t], None).text.contains("could not be seen"));
 }
 
 #[test]
