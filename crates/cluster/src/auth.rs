@@ -201,11 +201,17 @@ mod tests {
         assert!(!s.check_upgrade_token("http://a:1", "00.zz"));
         assert!(Secret::new("short").unwrap_err().contains("16 bytes"));
         let e = Secret::new("replace-me-with-32-random-bytes-0123456789abcdef").unwrap_err();
-        assert!(e.contains("public") && e.contains("strata secret new"), "{e}");
+        assert!(
+            e.contains("public") && e.contains("strata secret new"),
+            "{e}"
+        );
         let e = Secret::new("my-cluster-secret-for-production").unwrap_err();
         assert!(e.contains("guessable") && e.contains("\"secret\""), "{e}");
         let hex = Secret::generate_hex();
-        assert_eq!(Secret::new(format!(" {hex}\n")).unwrap().as_bytes(), hex.as_bytes());
+        assert_eq!(
+            Secret::new(format!(" {hex}\n")).unwrap().as_bytes(),
+            hex.as_bytes()
+        );
     }
 
     #[tokio::test]

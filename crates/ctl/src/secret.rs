@@ -82,7 +82,10 @@ mod tests {
         let first = std::fs::read_to_string(&f).unwrap();
         assert_eq!(first.trim().len(), 64);
         let mode = std::fs::metadata(&f).unwrap().permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
         assert!(main(&cmd).unwrap_err().contains("already exists"));
         assert_eq!(std::fs::read_to_string(&f).unwrap(), first);
     }

@@ -9,9 +9,9 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use strata_api::access::{operator_token, random_token, token_line, Role};
 #[cfg(test)]
 use strata_api::access::token_digest;
+use strata_api::access::{operator_token, random_token, token_line, Role};
 
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum TokenCmd {

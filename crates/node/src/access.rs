@@ -336,13 +336,16 @@ fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
 /// Create a tokens file at `path` (it must not exist; mode 0600) holding
 /// an operator token `admin` and a readwrite token `app`; returns each
 /// role, name and token, to be shown once.
-pub fn create_tokens_file(path: &Path) -> Result<Vec<(&'static str, &'static str, String)>, String> {
+pub fn create_tokens_file(
+    path: &Path,
+) -> Result<Vec<(&'static str, &'static str, String)>, String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let made: Vec<(Role, &'static str, String)> = [(Role::Operator, "admin"), (Role::ReadWrite, "app")]
-        .into_iter()
-        .map(|(r, n)| (r, n, strata_api::access::random_token()))
-        .collect();
+    let made: Vec<(Role, &'static str, String)> =
+        [(Role::Operator, "admin"), (Role::ReadWrite, "app")]
+            .into_iter()
+            .map(|(r, n)| (r, n, strata_api::access::random_token()))
+            .collect();
     let text: String = made
         .iter()
         .map(|(r, n, t)| strata_api::access::token_line(*r, n, t) + "\n")
@@ -565,15 +568,22 @@ mod tests {
         let f = d.path().join("tokens");
         let made = create_tokens_file(&f).unwrap();
         let mode = std::fs::metadata(&f).unwrap().permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
         let text = std::fs::read_to_string(&f).unwrap();
         let a = Access::new(Some(f.clone()), ClientAuth::Required, None).unwrap();
         for (role, _, token) in &made {
-            assert!(!text.contains(token.as_str()), "the file holds digests only");
+            assert!(
+                !text.contains(token.as_str()),
+                "the file holds digests only"
+            );
             let want = Role::parse(role).unwrap();
             for need in [Need::Read, Need::Write, Need::Monitor, Need::Operate] {
                 assert_eq!(
-                    a.check(need, Some(&bearer(token)), &Peer::default()).is_ok(),
+                    a.check(need, Some(&bearer(token)), &Peer::default())
+                        .is_ok(),
                     want.allows(need),
                     "{role} {need:?}"
                 );

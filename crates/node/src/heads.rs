@@ -155,8 +155,7 @@ impl Heads {
             .copied()
             .filter(|id| {
                 g.all.get(id).is_some_and(|e| {
-                    now.saturating_duration_since(e.since) >= EVICT_AFTER
-                        && unread(e.fd) == Some(0)
+                    now.saturating_duration_since(e.since) >= EVICT_AFTER && unread(e.fd) == Some(0)
                 })
             })
             .take(n)

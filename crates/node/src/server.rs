@@ -492,7 +492,9 @@ fn start(
     let addr = stream.peer_addr().ok();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let awaiting = Arc::new(node.heads.register(
-        addr.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip().to_canonical()),
+        addr.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| {
+            a.ip().to_canonical()
+        }),
         fd,
     ));
     let peer = Arc::new(Peer::new(addr, None));
@@ -524,37 +526,41 @@ fn start(
     // Idle before its first head for this long, a connection gives up its
     // place under the overload limit (the wait target: a request that
     // waits that long in its socket is already late).
-    let idle_after = node.guard.target().unwrap_or(std::time::Duration::from_millis(5));
+    let idle_after = node
+        .guard
+        .target()
+        .unwrap_or(std::time::Duration::from_millis(5));
     tokio::spawn(async move {
         let _permit = permit;
         let serve = async {
             match tls {
-            None => serve_http(stream, service, header_timeout, stop_rx).await,
-            Some(server) => {
-                // The handshake gets the time a request's head gets.
-                let acceptor = tokio_rustls::TlsAcceptor::from(server);
-                match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => {
-                        // A client certificate was verified in the
-                        // handshake: its subject names the caller.
-                        let cert = tls.get_ref().1.peer_certificates();
-                        if let Some(s) = cert.and_then(|c| c.first()).and_then(strata_tls::subject)
-                        {
-                            let _ = peer.cert.set(s);
+                None => serve_http(stream, service, header_timeout, stop_rx).await,
+                Some(server) => {
+                    // The handshake gets the time a request's head gets.
+                    let acceptor = tokio_rustls::TlsAcceptor::from(server);
+                    match tokio::time::timeout(header_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => {
+                            // A client certificate was verified in the
+                            // handshake: its subject names the caller.
+                            let cert = tls.get_ref().1.peer_certificates();
+                            if let Some(s) =
+                                cert.and_then(|c| c.first()).and_then(strata_tls::subject)
+                            {
+                                let _ = peer.cert.set(s);
+                            }
+                            serve_http(tls, service, header_timeout, stop_rx).await
                         }
-                        serve_http(tls, service, header_timeout, stop_rx).await
-                    }
-                    Ok(Err(e)) => {
-                        tracing::debug!(error = %e, "TLS handshake failed");
-                        Ok(())
-                    }
-                    Err(_) => {
-                        tracing::debug!("TLS handshake timed out");
-                        Ok(())
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            Ok(())
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            Ok(())
+                        }
                     }
                 }
             }
-        }
         };
         let r = tokio::select! {
             r = serve => r,

@@ -266,27 +266,33 @@ struct StressArgs {
     counter_base: u64,
 }
 
+/// A credential given on the command line, or in the file named instead.
+fn from_file(
+    value: Option<String>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, String> {
+    match file {
+        Some(f) => std::fs::read_to_string(f)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", f.display())),
+        None => Ok(value),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     strata_client::stream::trust(cli.tls_ca.clone());
-    let token = match &cli.token_file {
-        Some(f) => match std::fs::read_to_string(f) {
-            Ok(t) => Some(t),
-            Err(e) => return exit("strata", Err(format!("{}: {e}", f.display()))),
-        },
-        None => cli.token.clone(),
+    let (token, metrics_token) = match (
+        from_file(cli.token.clone(), cli.token_file.as_deref()),
+        from_file(cli.metrics_token.clone(), cli.metrics_token_file.as_deref()),
+    ) {
+        (Ok(t), Ok(m)) => (t, m),
+        (Err(e), _) | (_, Err(e)) => return exit("strata", Err(e)),
     };
     strata_client::stream::credentials(
         token,
         cli.tls_client_cert.clone().zip(cli.tls_client_key.clone()),
     );
-    let metrics_token = match &cli.metrics_token_file {
-        Some(f) => match std::fs::read_to_string(f) {
-            Ok(t) => Some(t),
-            Err(e) => return exit("strata", Err(format!("{}: {e}", f.display()))),
-        },
-        None => cli.metrics_token.clone(),
-    };
     strata_lab::report::scrape::set_metrics_token(metrics_token.as_deref());
     match cli.cmd {
         Cmd::Serve(mut a) => exit("strata serve", {

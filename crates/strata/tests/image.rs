@@ -5,7 +5,8 @@
 //! binary under test, mounts it, and starts the node from the image's own
 //! root file system (`chroot`, as the image's unprivileged user), with the
 //! image's libraries and its /data. Then a write and a read, a drain on
-//! SIGTERM, and the image's configuration (entrypoint, user, port).
+//! SIGTERM, and the image's configuration (entrypoint, user, port); and
+//! its default command, which serves with tokens it makes at first start.
 
 mod support;
 
@@ -40,65 +41,102 @@ fn runnable() -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn the_image_holds_a_node_that_serves_from_its_own_root_file_system() {
-    if let Err(why) = runnable() {
-        panic!("image: cannot run: {why}; .ci/run installs what it needs");
+/// The image built from the binary under test, a working container of it
+/// and its root file system mounted; all removed on drop.
+struct Image {
+    tag: String,
+    ctr: String,
+    root: String,
+}
+
+impl Image {
+    fn build() -> Image {
+        if let Err(why) = runnable() {
+            panic!("image: cannot run: {why}; .ci/run installs what it needs");
+        }
+        let tag = format!("localhost/strata-test:{}", std::process::id());
+        let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        run(Command::new(repo.join("deploy/image/build.sh"))
+            .arg(&tag)
+            .env("STRATA_BIN", env!("CARGO_BIN_EXE_strata")))
+        .unwrap();
+        let ctr = buildah(&["from", &tag]).unwrap();
+        let root = buildah(&["mount", &ctr]).unwrap();
+        Image { tag, ctr, root }
     }
-    let tag = format!("localhost/strata-test:{}", std::process::id());
-    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    run(Command::new(repo.join("deploy/image/build.sh"))
-        .arg(&tag)
-        .env("STRATA_BIN", env!("CARGO_BIN_EXE_strata")))
-    .unwrap();
-    let ctr = buildah(&["from", &tag]).unwrap();
-    let cleanup = || {
-        let _ = buildah(&["umount", &ctr]);
-        let _ = buildah(&["rm", &ctr]);
-        let _ = buildah(&["rmi", &tag]);
-    };
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        let _ = buildah(&["umount", &self.ctr]);
+        let _ = buildah(&["rm", &self.ctr]);
+        let _ = buildah(&["rmi", &self.tag]);
+    }
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Start the image's `strata` with `args` from its own root, as its user.
+fn start(img: &Image, args: &[String], stderr: Stdio) -> std::process::Child {
+    Command::new("chroot")
+        .args(["--userspec=10001:10001", &img.root, "/usr/local/bin/strata"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+/// Wait until `addr` accepts connections (10 s at most).
+fn listening(addr: std::net::SocketAddr) -> Option<std::net::TcpStream> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match std::net::TcpStream::connect(addr) {
+            Ok(s) => return Some(s),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// One image, built once (a build copies the binary into a new file
+/// system: slow), for both checks.
+#[test]
+fn the_image_serves_from_its_own_root_and_its_default_command_with_tokens() {
+    let img = Image::build();
+    serves_from_its_own_root_file_system(&img);
+    default_command_serves_with_tokens_it_makes_at_first_start(&img);
+}
+
+fn serves_from_its_own_root_file_system(img: &Image) {
+    let ctr = &img.ctr;
+    let root = &img.root;
     let config = buildah(&[
         "inspect",
         "--format",
         "{{.OCIv1.Config.Entrypoint}} {{.OCIv1.Config.User}} {{.OCIv1.Config.ExposedPorts}} {{.OCIv1.Config.Cmd}}",
-        &ctr,
+        ctr,
     ])
     .unwrap();
-    let root = buildah(&["mount", &ctr]).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut node = Command::new("chroot")
-        .args([
-            "--userspec=10001:10001",
-            &root,
-            "/usr/local/bin/strata",
-            "serve",
-        ])
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-            "/data",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr = format!("127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut s = loop {
-        match std::net::TcpStream::connect(&addr) {
-            Ok(s) => break s,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => {
-                let _ = node.kill();
-                cleanup();
-                panic!("the node from the image never listened: {e}");
-            }
-        }
+    let port = free_port();
+    let args = [
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--data-dir",
+        "/data",
+    ];
+    let mut node = start(img, &args.map(String::from), Stdio::null());
+    let Some(mut s) = listening(([127, 0, 0, 1], port).into()) else {
+        let _ = node.kill();
+        panic!("the node from the image never listened");
     };
     support::send(&mut s, "PUT", "/v0/entity?id=k", b"from the image");
     let put = support::read_response(&mut s);
@@ -110,7 +148,6 @@ fn the_image_holds_a_node_that_serves_from_its_own_root_file_system() {
     let st = node.wait().unwrap();
     // What the node wrote is in the image's /data, owned by its user.
     let data_owner = run(Command::new("stat").args(["-c", "%u", &format!("{root}/data")]));
-    cleanup();
     assert_eq!(put.status, 201);
     assert_eq!(got.status, 200);
     assert_eq!(got.body, b"from the image");
@@ -128,52 +165,35 @@ fn the_image_holds_a_node_that_serves_from_its_own_root_file_system() {
     );
 }
 
-#[test]
-fn the_images_default_command_serves_with_tokens_it_makes_at_first_start() {
-    if let Err(why) = runnable() {
-        panic!("image: cannot run: {why}; .ci/run installs what it needs");
-    }
-    let tag = format!("localhost/strata-test-cmd:{}", std::process::id());
-    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    run(Command::new(repo.join("deploy/image/build.sh"))
-        .arg(&tag)
-        .env("STRATA_BIN", env!("CARGO_BIN_EXE_strata")))
-    .unwrap();
-    let ctr = buildah(&["from", &tag]).unwrap();
-    let cleanup = || {
-        let _ = buildah(&["umount", &ctr]);
-        let _ = buildah(&["rm", &ctr]);
-        let _ = buildah(&["rmi", &tag]);
-    };
-    let cmd = buildah(&["inspect", "--format", "{{json .OCIv1.Config.Cmd}}", &ctr]).unwrap();
-    let mut args: Vec<String> = serde_json::from_str(&cmd).unwrap();
-    let root = buildah(&["mount", &ctr]).unwrap();
-    // The image's own command, on a free port of loopback instead of 8080.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+/// The image's own command (on a free loopback port instead of 8080):
+/// its first start creates /data/tokens and prints the tokens once; data
+/// needs one.
+fn default_command_serves_with_tokens_it_makes_at_first_start(img: &Image) {
+    let root = &img.root;
+    let cmd = buildah(&["inspect", "--format", "{{.OCIv1.Config.Cmd}}", &img.ctr]).unwrap();
+    // `[serve --listen 0.0.0.0:8080 ...]`
+    let mut args: Vec<String> = cmd
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let port = free_port();
     let at = args.iter().position(|a| a == "--listen").unwrap();
     args[at + 1] = format!("127.0.0.1:{port}");
+    // The first check's tokens file is not there: it ran without one.
+    let _ = std::fs::remove_file(format!("{root}/data/tokens"));
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("log");
-    let mut node = Command::new("chroot")
-        .args(["--userspec=10001:10001", &root, "/usr/local/bin/strata"])
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
-        .spawn()
-        .unwrap();
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(addr).is_err() {
-        if Instant::now() > deadline {
-            let _ = node.kill();
-            cleanup();
-            panic!("never listened: {}", std::fs::read_to_string(&log).unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let mut node = start(
+        img,
+        &args,
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    if listening(addr).is_none() {
+        let _ = node.kill();
+        panic!("never listened: {}", std::fs::read_to_string(&log).unwrap());
     }
     let text = std::fs::read_to_string(&log).unwrap();
     let token = |name: &str| -> Option<String> {
@@ -182,7 +202,10 @@ fn the_images_default_command_serves_with_tokens_it_makes_at_first_start() {
             .map(str::to_string)
     };
     let (app, admin) = (token("readwrite app"), token("operator admin"));
-    let bearer = app.as_ref().map(|t| format!("Bearer {t}")).unwrap_or_default();
+    let bearer = app
+        .as_ref()
+        .map(|t| format!("Bearer {t}"))
+        .unwrap_or_default();
     let anonymous = support::request_to(addr, "PUT", "/v0/entity?id=k", &[], b"x").status;
     let with = support::request_to(
         addr,
@@ -196,7 +219,6 @@ fn the_images_default_command_serves_with_tokens_it_makes_at_first_start() {
     let _ = node.wait();
     let tokens = std::fs::read_to_string(format!("{root}/data/tokens"));
     let mode = run(Command::new("stat").args(["-c", "%a", &format!("{root}/data/tokens")]));
-    cleanup();
     assert!(app.is_some() && admin.is_some(), "{text}");
     assert_eq!((anonymous, with), (401, 201), "{text}");
     let tokens = tokens.unwrap();

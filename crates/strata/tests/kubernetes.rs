@@ -50,9 +50,9 @@ fn validate(files: &[PathBuf]) -> Option<(bool, String)> {
 }
 
 /// `make-secrets.sh DIR`: the secrets made at install.
-fn make_secrets(dir: &std::path::Path) -> std::process::Output {
+fn make_secrets(out: &std::path::Path) -> std::process::Output {
     Command::new(dir().join("make-secrets.sh"))
-        .arg(dir)
+        .arg(out)
         .output()
         .expect("run make-secrets.sh")
 }
@@ -64,7 +64,7 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
     let o = make_secrets(&secrets);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut files = manifests();
-    assert!(files.len() >= 5, "{files:?}");
+    assert!(files.len() >= 4, "{files:?}");
     files.push(secrets.join("secrets.yaml"));
     let Some((ok, out)) = validate(&files) else {
         panic!("kubernetes: kubernetes-validate is missing; .ci/run installs it (pip install kubernetes-validate)");
@@ -260,12 +260,13 @@ fn the_tls_variants_are_the_plain_manifests_and_only_their_tls_lines() {
 #[test]
 fn the_secrets_are_made_at_install_and_the_nodes_accept_them() {
     // Nothing secret is committed: no manifest holds a Secret.
-    for f in manifests()
-        .into_iter()
-        .chain(yaml_in(&dir().join("tls")))
-    {
+    for f in manifests().into_iter().chain(yaml_in(&dir().join("tls"))) {
         let text = std::fs::read_to_string(&f).unwrap();
-        assert!(!text.contains("kind: Secret"), "{} holds a Secret", f.display());
+        assert!(
+            !text.contains("kind: Secret"),
+            "{} holds a Secret",
+            f.display()
+        );
         assert!(!text.contains("stringData"), "{}", f.display());
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -282,16 +283,29 @@ fn the_secrets_are_made_at_install_and_the_nodes_accept_them() {
     let mode = std::fs::metadata(&a).unwrap().permissions();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o077, 0);
     let yaml = read(&a, "secrets.yaml");
-    assert!(yaml.contains(&format!("secret: \"{}\"", read(&a, "cluster-secret").trim())));
+    assert!(yaml.contains(&format!(
+        "secret: \"{}\"",
+        read(&a, "cluster-secret").trim()
+    )));
     assert!(yaml.contains(&format!("token: \"{}\"", read(&a, "lab.token").trim())));
-    assert!(yaml.contains(&format!("metrics-token: \"{}\"", read(&a, "monitor.token").trim())));
+    assert!(yaml.contains(&format!(
+        "metrics-token: \"{}\"",
+        read(&a, "monitor.token").trim()
+    )));
     for line in read(&a, "tokens").lines() {
         assert!(yaml.contains(&format!("    {line}\n")), "{line}");
     }
     // A node started as the StatefulSet starts it accepts the secret and
     // gives each token its role.
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--log-level", "warn", "--data-dir"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-level",
+            "warn",
+            "--data-dir",
+        ])
         .arg(tmp.path().join("data"))
         .arg("--cluster-secret-file")
         .arg(a.join("cluster-secret"))
@@ -314,7 +328,10 @@ fn the_secrets_are_made_at_install_and_the_nodes_accept_them() {
             c.args(["--data-binary", "v"]);
         }
         if let Some(t) = token {
-            c.args(["-H", &format!("Authorization: Bearer {}", read(&a, t).trim())]);
+            c.args([
+                "-H",
+                &format!("Authorization: Bearer {}", read(&a, t).trim()),
+            ]);
         }
         let o = c.arg(format!("{url}{path}")).output().expect("curl");
         String::from_utf8_lossy(&o.stdout).into_owned()

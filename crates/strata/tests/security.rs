@@ -199,7 +199,9 @@ fn tokens_give_exactly_their_roles_and_are_read_again_on_sighup() {
     // and in the report; a monitor token beside it (--metrics-token) lets
     // it see.
     let run = |token: Option<&str>, metrics: Option<&str>| -> (serde_json::Value, String) {
-        let out = tmp.path().join(format!("run-{}-{}", token.is_some(), metrics.is_some()));
+        let out = tmp
+            .path()
+            .join(format!("run-{}-{}", token.is_some(), metrics.is_some()));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
         cmd.args([
             "load",

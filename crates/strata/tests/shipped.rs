@@ -11,7 +11,7 @@ mod support;
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,8 @@ fn repo() -> PathBuf {
 /// Every cluster secret written in the repository's files: values given
 /// to `--cluster-secret`, `STRATA_CLUSTER_SECRET`, `cluster_secret`, a
 /// manifest's `secret:` key or `--from-literal=secret=`, a `Secret::new`
-/// literal, a constant named like a secret, and the published list itself.
+/// literal, a constant named like a secret; and the list of secrets
+/// published in any version (`strength::PUBLISHED`).
 fn secrets_in_the_repository() -> Vec<(String, String)> {
     let files = Command::new("git")
         .arg("-C")
@@ -44,6 +45,9 @@ fn secrets_in_the_repository() -> Vec<(String, String)> {
                 found.push((v, format!("{path}:{}", n + 1)));
             }
         }
+    }
+    for (s, why) in strata_cluster::strength::PUBLISHED {
+        found.push((s.to_string(), why.to_string()));
     }
     found.sort();
     found.dedup_by(|a, b| a.0 == b.0);
@@ -71,14 +75,9 @@ fn candidates(line: &str) -> Vec<String> {
             out.extend(literal(&line[start..]));
         }
     }
-    // `const SOMETHING_SECRET: &str = "..."` and the published list's
-    // entries (a string of 16 or more on a line of its own).
+    // `const SOMETHING_SECRET: &str = "..."`.
     if lower.contains("secret") && lower.contains("&str = \"") {
         out.extend(line.split_once("&str = ").and_then(|(_, r)| literal(r)));
-    }
-    let t = line.trim();
-    if t.starts_with('"') && t.ends_with("\",") && t.len() >= 19 && !t.contains(' ') {
-        out.extend(literal(t));
     }
     out
 }
@@ -103,6 +102,30 @@ fn literal(s: &str) -> Option<String> {
     (v.len() >= 8 && !reference).then_some(v)
 }
 
+/// Run `strata serve`: its stderr if it exits with an error, `None` if it
+/// started (it is then stopped).
+fn refused(cmd: &mut Command) -> Option<String> {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("err");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // The first line on stdout says it listens; none: it exited.
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    if line.contains("listening") {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    }
+    let st = child.wait().unwrap();
+    let err = std::fs::read_to_string(&log).unwrap();
+    (!st.success()).then_some(err)
+}
+
 #[test]
 fn every_secret_written_in_the_repository_is_refused_at_start() {
     let found = secrets_in_the_repository();
@@ -117,14 +140,16 @@ fn every_secret_written_in_the_repository_is_refused_at_start() {
     let tmp = tempfile::tempdir().unwrap();
     let mut accepted = Vec::new();
     for (i, (secret, at)) in found.iter().enumerate() {
-        let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(tmp.path().join(i.to_string()))
-            .args(["--cluster-secret", secret])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        if o.status.success() || !err.contains("cluster secret") {
+        let Some(err) = refused(
+            Command::new(env!("CARGO_BIN_EXE_strata"))
+                .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+                .arg(tmp.path().join(i.to_string()))
+                .args(["--cluster-secret", secret]),
+        ) else {
+            accepted.push(format!("{secret:?} ({at}): it started"));
+            continue;
+        };
+        if !err.contains("cluster secret") {
             accepted.push(format!("{secret:?} ({at}): {err}"));
             continue;
         }
@@ -137,16 +162,18 @@ fn every_secret_written_in_the_repository_is_refused_at_start() {
     // And from a file, as the deployments give it: refused, the file named.
     let f = tmp.path().join("secret");
     std::fs::write(&f, "replace-me-with-32-random-bytes-0123456789abcdef\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(tmp.path().join("f"))
-        .arg("--cluster-secret-file")
-        .arg(&f)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{err}");
-    assert!(err.contains("public") && err.contains(&f.display().to_string()), "{err}");
+    let err = refused(
+        Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(tmp.path().join("f"))
+            .arg("--cluster-secret-file")
+            .arg(&f),
+    )
+    .expect("the placeholder from a file started a node");
+    assert!(
+        err.contains("public") && err.contains(&f.display().to_string()),
+        "{err}"
+    );
     // A secret `strata secret new` made starts a node.
     let made = tmp.path().join("made");
     let o = Command::new(env!("CARGO_BIN_EXE_strata"))
@@ -195,15 +222,14 @@ fn a_node_beyond_loopback_without_credentials_serves_loopback_callers_only() {
     let far_ip = non_loopback_address();
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("node.log");
-    let n = NodeProc::start_logged(
-        &tmp.path().join("d"),
-        &["--listen", "0.0.0.0:0"],
-        &log,
-    );
+    let n = NodeProc::start_logged(&tmp.path().join("d"), &["--listen", "0.0.0.0:0"], &log);
     let port = n.addr.port();
     let local = SocketAddr::from(([127, 0, 0, 1], port));
     let far = SocketAddr::new(far_ip, port);
-    assert_eq!(request_to(local, "PUT", "/v0/entity?id=k", &[], b"near").status, 201);
+    assert_eq!(
+        request_to(local, "PUT", "/v0/entity?id=k", &[], b"near").status,
+        201
+    );
     // From another address of this machine: refused, nothing written,
     // and the answer says how to configure credentials.
     let r = request_to(far, "PUT", "/v0/entity?id=k", &[], b"far");
@@ -216,7 +242,10 @@ fn a_node_beyond_loopback_without_credentials_serves_loopback_callers_only() {
             && body.contains("--client-auth open"),
         "{body}"
     );
-    assert_eq!(request_to(far, "GET", "/v0/entity?id=k", &[], b"").status, 401);
+    assert_eq!(
+        request_to(far, "GET", "/v0/entity?id=k", &[], b"").status,
+        401
+    );
     assert_eq!(request_to(far, "GET", "/metrics", &[], b"").status, 401);
     assert_eq!(request_to(far, "GET", "/v0/status", &[], b"").status, 200);
     let r = request_to(local, "GET", "/v0/entity?id=k", &[], b"");
@@ -233,7 +262,10 @@ fn a_node_beyond_loopback_without_credentials_serves_loopback_callers_only() {
         &log,
     );
     let far = SocketAddr::new(far_ip, n.addr.port());
-    assert_eq!(request_to(far, "PUT", "/v0/entity?id=k", &[], b"far").status, 201);
+    assert_eq!(
+        request_to(far, "PUT", "/v0/entity?id=k", &[], b"far").status,
+        201
+    );
     drop(n);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
@@ -251,15 +283,29 @@ fn a_node_beyond_loopback_without_credentials_serves_loopback_callers_only() {
     let token = String::from_utf8_lossy(&o.stdout).trim().to_string();
     let n = NodeProc::start(
         &tmp.path().join("t"),
-        &["--listen", "0.0.0.0:0", "--auth-tokens", tokens.to_str().unwrap()],
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--auth-tokens",
+            tokens.to_str().unwrap(),
+        ],
     );
     let far = SocketAddr::new(far_ip, n.addr.port());
     let auth = format!("Bearer {token}");
     let with = [("Authorization", auth.as_str())];
-    assert_eq!(request_to(far, "PUT", "/v0/entity?id=k", &with, b"t").status, 201);
-    assert_eq!(request_to(far, "GET", "/v0/entity?id=k", &[], b"").status, 401);
+    assert_eq!(
+        request_to(far, "PUT", "/v0/entity?id=k", &with, b"t").status,
+        201
+    );
+    assert_eq!(
+        request_to(far, "GET", "/v0/entity?id=k", &[], b"").status,
+        401
+    );
     let local = SocketAddr::from(([127, 0, 0, 1], n.addr.port()));
-    assert_eq!(request_to(local, "GET", "/v0/entity?id=k", &[], b"").status, 401);
+    assert_eq!(
+        request_to(local, "GET", "/v0/entity?id=k", &[], b"").status,
+        401
+    );
 }
 
 /// Open `n` connections to `addr` that send the start of a request's head
@@ -268,7 +314,8 @@ fn slow_headers(addr: SocketAddr, n: usize, every: Duration) -> std::thread::Joi
     let mut conns: Vec<TcpStream> = (0..n)
         .filter_map(|_| {
             let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
-            s.write_all(b"GET /v0/entity?id=k HTTP/1.1\r\nHost: x\r\n").ok()?;
+            s.write_all(b"GET /v0/entity?id=k HTTP/1.1\r\nHost: x\r\n")
+                .ok()?;
             Some(s)
         })
         .collect();
@@ -322,5 +369,8 @@ fn a_slow_header_flood_never_refuses_a_well_behaved_request() {
     assert!(closed >= 200.0, "closed {closed}");
     assert!(metric(&n, "strata_connections_awaiting_head") <= 101.0);
     let alive = flood.join().unwrap();
-    assert!(alive <= 100, "{alive} of the flood's connections still open");
+    assert!(
+        alive <= 100,
+        "{alive} of the flood's connections still open"
+    );
 }

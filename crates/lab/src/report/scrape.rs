@@ -100,8 +100,7 @@ static METRICS_TOKEN: std::sync::RwLock<Option<Arc<str>>> = std::sync::RwLock::n
 /// Read `/metrics` with `token` from now on (`None`: the data requests'
 /// token).
 pub fn set_metrics_token(token: Option<&str>) {
-    *METRICS_TOKEN.write().unwrap_or_else(|e| e.into_inner()) =
-        token.map(|t| Arc::from(t.trim()));
+    *METRICS_TOKEN.write().unwrap_or_else(|e| e.into_inner()) = token.map(|t| Arc::from(t.trim()));
 }
 
 /// `target` as the lab scrapes it: with the metrics token if one is set.

@@ -489,7 +489,8 @@ fn servers_whose_metrics_were_refused_are_said_unseen_and_why() {
         unseen: &unseen,
     });
     assert!(
-        v.text.starts_with("The servers could not be seen: node-1: GET /metrics answered 403"),
+        v.text
+            .starts_with("The servers could not be seen: node-1: GET /metrics answered 403"),
         "{}",
         v.text
     );
