@@ -492,10 +492,6 @@ pub fn estimate(secret: &[u8]) -> Estimate {
 mod tests {
     use super::*;
 
-    fn bits(s: &str) -> f64 {
-        estimate(s.as_bytes()).bits
-    }
-
     /// Random secrets of the shapes machines make, made here (a secret
     /// written in the repository would be public).
     fn machine_made(i: usize) -> Vec<u8> {
