@@ -308,67 +308,122 @@ fn a_node_beyond_loopback_without_credentials_serves_loopback_callers_only() {
     );
 }
 
-/// Open `n` connections to `addr` that send the start of a request's head
-/// and then trickle a byte each `every`, never finishing it.
-fn slow_headers(addr: SocketAddr, n: usize, every: Duration) -> std::thread::JoinHandle<usize> {
-    let mut conns: Vec<TcpStream> = (0..n)
-        .filter_map(|_| {
-            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
-            s.write_all(b"GET /v0/entity?id=k HTTP/1.1\r\nHost: x\r\n")
-                .ok()?;
-            Some(s)
-        })
-        .collect();
-    assert_eq!(conns.len(), n, "the flood's connections opened");
-    std::thread::spawn(move || {
-        let end = Instant::now() + Duration::from_secs(6);
-        while Instant::now() < end {
-            conns.retain_mut(|s| s.write_all(b"X").is_ok());
-            std::thread::sleep(every);
-        }
-        conns.len()
-    })
+/// A flood of connections that send the start of a request's head and
+/// then trickle a byte each `every`, never finishing it, until `stop`.
+struct Flood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<usize>,
+}
+
+impl Flood {
+    fn start(addr: SocketAddr, n: usize, every: Duration) -> Flood {
+        let mut conns: Vec<TcpStream> = (0..n)
+            .filter_map(|_| {
+                let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+                s.write_all(b"GET /v0/entity?id=k HTTP/1.1\r\nHost: x\r\n")
+                    .ok()?;
+                Some(s)
+            })
+            .collect();
+        assert_eq!(conns.len(), n, "the flood's connections opened");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let halt = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !halt.load(std::sync::atomic::Ordering::Relaxed) {
+                conns.retain_mut(|s| s.write_all(b"X").is_ok());
+                std::thread::sleep(every);
+            }
+            // Twice more: a connection the node closed fails by the second.
+            for _ in 0..2 {
+                conns.retain_mut(|s| s.write_all(b"X").is_ok());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            conns.len()
+        });
+        Flood { stop, thread }
+    }
+
+    /// Stop trickling: how many of the flood's connections are still open.
+    fn stop(self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
 }
 
 fn metric(n: &NodeProc, name: &str) -> f64 {
+    try_metric(n, name).unwrap_or_else(|| panic!("no {name}"))
+}
+
+/// A metric's value, if the node served its metrics.
+fn try_metric(n: &NodeProc, name: &str) -> Option<f64> {
     let r = n.request("GET", "/metrics", b"");
     let text = String::from_utf8_lossy(&r.body);
     text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("no {name}"))
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))?
         .trim()
         .parse()
-        .unwrap()
+        .ok()
 }
 
 #[test]
 fn a_slow_header_flood_never_refuses_a_well_behaved_request() {
     let tmp = tempfile::tempdir().unwrap();
+    // No bound that closes the flood's connections: what keeps them from
+    // parking others is that, idle, they give up their places.
     let n = NodeProc::start(
         &tmp.path().join("d"),
-        &["--max-awaiting-heads-per-peer", "100"],
+        &["--max-awaiting-heads-per-peer", "1000"],
     );
     assert_eq!(n.request("PUT", "/v0/entity?id=k", b"v").status, 201);
-    // More slow connections than the node's first connection limit (256).
-    let flood = slow_headers(n.addr, 300, Duration::from_millis(500));
+    // More slow connections than the node's first connection limit (256),
+    // standing: they have all given up their places (a burst of
+    // connections still arriving is overload, and parks newcomers by
+    // design).
+    let flood = Flood::start(n.addr, 300, Duration::from_millis(500));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while try_metric(&n, "strata_connections_open").is_none_or(|open| open > 100.0) {
+        assert!(
+            Instant::now() < deadline,
+            "the flood's connections kept their places"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // Well-behaved requests, on fresh connections, during the flood.
     let mut seen = Vec::new();
     for i in 0..8 {
         let r = n.request("PUT", &format!("/v0/entity?id=good{i}"), b"v");
         let g = n.request("GET", "/v0/entity?id=k", b"");
         seen.push((r.status, g.status));
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(Duration::from_millis(200));
     }
     assert!(
         seen.iter().all(|s| *s == (201, 200)),
         "well-behaved requests during the flood: {seen:?}"
     );
-    // Past a second, newcomers from the flood's address trimmed it to its
-    // bound: the oldest idle ones were closed, counted.
+    assert_eq!(metric(&n, "strata_connections_slow_head_closed_total"), 0.0);
+    assert_eq!(flood.stop(), 300, "the flood's connections stayed open");
+}
+
+#[test]
+fn connections_awaiting_their_head_are_bounded_per_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = NodeProc::start(
+        &tmp.path().join("d"),
+        &["--max-awaiting-heads-per-peer", "100"],
+    );
+    let flood = Flood::start(n.addr, 300, Duration::from_millis(500));
+    // Past a second, each newcomer from the flood's address trims it to
+    // its bound: the oldest idle connections are closed, counted, and
+    // the newcomers served.
+    std::thread::sleep(Duration::from_millis(1200));
+    for i in 0..4 {
+        let r = n.request("PUT", &format!("/v0/entity?id=n{i}"), b"v");
+        assert_eq!(r.status, 201);
+    }
     let closed = metric(&n, "strata_connections_slow_head_closed_total");
     assert!(closed >= 200.0, "closed {closed}");
     assert!(metric(&n, "strata_connections_awaiting_head") <= 101.0);
-    let alive = flood.join().unwrap();
+    let alive = flood.stop();
     assert!(
         alive <= 100,
         "{alive} of the flood's connections still open"

@@ -125,6 +125,21 @@ fn run(args: &[&str]) -> Result<(), String> {
 }
 
 impl NetLab {
+    /// What a node in a namespace is started with beyond `chosen` (the
+    /// user's own flags): `--client-auth open`, unless they chose how
+    /// callers authenticate. It listens on an address of the lab's own
+    /// veth pair that no other host routes to, so its callers (the lab's
+    /// other processes, the tests) are served as on loopback, with no
+    /// token to carry (docs/lab.md).
+    pub fn client_auth(chosen: &[String]) -> impl Iterator<Item = &'static str> {
+        let chose = chosen
+            .iter()
+            .any(|a| a.starts_with("--client-auth") || a.starts_with("--auth-tokens"));
+        ["--client-auth", "open"]
+            .into_iter()
+            .filter(move |_| !chose)
+    }
+
     /// Namespaces, links and an empty rule table for `n` nodes.
     pub fn create(n: usize) -> Result<NetLab, String> {
         if n > 16 {
@@ -266,5 +281,22 @@ impl Drop for NetLab {
         for ns in &self.names {
             let _ = run(&["ip", "netns", "del", ns]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NetLab;
+
+    #[test]
+    fn namespaced_nodes_serve_their_callers_unless_told_how_to_authenticate() {
+        let args = |chosen: &[&str]| -> Vec<&str> {
+            let chosen: Vec<String> = chosen.iter().map(|s| s.to_string()).collect();
+            NetLab::client_auth(&chosen).collect()
+        };
+        assert_eq!(args(&[]), ["--client-auth", "open"]);
+        assert_eq!(args(&["--replication", "2"]), ["--client-auth", "open"]);
+        assert!(args(&["--auth-tokens=/t"]).is_empty());
+        assert!(args(&["--client-auth", "required"]).is_empty());
     }
 }

@@ -244,16 +244,8 @@ impl LocalCluster {
             if let Some(r) = opts.replication {
                 args.extend(["--replication".into(), r.to_string().into()]);
             }
-            // In network namespaces a node listens beyond loopback, on an
-            // address of the lab's own veth pair that no other host
-            // routes to: its callers (the lab's other processes, the
-            // tests) are served as on loopback, with no token to carry.
-            let chose = opts
-                .serve_args
-                .iter()
-                .any(|a| a.starts_with("--client-auth") || a.starts_with("--auth-tokens"));
-            if net.is_some() && !chose {
-                args.extend(["--client-auth".into(), "open".into()]);
+            if net.is_some() {
+                args.extend(NetLab::client_auth(&opts.serve_args).map(OsString::from));
             }
             args.extend(opts.serve_args.iter().map(OsString::from));
             if let Some(extra) = opts.node_args.get(i) {
