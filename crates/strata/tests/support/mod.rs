@@ -194,9 +194,16 @@ impl ClusterProcs {
         wrap: Option<Box<dyn Fn(usize) -> Command>>,
     ) -> ClusterProcs {
         let tmp = tempfile::tempdir().unwrap();
-        let urls: Vec<String> = (0..n)
-            .map(|_| format!("http://127.0.0.1:{}", free_port()))
+        // Each port held until all are chosen: a port released at once can
+        // come back from the next bind (a cluster once named one twice).
+        let held: Vec<std::net::TcpListener> = (0..n)
+            .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
             .collect();
+        let urls: Vec<String> = held
+            .iter()
+            .map(|l| format!("http://127.0.0.1:{}", l.local_addr().unwrap().port()))
+            .collect();
+        drop(held);
         let dirs = (0..n)
             .map(|i| tmp.path().join(format!("node-{i}")))
             .collect();
