@@ -97,6 +97,14 @@ pub fn random_token() -> String {
     format!("st0_{}", hex(&b))
 }
 
+/// A new cluster secret: 32 random bytes from the system's generator,
+/// hex (what `strata secret new` and a local cluster write).
+pub fn random_secret() -> String {
+    let mut b = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rng(), &mut b);
+    hex(&b)
+}
+
 /// A token's line in a tokens file: `ROLE NAME SHA256-HEX`.
 pub fn token_line(role: Role, name: &str, token: &str) -> String {
     format!("{} {name} {}", role.name(), token_digest(token))

@@ -67,9 +67,7 @@ impl Secret {
 
     /// A fresh random secret, hex (for `strata cluster up`).
     pub fn generate_hex() -> String {
-        let mut b = [0u8; 32];
-        rand::rng().fill_bytes(&mut b);
-        hex(&b)
+        strata_api::access::random_secret()
     }
 
     fn mac(&self, parts: &[&[u8]]) -> [u8; 32] {

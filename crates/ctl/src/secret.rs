@@ -8,7 +8,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use rand::RngCore;
+use strata_api::access::random_secret as new_secret;
 
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum SecretCmd {
@@ -55,13 +55,6 @@ pub fn main(cmd: &SecretCmd) -> Result<(), String> {
             Ok(())
         }
     }
-}
-
-/// 32 random bytes, hex.
-pub fn new_secret() -> String {
-    let mut b = [0u8; 32];
-    rand::rng().fill_bytes(&mut b);
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[cfg(test)]

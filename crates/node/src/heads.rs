@@ -204,16 +204,7 @@ impl Drop for Awaiting {
     }
 }
 
-/// Bytes received on `fd` and not yet read (`FIONREAD`); `None` if the
-/// call fails.
-pub fn unread(fd: RawFd) -> Option<usize> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int; on a closed or reused descriptor it
-    // fails or answers for another socket, which only misjudges idleness
-    // (nothing is done to the descriptor).
-    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    (r == 0).then_some(n.max(0) as usize)
-}
+pub use crate::overload::unread;
 
 #[cfg(test)]
 mod tests {

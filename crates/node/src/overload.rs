@@ -379,13 +379,21 @@ pub fn unread_age(socket: &impl std::os::fd::AsRawFd) -> Option<Duration> {
     if r != 0 {
         return None;
     }
-    let mut pending: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int.
-    let r = unsafe { libc::ioctl(socket.as_raw_fd(), libc::FIONREAD, &mut pending) };
-    if r != 0 || pending == 0 {
+    if unread(socket.as_raw_fd()).unwrap_or(0) == 0 {
         return None;
     }
     Some(Duration::from_millis(info.tcpi_last_data_recv as u64))
+}
+
+/// Bytes received on `fd` and not yet read (`FIONREAD`); `None` if the
+/// call fails.
+pub fn unread(fd: std::os::fd::RawFd) -> Option<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int; on a closed or reused descriptor it
+    // fails or answers for another socket, which only misjudges idleness
+    // (nothing is done to the descriptor).
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    (r == 0).then_some(n.max(0) as usize)
 }
 
 #[cfg(test)]

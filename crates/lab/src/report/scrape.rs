@@ -281,7 +281,7 @@ impl Sampler {
     /// relative to `origin`: one thread per node, all on the same ticks,
     /// each scrape bounded by `SCRAPE_TIMEOUT`. A node without `/metrics`
     /// gives nothing; one that refuses the lab's credentials (401, 403) is
-    /// named on stderr at once, and in `refusals` and the scrapes.
+    /// named on stderr at once and in the scrapes (`Scrapes::refusals`).
     pub fn start(nodes: &[Target], origin: Instant, every: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let first_tick = Instant::now();
@@ -312,24 +312,6 @@ impl Sampler {
     /// its own samples).
     pub fn snapshot(&self) -> Vec<ServerSample> {
         combine(&self.snapshot_ticked())
-    }
-
-    /// The nodes that have refused the lab's scrapes so far (`node-N:
-    /// why`).
-    pub fn refusals(&self) -> Vec<String> {
-        let mut all = Scrapes::default();
-        for (i, t) in self.texts.iter().enumerate() {
-            let refused = t.lock().unwrap().refused.clone();
-            if i == 0 {
-                all.refused = refused;
-            } else {
-                all.more.push(Scrapes {
-                    refused,
-                    ..Default::default()
-                });
-            }
-        }
-        all.refusals()
     }
 
     /// Samples so far, per node in the order given.
