@@ -83,6 +83,10 @@ pub const RESIDENT_ANON_BYTES: &str = "strata_process_resident_anon_bytes";
 /// Time the node's threads were runnable but waiting for a CPU
 /// (`/proc/self/task/*/schedstat`, summed).
 pub const RUN_QUEUE_WAIT_SECONDS: &str = "strata_process_run_queue_wait_seconds_total";
+/// Each thread's time on a CPU and waiting for one, labelled `thread`
+/// (its name) and `tid` (`threads`).
+pub const THREAD_CPU_SECONDS: &str = "strata_thread_cpu_seconds_total";
+pub const THREAD_WAIT_SECONDS: &str = "strata_thread_run_queue_wait_seconds_total";
 /// Busy time of the CPUs the node may run on (its affinity), whoever used
 /// them; with `PROCESS_CPUS`, whether its cores were full.
 pub const ALLOWED_CPUS_BUSY_SECONDS: &str = "strata_host_allowed_cpus_busy_seconds_total";

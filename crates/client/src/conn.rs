@@ -29,6 +29,9 @@ pub struct Answer {
     pub not_applied: bool,
 }
 
+/// How much of a failed answer's body a connection keeps.
+pub const ERROR_BODY: usize = 512;
+
 /// One keep-alive connection, opened on first use and again after an error
 /// or a `Connection: close`.
 pub struct Conn {
@@ -43,6 +46,9 @@ pub struct Conn {
     resent: bool,
     /// The last answer's `Server-Timing` value, as sent (empty: none).
     timing: Vec<u8>,
+    /// The last answer's body when it failed (status 400 and above), its
+    /// first `ERROR_BODY` bytes: what the node said.
+    error_body: Vec<u8>,
     /// The last request was written whole at least once.
     sent: bool,
     /// Look for a close before writing on a reused connection.
@@ -63,6 +69,7 @@ impl Conn {
             end: 0,
             resent: false,
             timing: Vec::with_capacity(256),
+            error_body: Vec::new(),
             sent: false,
             stale_check: false,
         }
@@ -100,6 +107,12 @@ impl Conn {
     /// none), for the caller to parse when it keeps the request.
     pub fn server_timing(&self) -> &[u8] {
         &self.timing
+    }
+
+    /// The last answer's body if it failed (status 400 and above; empty
+    /// otherwise), at most `ERROR_BODY` bytes of it.
+    pub fn error_body(&self) -> &[u8] {
+        &self.error_body
     }
 
     async fn open(&mut self) -> io::Result<()> {
@@ -287,10 +300,20 @@ impl Conn {
             first = false;
         };
         self.start += head_len;
-        let body_bytes = match body.len {
-            Some(n) => self.skip(n, out).await?,
-            None => self.skip_chunked(out).await?,
+        // A failed answer's words are kept when the caller keeps no body.
+        let mut err = std::mem::take(&mut self.error_body);
+        err.clear();
+        let out = match out {
+            None if status >= 400 => Some(&mut err),
+            out => out,
         };
+        let body_bytes = match body.len {
+            Some(n) => self.skip(n, out).await,
+            None => self.skip_chunked(out).await,
+        };
+        err.truncate(ERROR_BODY);
+        self.error_body = err;
+        let body_bytes = body_bytes?;
         if body.close {
             self.stream = None;
         }

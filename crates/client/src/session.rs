@@ -69,6 +69,7 @@ pub struct Session {
     turn: usize,
     /// The answering member's `Server-Timing` (empty: none).
     timing: Vec<u8>,
+    error_body: Vec<u8>,
     /// Whether the last answer's request went out twice.
     resent: bool,
     hedge_buf: Vec<u8>,
@@ -93,6 +94,7 @@ impl Session {
             members,
             turn,
             timing: Vec::new(),
+            error_body: Vec::new(),
             resent: false,
             hedge_buf: Vec::new(),
         }
@@ -101,6 +103,11 @@ impl Session {
     /// The last answer's `Server-Timing` header value.
     pub fn server_timing(&self) -> &[u8] {
         &self.timing
+    }
+
+    /// The last answer's body if it failed (`Conn::error_body`).
+    pub fn error_body(&self) -> &[u8] {
+        &self.error_body
     }
 
     /// The members this session routes over.
@@ -317,6 +324,8 @@ impl Session {
                 self.client.median().record(took);
                 self.timing.clear();
                 self.timing.extend_from_slice(c.server_timing());
+                self.error_body.clear();
+                self.error_body.extend_from_slice(c.error_body());
                 self.resent = c.resent();
                 self.conns[i] = Some(c);
                 Attempt::Answer(a, i)

@@ -123,6 +123,7 @@ fn several_nodes_get_a_per_node_table_and_a_skew_note() {
         server: vec![],
         server_cpu_cores: Some(0.5),
         server_rss_bytes: None,
+        threads: vec![],
     };
     // One node: no table, the page as before.
     let before = markdown::render(&r);

@@ -1,7 +1,8 @@
 //! What the node reports of its own scheduling, so that a stopped or
 //! starved process is seen from the inside: a pause detector (a thread
 //! that ticks every few milliseconds and records how late it woke), the
-//! time its threads waited for a CPU (`/proc/self/task/*/schedstat`), the
+//! time its threads waited for a CPU (`/proc/self/task/*/schedstat`), in
+//! all and thread by thread, the
 //! time its cgroup's CPU quota held it back (`cpu.stat`), and the
 //! machine's pressure stall information (`/proc/pressure/*`). Owns
 //! the measuring; must not decide anything from the numbers (the lab's
@@ -99,6 +100,31 @@ pub fn run_queue_wait() -> Option<Duration> {
             .unwrap_or(0);
     }
     Some(Duration::from_nanos(ns))
+}
+
+/// Each of this process's threads' times (`/proc/self/task/TID/comm` and
+/// `schedstat`), the busiest `strata_api::threads::MAX_THREADS`.
+pub fn threads() -> Vec<strata_api::threads::ThreadTimes> {
+    use strata_api::threads::{busiest, parse_schedstat, ThreadTimes};
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let all = dir
+        .flatten()
+        .filter_map(|t| {
+            let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
+            let (on_cpu, waiting) =
+                parse_schedstat(&std::fs::read_to_string(t.path().join("schedstat")).ok()?)?;
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            Some(ThreadTimes {
+                name: name.trim_end().to_string(),
+                tid,
+                on_cpu,
+                waiting,
+            })
+        })
+        .collect();
+    busiest(all)
 }
 
 /// Busy time of the CPUs this process may run on (its affinity mask), from
@@ -204,6 +230,8 @@ mod tests {
     fn schedstat_and_pressure_read() {
         // This process has threads; their wait is a number (maybe zero).
         assert!(run_queue_wait().is_some());
+        let ts = threads();
+        assert!(ts.iter().any(|t| t.tid == std::process::id()), "{ts:?}");
         // Some cgroup's cpu.stat is there (v1 or v2), and reads.
         assert!(cpu_throttled().is_some());
         // The CPUs this process may run on have been busy some time.

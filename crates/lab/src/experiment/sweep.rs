@@ -254,7 +254,10 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             .iter()
             .rposition(|t| t.offered_rate == Some(f) && t.meets_slo == Some(false))
     });
-    let machine = Machine { cores };
+    let machine = Machine {
+        cores,
+        generator_cpus: crate::load::cpu::own_cpus(),
+    };
     for t in &mut trials {
         t.resources = crate::experiment::verdict::readings::readings(t, machine);
     }

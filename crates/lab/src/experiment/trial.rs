@@ -310,7 +310,15 @@ pub fn run_trial(
 ) -> Result<(Outcome, Trial), String> {
     let started = Instant::now();
     let client_before = plan.nodes.client.as_ref().map(|c| c.stats().snapshot());
-    let outcome = driver::run(plan, on_second, &mut |s| progress.show(prefix, s))?;
+    let mut own = None;
+    let outcome = driver::run(plan, on_second, &mut |s| {
+        // The generator's threads from the end of the warm-up on.
+        if !s.warming && own.is_none() {
+            own = Some((Instant::now(), crate::load::cpu::own_threads()));
+        }
+        progress.show(prefix, s)
+    })?;
+    let own_after = (Instant::now(), crate::load::cpu::own_threads());
     progress.finish();
     let started_s = started.duration_since(origin).as_secs_f64() + plan.warmup.as_secs_f64();
     let end_s = started_s + outcome.elapsed.as_secs_f64();
@@ -322,6 +330,17 @@ pub fn run_trial(
     let server = during(sampler.snapshot());
     let per_node = sampler.snapshot_nodes().into_iter().map(during).collect();
     let mut trial = to_trial(plan, &outcome, started_s, server, per_node);
+    if let Some((t0, before)) = own {
+        let secs = own_after.0.duration_since(t0).as_secs_f64();
+        trial.generator_threads = strata_api::threads::rates(&before, &own_after.1, secs);
+    }
+    for (n, threads) in trial
+        .per_node
+        .iter_mut()
+        .zip(sampler.threads_between(started_s, end_s + 0.5))
+    {
+        n.threads = threads;
+    }
     trial.client = plan
         .nodes
         .client
@@ -381,6 +400,7 @@ pub fn to_trial(
                 server: samples,
                 server_cpu_cores: cpu,
                 server_rss_bytes: rss,
+                threads: Vec::new(),
             }
         })
         .collect();
@@ -448,6 +468,24 @@ pub fn to_trial(
         repeat: None,
         // Of each thread's wall time, waiting for a CPU.
         client: None,
+        generator_threads: Vec::new(),
+        failed_statuses: o
+            .statuses
+            .iter()
+            .filter(|(c, _)| crate::load::driver::failed_status(**c))
+            .map(|(c, n)| (*c, *n))
+            .collect(),
+        first_failure: o.first_failure.as_ref().map(|(i, why)| {
+            let node = plan
+                .nodes
+                .urls
+                .get(*i)
+                .map(|u| crate::load::slowest::node_name(&plan.nodes.urls, u));
+            match node {
+                Some(n) => format!("{n}: {why}"),
+                None => why.clone(),
+            }
+        }),
         generator_run_queue_share: (!(o.generator_on_cpu + o.generator_run_queue).is_zero()).then(
             || {
                 o.generator_run_queue.as_secs_f64()

@@ -10,7 +10,8 @@
 //! generator and nodes that wake on the millisecond) showed there as
 //! 0.02 cores busy while the nodes alone used 0.55. Processes that end
 //! during the span are left out. Owns those two readings; must not judge
-//! them (the verdict does).
+//! them (the verdict does). Also each of this process's threads
+//! (`own_threads`).
 
 use std::time::Instant;
 
@@ -23,6 +24,32 @@ pub fn own() -> Option<f64> {
     }
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     Some(t(u.ru_utime) + t(u.ru_stime))
+}
+
+/// Each of this process's threads' times (`/proc/self/task`), the busiest
+/// `strata_api::threads::MAX_THREADS`: the generator's threads, read as a
+/// node reads its own.
+pub fn own_threads() -> Vec<strata_api::threads::ThreadTimes> {
+    use strata_api::threads::{busiest, parse_schedstat, ThreadTimes};
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let all = dir
+        .flatten()
+        .filter_map(|t| {
+            let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+            let (on_cpu, waiting) = parse_schedstat(&stat)?;
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            Some(ThreadTimes {
+                name: name.trim_end().to_string(),
+                tid,
+                on_cpu,
+                waiting,
+            })
+        })
+        .collect();
+    busiest(all)
 }
 
 /// CPU seconds the machine has been busy: every process now running
@@ -73,6 +100,20 @@ fn ticks_of(stat: &str) -> Option<u64> {
 pub fn online_cores() -> Option<f64> {
     // SAFETY: sysconf reads a constant.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0).then_some(n as f64)
+}
+
+/// The CPUs this process may run on (its affinity).
+pub fn own_cpus() -> Option<f64> {
+    // SAFETY: sched_getaffinity fills the set we pass; all-zero is valid.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is this thread; the size is the set's.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return None;
+    }
+    // SAFETY: CPU_COUNT reads the set within its size.
+    let n = unsafe { libc::CPU_COUNT(&set) };
     (n > 0).then_some(n as f64)
 }
 

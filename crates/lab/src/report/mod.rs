@@ -5,7 +5,8 @@
 //! interval logs that let several load machines' runs be merged
 //! (`hdrlog`), a node's heap profile drawn as a flame graph (`heap`), the
 //! live dashboard (`dashboard`), and the nodes' `/metrics` sampled on the
-//! run's time axis (`scrape`), the server's side of the model, and the
+//! run's time axis (`scrape`), the server's side of the model, each
+//! node's threads over a trial (`threads`), and the
 //! sections for the faults and the check that ran alongside (`alongside`),
 //! the linearizability check's with its witness drawn (`linear`), and
 //! text made safe for HTML (`escape`). This file
@@ -24,6 +25,7 @@ pub mod linear;
 pub mod markdown;
 pub mod model;
 pub mod scrape;
+pub mod threads;
 
 use std::io;
 use std::path::Path;

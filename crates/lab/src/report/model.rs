@@ -7,6 +7,7 @@
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use strata_api::threads::ThreadRate;
 
 /// A single run at one load (`strata load`) or a sweep of trials.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,6 +137,16 @@ pub struct Trial {
     pub generator_late_sends: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_run_queue_share: Option<f64>,
+    /// Each of the generator's threads over the trial, busiest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generator_threads: Vec<ThreadRate>,
+    /// Failed answers by status code, and what the first failure said
+    /// (a connection error's words, or a failed answer's status and
+    /// body), with the node it came from.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub failed_statuses: std::collections::BTreeMap<u16, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
     /// What the cluster's client did beyond sending, during the trial
     /// (retries, hedges, ...; `strata_client::Stats`), when the run went
     /// through it.
@@ -211,6 +222,9 @@ pub struct NodeSummary {
     pub server_cpu_cores: Option<f64>,
     /// Max over the trial.
     pub server_rss_bytes: Option<f64>,
+    /// Each of its threads over the trial, busiest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadRate>,
 }
 
 /// Latency summary, milliseconds.

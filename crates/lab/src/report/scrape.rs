@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use strata_api::metrics as M;
 
 use crate::report::model::ServerSample;
+use crate::report::threads::{thread_times, ThreadLog};
+use strata_api::threads::ThreadRate;
 use strata_client::conn::Target;
 
 /// Sum of every sample of each metric name (labels ignored), from the
@@ -273,6 +275,7 @@ pub struct Sampler {
     stop: Arc<AtomicBool>,
     samples: Vec<Arc<Mutex<Ticked>>>,
     texts: Vec<Arc<Mutex<Scrapes>>>,
+    threads: Vec<Arc<Mutex<ThreadLog>>>,
     handles: Vec<JoinHandle<()>>,
 }
 
@@ -289,21 +292,29 @@ impl Sampler {
             stop: stop.clone(),
             samples: Vec::new(),
             texts: Vec::new(),
+            threads: Vec::new(),
             handles: Vec::new(),
         };
         for (i, node) in nodes.iter().enumerate() {
             let samples = Arc::new(Mutex::new(Vec::new()));
             let texts = Arc::new(Mutex::new(Scrapes::default()));
+            let threads = Arc::new(Mutex::new(ThreadLog::default()));
             let (st, sa, tx) = (stop.clone(), samples.clone(), texts.clone());
+            let logs = Logs {
+                samples: sa,
+                texts: tx,
+                threads: threads.clone(),
+            };
             let node = for_metrics(node);
             let spawned = std::thread::Builder::new()
                 .name(format!("strata-scrape-{i}"))
-                .spawn(move || scrape_loop(&node, origin, first_tick, every, &st, &sa, &tx));
+                .spawn(move || scrape_loop(&node, origin, first_tick, every, &st, &logs));
             if let Ok(h) = spawned {
                 s.handles.push(h);
             }
             s.samples.push(samples);
             s.texts.push(texts);
+            s.threads.push(threads);
         }
         s
     }
@@ -319,6 +330,15 @@ impl Sampler {
         self.snapshot_ticked()
             .into_iter()
             .map(|v| v.into_iter().map(|(_, s)| s).collect())
+            .collect()
+    }
+
+    /// Each node's threads between two instants of the run (seconds from
+    /// its origin), in the order given, busiest first.
+    pub fn threads_between(&self, from_s: f64, to_s: f64) -> Vec<Vec<ThreadRate>> {
+        self.threads
+            .iter()
+            .map(|t| t.lock().unwrap().between(from_s, to_s))
             .collect()
     }
 
@@ -346,17 +366,23 @@ impl Sampler {
     }
 }
 
+/// Where one node's sampling thread keeps what it reads.
+struct Logs {
+    samples: Arc<Mutex<Ticked>>,
+    texts: Arc<Mutex<Scrapes>>,
+    threads: Arc<Mutex<ThreadLog>>,
+}
+
 /// One node's sampling thread: scrape at every tick until told to stop.
-#[allow(clippy::too_many_arguments)]
 fn scrape_loop(
     node: &Target,
     origin: Instant,
     first_tick: Instant,
     every: Duration,
     stop: &AtomicBool,
-    samples: &Mutex<Ticked>,
-    texts: &Mutex<Scrapes>,
+    logs: &Logs,
 ) {
+    let (samples, texts) = (&*logs.samples, &*logs.texts);
     let mut prev: Option<(Instant, HashMap<String, f64>)> = None;
     let mut next = first_tick;
     let mut tick = 0u64;
@@ -386,6 +412,7 @@ fn scrape_loop(
         if let Ok(text) = text {
             let took = now.elapsed();
             let m = metric_sums(&text);
+            let threads = thread_times(&text);
             if !m.is_empty() {
                 let mut t = texts.lock().unwrap();
                 if t.first.is_none() {
@@ -395,6 +422,7 @@ fn scrape_loop(
             }
             let t_s = now.saturating_duration_since(origin).as_secs_f64()
                 - origin.saturating_duration_since(now).as_secs_f64();
+            logs.threads.lock().unwrap().push(t_s, threads);
             if prev.is_some() {
                 let mut s = sample(prev.as_ref(), now, &m, t_s);
                 s.scrape_ms = Some(took.as_secs_f64() * 1000.0);

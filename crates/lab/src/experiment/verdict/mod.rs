@@ -12,13 +12,16 @@
 //! set the collapse off. Owns the weighing of evidence and its words; must
 //! not run load, scrape or format tables.
 
+pub mod errors;
+pub mod places;
 pub mod readings;
-
-use std::collections::BTreeMap;
+pub mod words;
 
 use crate::experiment::slo::fmt_num;
 use crate::report::model::{ResourceReading, Slowest, Trial};
+use places::{pct, Cause, Context, Place};
 pub use readings::Machine;
+use words::{cause_name, words};
 
 /// What the sweep learned, for the verdict.
 pub struct Evidence<'a> {
@@ -47,184 +50,10 @@ pub struct Verdict {
     /// The node it happened on, `node-N`.
     pub node: Option<String>,
     pub text: String,
-}
-
-/// Causes before their effects, when the evidence weighs the same.
-const PRIORITY: [&str; 10] = [
-    "pause",
-    "memory",
-    "stalls",
-    "fsync",
-    "io",
-    "generator",
-    "cpu",
-    "machine",
-    "network",
-    "admission",
-];
-
-fn priority(r: &str) -> usize {
-    PRIORITY
-        .iter()
-        .position(|p| *p == r)
-        .unwrap_or(PRIORITY.len())
-}
-
-/// The cause as the report names it (the machine's CPU is `cpu`).
-fn cause_name(resource: &str) -> &str {
-    if resource == "machine" {
-        "cpu"
-    } else {
-        resource
-    }
-}
-
-/// A share of the slowest requests' time is this much before it confirms
-/// a cause.
-pub const CONFIRMS: f64 = 0.25;
-/// With nothing over its threshold, a reading this near it (a share of
-/// the threshold) that the slowest requests confirm is named.
-pub const NEAR: f64 = 0.8;
-/// Time in flight with no server stage (the network) must be this share
-/// of the slowest requests' time to be named when no resource crossed.
-pub const NETWORK: f64 = 0.4;
-
-type Key = (String, Option<String>);
-
-/// Which resources a part of the slowest requests' time speaks for, on
-/// which node: the first is the one it goes to when none of them crossed.
-/// `local`: the nodes run on the generator's machine, where time in
-/// flight is the kernel's loopback and the generator's reading of the
-/// answer (the machine's CPU), not a network.
-fn speaks_for(what: &str, node: Option<&str>, local: bool) -> Vec<Key> {
-    let on = |r: &str| (r.to_string(), node.map(str::to_string));
-    let machine = ("machine".to_string(), None);
-    match what {
-        "fsync" | "applier" | "peer-fsync" | "peer-applier" => vec![on("fsync"), on("io")],
-        "stall" | "peer-stall" => vec![on("stalls")],
-        "admit" => vec![on("admission")],
-        "queue" => vec![
-            on("cpu"),
-            on("pause"),
-            on("admission"),
-            on("memory"),
-            machine,
-        ],
-        "read" => vec![on("cpu"), on("io"), on("memory"), machine],
-        "apply" | "other" | "body" | "peer-apply" => vec![on("cpu"), on("memory"), machine],
-        "replica" => vec![on("network"), on("pause"), on("cpu"), machine],
-        "network" if local => vec![machine, ("generator".into(), None)],
-        "network" => vec![on("network")],
-        "generator" => vec![("generator".into(), None)],
-        "unanswered" => vec![on("pause"), on("cpu"), machine],
-        // Waiting for a connection: the target's slowness, whatever it is.
-        _ => vec![],
-    }
-}
-
-/// Each resource's share of the slowest requests' time: a part speaking
-/// for several goes to those that crossed, equally (to the first of them
-/// when none did).
-/// Waiting for a free connection is the other requests' slowness,
-/// whatever it was: the shares are of the rest of the time.
-fn support(
-    s: &Slowest,
-    crossed: &BTreeMap<Key, (f64, ResourceReading)>,
-    local: bool,
-) -> BTreeMap<Key, f64> {
-    let mut out: BTreeMap<Key, f64> = BTreeMap::new();
-    let waiting: f64 = s
-        .parts
-        .iter()
-        .filter(|p| p.what == "connection-wait")
-        .map(|p| p.share)
-        .sum();
-    let rest = (1.0 - waiting).max(1e-9);
-    for p in &s.parts {
-        let share = p.share / rest;
-        let keys = speaks_for(&p.what, p.node.as_deref(), local);
-        let hit: Vec<&Key> = keys.iter().filter(|k| crossed.contains_key(*k)).collect();
-        if hit.is_empty() {
-            if let Some(k) = keys.first() {
-                *out.entry(k.clone()).or_default() += share;
-            }
-        } else {
-            for k in &hit {
-                *out.entry((*k).clone()).or_default() += share / hit.len() as f64;
-            }
-        }
-    }
-    out
-}
-
-fn rate(r: f64) -> String {
-    let r = r.round() as u64;
-    let s = r.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The readings of a trial: as the sweep kept them, or read now.
-fn of(t: &Trial, m: Machine) -> Vec<ResourceReading> {
-    if t.resources.is_empty() {
-        readings::readings(t, m)
-    } else {
-        t.resources.clone()
-    }
-}
-
-/// What a cause is, in words, and what would raise the limit.
-fn words(resource: &str, node: Option<&str>, quote: &str) -> (String, String) {
-    let n = node.unwrap_or("the node");
-    match resource {
-        "fsync" => (
-            format!("the WAL fsync of {n}: {quote}"),
-            format!("the disk's fsync tail sets the pace of writes on {n}: a disk with faster fsync (the p99 fsync above), `--durability interval(10)` to take the fsync off the request's path, or more writers per commit group (group commit amortizes one fsync over them); more nodes spread the writes"),
-        ),
-        "stalls" => (
-            format!("write stalls on {n}, flush and compaction falling behind: {quote}"),
-            format!("give {n}'s memtable more room (`--memtable-bytes`), fewer or smaller writes per second, or a faster disk for flush and compaction"),
-        ),
-        "pause" => (
-            format!("{n} stopping: {quote}"),
-            format!("find what stops {n} (a stopped or throttled process, a VM's steal, swapping); clients that fail over to another replica or hedge reads ride through it; until then the limit is set by the pauses, not by load"),
-        ),
-        "cpu" => (
-            format!("the CPU of {n}: {quote}"),
-            format!("more cores for {n}, or other processes off its cores; profile it with /debug/pprof/profile; more nodes on machines of their own"),
-        ),
-        "machine" => (
-            format!("the machine's CPU: {quote}"),
-            "more cores, or the nodes and the generator on machines of their own; profile with /debug/pprof/profile".into(),
-        ),
-        "io" => (
-            format!("the disk under {n}: {quote}"),
-            format!("a faster disk for {n}, or less else on it; reads that miss the cache (`--block-cache-bytes`) and compactions share it with the WAL"),
-        ),
-        "memory" => (
-            format!("memory on {n}'s machine: {quote}"),
-            format!("more memory for {n}'s machine, a smaller block cache and memtables, or fewer processes beside it"),
-        ),
-        "admission" => (
-            format!("admission on {n}: {quote}, while its CPU and disk had room"),
-            format!("raise `--max-in-service` on {n}, or try `--admission adaptive`"),
-        ),
-        "generator" => (
-            format!("the load generator, not the target: {quote}"),
-            "run the generator with more --threads, on a quieter machine, or on another one; the figure is a floor, not the target's limit".into(),
-        ),
-        "network" => (
-            format!("the network path to {n}: {quote}"),
-            format!("{n} itself had room; shorten the path (the same rack or zone), or offer the load over more connections (each one holds its request for the whole round trip)"),
-        ),
-        _ => (quote.to_string(), String::new()),
-    }
+    /// The offered rate of the trial whose slowest requests it read (the
+    /// deciding trial's, or, when that one collapsed, the trial it read
+    /// instead): the report's slowest-1 % chart shows the same one.
+    pub trial_rate: Option<f64>,
 }
 
 /// Whether the deciding trial collapsed rather than saturated: 5 % of its
@@ -275,6 +104,114 @@ pub fn verdict(e: &Evidence) -> Verdict {
     v
 }
 
+/// A cause that holds this share of the slowest requests' time is named
+/// on that alone, busy or not.
+pub const HALF: f64 = 0.5;
+/// A cause that holds this share is named when a reading of its own
+/// crossed its threshold too (two kinds of evidence agreeing).
+pub const CONFIRMS: f64 = 0.25;
+
+fn rate(r: f64) -> String {
+    let r = r.round() as u64;
+    let s = r.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The readings of a trial: as the sweep kept them, or read now.
+fn of(t: &Trial, m: Machine) -> Vec<ResourceReading> {
+    if t.resources.is_empty() {
+        readings::readings(t, m)
+    } else {
+        t.resources.clone()
+    }
+}
+
+/// A resolved cause with the places it holds.
+struct Weighed<'a> {
+    cause: Cause,
+    share: f64,
+    places: Vec<&'a Place>,
+}
+
+/// The places of the slowest requests resolved and summed by cause,
+/// largest first, and the share nothing seen explains.
+fn weigh<'a>(ps: &'a [Place], ctx: &Context) -> (Vec<Weighed<'a>>, f64) {
+    let mut out: Vec<Weighed> = Vec::new();
+    let mut unexplained = 0.0;
+    for p in ps {
+        let Some(c) = places::resolve(p, ctx) else {
+            unexplained += p.share;
+            continue;
+        };
+        match out
+            .iter_mut()
+            .find(|w| w.cause.resource == c.resource && w.cause.node == c.node)
+        {
+            Some(w) => {
+                w.share += p.share;
+                w.places.push(p);
+                w.cause.crossed |= c.crossed;
+            }
+            None => out.push(Weighed {
+                cause: c,
+                share: p.share,
+                places: vec![p],
+            }),
+        }
+    }
+    out.sort_by(|a, b| b.share.total_cmp(&a.share));
+    (out, unexplained)
+}
+
+fn key_words(resource: &str, node: Option<&str>) -> String {
+    format!(
+        "{}{}",
+        resource,
+        node.map(|n| format!(" of {n}")).unwrap_or_default()
+    )
+}
+
+/// With several nodes, one that holds half the slowest requests' time and
+/// has a reading over its threshold that no other node has: the contrast
+/// between the nodes names it, however that node's time was split.
+fn odd_node(
+    ps: &[Place],
+    t: &Trial,
+    rs: &[ResourceReading],
+) -> Option<(String, f64, ResourceReading)> {
+    if readings::node_count(t) < 2 {
+        return None;
+    }
+    let mut by: Vec<(String, f64)> = Vec::new();
+    for p in ps {
+        let Some(n) = &p.node else { continue };
+        match by.iter_mut().find(|(x, _)| x == n) {
+            Some((_, s)) => *s += p.share,
+            None => by.push((n.clone(), p.share)),
+        }
+    }
+    let (n, share) = by.into_iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if share < HALF {
+        return None;
+    }
+    rs.iter()
+        .filter(|r| r.crossed && r.node.as_deref() == Some(n.as_str()))
+        .filter(|r| {
+            !rs.iter().any(|o| {
+                o.crossed && o.resource == r.resource && o.node.is_some() && o.node != r.node
+            })
+        })
+        .max_by(|a, b| (a.value / a.threshold).total_cmp(&(b.value / b.threshold)))
+        .map(|r| (n, share, r.clone()))
+}
+
 fn judge(e: &Evidence) -> Verdict {
     let Some((t, why)) = e.deciding else {
         let text = match e.breaking_point {
@@ -288,34 +225,18 @@ fn judge(e: &Evidence) -> Verdict {
             cause: "none".into(),
             node: None,
             text,
+            trial_rate: None,
         };
     };
     let offered = t.offered_rate.unwrap_or(t.achieved_rate);
-    // Each resource's first crossing as the rate rose, up to the deciding
-    // trial: the knee.
-    let mut by_rate: Vec<&Trial> = e
-        .trials
-        .iter()
-        .filter(|x| x.offered_rate.unwrap_or(0.0) <= offered)
-        .collect();
-    by_rate.sort_by(|a, b| {
-        a.offered_rate
-            .unwrap_or(0.0)
-            .total_cmp(&b.offered_rate.unwrap_or(0.0))
-    });
-    let mut crossed: BTreeMap<Key, (f64, ResourceReading)> = BTreeMap::new();
-    for x in &by_rate {
-        for r in of(x, e.machine).into_iter().filter(|r| r.crossed) {
-            crossed
-                .entry((r.resource.clone(), r.node.clone()))
-                .or_insert((x.offered_rate.unwrap_or(0.0), r));
-        }
-    }
-    // The deciding trial's own readings are quoted when there are some.
-    for r in of(t, e.machine).into_iter().filter(|r| r.crossed) {
-        if let Some(c) = crossed.get_mut(&(r.resource.clone(), r.node.clone())) {
-            c.1 = r;
-        }
+    let mut text = format!(
+        "At {} req/s the SLO failed ({}).",
+        rate(offered),
+        why.join("; ")
+    );
+    // 5. Failed requests first when the objective failed on them.
+    if errors::on_errors(why) {
+        return errors::judge(t, text);
     }
     // The slowest requests of a collapsed trial are its queue, whatever
     // set it off: the tail that tells is that of the lowest failing trial
@@ -325,7 +246,8 @@ fn judge(e: &Evidence) -> Verdict {
             .unwrap_or(0.0)
             .total_cmp(&b.offered_rate.unwrap_or(0.0))
     };
-    let tail = if collapse(t).is_some() {
+    let collapsed = collapse(t);
+    let tail = if collapsed.is_some() {
         let kept = |x: &&Trial| x.slowest.is_some();
         e.trials
             .iter()
@@ -343,103 +265,11 @@ fn judge(e: &Evidence) -> Verdict {
     } else {
         t
     };
-    let empty = Slowest::default();
-    let slow = tail.slowest.as_ref().unwrap_or(&empty);
-    let sup = support(slow, &crossed, e.machine.cores.is_some());
-    let share = |k: &Key| sup.get(k).copied().unwrap_or(0.0);
-    // The best-supported crossed resource; then the first to cross.
-    let mut ranked: Vec<(&Key, &(f64, ResourceReading))> = crossed.iter().collect();
-    ranked.sort_by(|a, b| {
-        let (sa, sb) = (share(a.0), share(b.0));
-        let confirmed = |s: f64| s >= CONFIRMS;
-        confirmed(sb)
-            .cmp(&confirmed(sa))
-            .then_with(|| {
-                if confirmed(sa) {
-                    sb.total_cmp(&sa)
-                } else {
-                    std::cmp::Ordering::Equal
-                }
-            })
-            .then(a.1 .0.total_cmp(&b.1 .0))
-            .then(priority(&a.0 .0).cmp(&priority(&b.0 .0)))
-    });
-    // Admission is a queue in front of the work: named only when the work
-    // behind it (the node's disk, CPU, pauses) did not cross, or when the
-    // limit itself kept that work from batching (commit groups as large as
-    // the places in service allow: a WAL kept busy one write at a time).
-    if let Some(pos) = ranked
-        .first()
-        .map(|(k, _)| k)
-        .filter(|k| k.0 == "admission")
-    {
-        let node = pos.1.clone();
-        let capped = node
-            .as_deref()
-            .and_then(|n| n.strip_prefix("node-")?.parse::<usize>().ok())
-            .map(|i| readings::node_samples(t, i.saturating_sub(1)))
-            .is_some_and(|xs| {
-                xs.iter().any(|x| {
-                    matches!((x.writes_per_fsync, x.limit), (Some(w), Some(l)) if l > 0.0 && w >= 0.8 * l)
-                })
-            });
-        if let Some(i) = ranked.iter().position(|(k, _)| {
-            k.1 == node
-                && ["fsync", "stalls", "pause", "cpu", "io", "memory"].contains(&k.0.as_str())
-                && !(capped && k.0 == "fsync")
-        }) {
-            let cause = ranked.remove(i);
-            ranked.insert(0, cause);
-        }
-    }
-    // On a machine the nodes share with the generator, a generator short
-    // of CPU while the machine is full is the machine's doing when the
-    // nodes used most of it (they took the generator's cores), and its
-    // own when other processes did.
-    if ranked.first().is_some_and(|(k, _)| k.0 == "generator") {
-        let nodes_took_it = match (t.server_cpu_cores, t.machine_cpu_cores) {
-            (Some(n), Some(m)) => n >= 0.5 * m,
-            _ => false,
-        };
-        if let Some(i) = ranked.iter().position(|(k, _)| k.0 == "machine") {
-            if nodes_took_it {
-                let cause = ranked.remove(i);
-                ranked.insert(0, cause);
-            }
-        }
-    }
-    // The machine full, and a node pinned to some of its cores that were
-    // full too: those cores are the node's limit (a neighbour on them, or
-    // the node itself), more precisely than the machine.
-    if ranked.first().is_some_and(|(k, _)| k.0 == "machine") {
-        if let Some(cores) = e.machine.cores {
-            let pinned = |k: &Key| {
-                k.1.as_deref()
-                    .and_then(|n| n.strip_prefix("node-")?.parse::<usize>().ok())
-                    .map(|i| readings::node_samples(t, i.saturating_sub(1)))
-                    .and_then(|xs| xs.iter().filter_map(|x| x.cpus).reduce(f64::max))
-                    .is_some_and(|c| c < cores)
-            };
-            if let Some(i) = ranked.iter().position(|(k, _)| k.0 == "cpu" && pinned(k)) {
-                let cause = ranked.remove(i);
-                ranked.insert(0, cause);
-            }
-        }
-    }
-    let network = sup
-        .iter()
-        .filter(|(k, _)| k.0 == "network")
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(k, s)| (k.clone(), *s));
-    let mut text = format!(
-        "At {} req/s the SLO failed ({}).",
-        rate(offered),
-        why.join("; ")
-    );
-    let collapsed = collapse(t);
     if let Some(c) = &collapsed {
         text += &format!(" It {c}; what set it off is below.");
     }
+    let empty = Slowest::default();
+    let slow = tail.slowest.as_ref().unwrap_or(&empty);
     let slow_words = if slow.requests > 0 {
         format!(
             "the slowest 1% {}({} requests, from {} ms, {} unanswered)",
@@ -458,115 +288,159 @@ fn judge(e: &Evidence) -> Verdict {
     } else {
         "the slowest 1% (none kept)".into()
     };
-    let chosen: Option<(Key, String, f64, Option<f64>)> = match ranked.first() {
-        Some((k, (at, r))) => Some(((*k).clone(), r.quote.clone(), share(k), Some(*at))),
-        None => match network {
-            Some((k, s)) if s >= NETWORK => {
-                let mean = slow
-                    .parts
-                    .iter()
-                    .filter(|p| p.what == "network" && p.node == k.1)
-                    .map(|p| p.mean_ms)
-                    .sum::<f64>();
-                let quote = format!(
-                    "{:.0}% of {slow_words}'s time was in flight with no server stage to show for it ({} ms per request), while no resource of any node crossed its threshold",
-                    s * 100.0,
-                    fmt_num(mean)
-                );
-                Some((k, quote, s, None))
-            }
-            // Nothing crossed: the reading nearest its threshold, if the
-            // slowest requests' time went to it, is named as such.
-            _ => {
-                let near = of(t, e.machine)
-                    .into_iter()
-                    .filter(|r| r.value >= NEAR * r.threshold)
-                    .map(|r| {
-                        let k = (r.resource.clone(), r.node.clone());
-                        (share(&k), k, r)
-                    })
-                    .filter(|(s, _, _)| *s >= CONFIRMS)
-                    .max_by(|a, b| a.0.total_cmp(&b.0));
-                near.map(|(s, k, r)| {
-                    let quote = format!(
-                        "{} (no resource crossed its threshold; this one came nearest, at {:.0}% of it, and the slowest requests' time went to it)",
-                        r.quote,
-                        100.0 * r.value / r.threshold.max(1e-12)
-                    );
-                    (k, quote, s, None)
-                })
-            }
+    // 1. Where the slowest requests' time went, place by place; 2. why
+    // each place was slow; 4. the causes compared by the time they hold.
+    let rs = of(tail, e.machine);
+    let ctx = Context {
+        trial: tail,
+        readings: &rs,
+        machine: e.machine,
+    };
+    let ps = places::places(slow);
+    let (weighed, unexplained) = weigh(&ps, &ctx);
+    let top = weighed.first();
+    let chosen: Option<(Cause, String)> = match top {
+        Some(w) if w.share >= HALF => Some((
+            w.cause.clone(),
+            format!("{} of {slow_words}'s time went to it", pct(w.share)),
+        )),
+        _ => match odd_node(&ps, tail, &rs) {
+            Some((n, share, r)) => Some((
+                Cause {
+                    resource: r.resource.clone(),
+                    node: r.node.clone(),
+                    why: r.quote.clone(),
+                    crossed: true,
+                },
+                format!(
+                    "{n} held {} of {slow_words}'s time, and of every node's readings only {n}'s {} crossed its threshold",
+                    pct(share),
+                    r.resource
+                ),
+            )),
+            None => top.filter(|w| w.share >= CONFIRMS && w.cause.crossed).map(|w| {
+                (
+                    w.cause.clone(),
+                    format!(
+                        "{} of {slow_words}'s time went to it, the most of any cause, and its reading crossed its threshold",
+                        pct(w.share)
+                    ),
+                )
+            }),
         },
     };
-    let Some((key, quote, confirmed, at)) = chosen else {
-        let mut seen: Vec<ResourceReading> = of(t, e.machine);
+    let Some((cause, because)) = chosen else {
+        // 6. Cannot tell: say what each piece showed.
+        let mut seen = rs.clone();
         seen.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
         text += &format!(
-            " Verdict: cannot tell: no resource crossed its threshold, and no stage dominates the slowest requests. Seen: {}; {slow_words}: {}.",
+            " Verdict: cannot tell: no cause holds half of {slow_words}'s time, and none that holds a quarter has a reading over its threshold. Their time: {}{}. Readings nearest their thresholds: {}.",
+            if weighed.is_empty() {
+                "no stages".to_string()
+            } else {
+                weighed
+                    .iter()
+                    .take(4)
+                    .map(|w| format!("{} {} ({})", pct(w.share), key_words(&w.cause.resource, w.cause.node.as_deref()), w.places.iter().flat_map(|p| p.words.first()).cloned().collect::<Vec<_>>().join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+            if unexplained > 0.0 {
+                format!("; {} that nothing seen explains", pct(unexplained))
+            } else {
+                String::new()
+            },
             seen.iter()
                 .take(3)
                 .map(|r| format!(
-                    "{}{} at {:.0}% of its threshold ({})",
-                    r.resource,
-                    r.node.as_ref().map(|n| format!(" of {n}")).unwrap_or_default(),
+                    "{} at {:.0}% of its threshold ({})",
+                    key_words(&r.resource, r.node.as_deref()),
                     100.0 * r.value / r.threshold.max(1e-12),
                     r.quote
                 ))
                 .collect::<Vec<_>>()
-                .join("; "),
-            if slow.parts.is_empty() {
-                "no stages".to_string()
-            } else {
-                top_parts(slow, 3)
-            }
+                .join("; ")
         );
         text += " Next: look at the node's disk, network and neighbours; run the sweep again with longer trials.";
         return Verdict {
             cause: "unknown".into(),
             node: None,
             text,
+            trial_rate: tail.offered_rate,
         };
     };
-    let (what, next) = words(&key.0, key.1.as_deref(), &quote);
-    text += &format!(" Verdict: {what}.");
-    if let Some(at) = at {
-        if at < offered {
-            text += &format!(" It crossed its threshold first at {} req/s.", rate(at));
-        }
-    }
-    if confirmed >= CONFIRMS {
-        text += &format!(
-            " Confirmed by {slow_words}: {:.0}% of their time went to it ({}).",
-            confirmed * 100.0,
-            top_parts(slow, 2)
-        );
-    } else if !slow.parts.is_empty() {
-        text += &format!(
-            " Not confirmed by {slow_words} ({:.0}% of their time went to it): {}.",
-            confirmed * 100.0,
-            top_parts(slow, 3)
-        );
-    }
-    let others: Vec<String> = ranked
+    let (what, next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
+    text += &format!(
+        " Verdict: {what}. Because {because}: {}.",
+        top_parts(slow, 3)
+    );
+    // The knee: the first trial where its reading crossed, as the rate rose.
+    let knee = e
+        .trials
         .iter()
-        .skip(1)
+        .filter(|x| x.offered_rate.unwrap_or(0.0) < offered)
+        .filter(|x| {
+            of(x, e.machine)
+                .iter()
+                .any(|r| r.crossed && r.resource == cause.resource && r.node == cause.node)
+        })
+        .filter_map(|x| x.offered_rate)
+        .min_by(f64::total_cmp);
+    if let Some(k) = knee {
+        text += &format!(
+            " Its reading crossed its threshold first at {} req/s.",
+            rate(k)
+        );
+    }
+    // Every other cause, and every reading over its threshold, with the
+    // share of the slowest requests' time it explains.
+    let explains = |res: &str, node: Option<&str>| {
+        weighed
+            .iter()
+            .filter(|w| w.cause.resource == res && w.cause.node.as_deref() == node)
+            .map(|w| w.share)
+            .sum::<f64>()
+    };
+    let mut others: Vec<String> = weighed
+        .iter()
+        .filter(|w| !(w.cause.resource == cause.resource && w.cause.node == cause.node))
         .take(3)
-        .map(|(k, (_, r))| {
+        .map(|w| {
             format!(
-                "{}{}",
-                k.0,
-                k.1.as_ref().map(|n| format!(" of {n}")).unwrap_or_default()
-            ) + &format!(" ({})", r.quote)
+                "{} explains {}",
+                key_words(&w.cause.resource, w.cause.node.as_deref()),
+                pct(w.share)
+            )
         })
         .collect();
+    if unexplained > 0.005 {
+        others.push(format!("{} nothing seen explains", pct(unexplained)));
+    }
     if !others.is_empty() {
-        text += &format!(" Also over threshold: {}.", others.join("; "));
+        text += &format!(" Beside it: {}.", others.join("; "));
+    }
+    let over: Vec<String> = rs
+        .iter()
+        .filter(|r| r.crossed && !(r.resource == cause.resource && r.node == cause.node))
+        .take(4)
+        .map(|r| {
+            format!(
+                "{} ({}; it explains {} of the slowest time)",
+                key_words(&r.resource, r.node.as_deref()),
+                r.quote,
+                pct(explains(&r.resource, r.node.as_deref()))
+            )
+        })
+        .collect();
+    if !over.is_empty() {
+        text += &format!(" Also over threshold: {}.", over.join("; "));
     }
     text += &format!(" Next: {next}.");
     Verdict {
-        cause: cause_name(&key.0).to_string(),
-        node: key.1,
+        cause: cause_name(&cause.resource).to_string(),
+        node: cause.node,
         text,
+        trial_rate: tail.offered_rate,
     }
 }
 

@@ -14,6 +14,12 @@
 //! | `admission` | share of samples with every place in service taken or requests waiting | 0.5 |
 //! | `generator` | share of sends the generator made late with a connection free, or of its threads' time waiting for a CPU | 0.05, 0.5 |
 //! | `machine` | the whole machine's busy cores, when the nodes run on it | 0.85 of its cores |
+//! | `thread` | a node's (or the generator's) busiest thread, cores, while the process had half a core to spare | 0.9 |
+//!
+//! The thresholds' mechanisms are in `docs/lab.md` ("The verdict's
+//! thresholds"). Beside the readings, `starvation` gives each side's
+//! share of its runnable time spent waiting for a CPU, which the verdict
+//! compares rather than judges.
 //!
 //! Owns the figures and the thresholds; must not weigh one resource
 //! against another (`verdict` does).
@@ -31,6 +37,10 @@ pub const MEMORY_PRESSURE: f64 = 0.1;
 pub const ADMISSION_SHARE: f64 = 0.5;
 pub const GENERATOR_LATE: f64 = 0.05;
 pub const GENERATOR_WAITING: f64 = 0.5;
+pub const THREAD_BUSY: f64 = 0.9;
+/// Cores a process must have left beside its busiest thread for that
+/// thread to be the limit rather than the process's cores.
+pub const SPARE_CORES: f64 = 0.5;
 
 /// What the readings need beyond the trial.
 #[derive(Clone, Copy, Debug, Default)]
@@ -38,6 +48,8 @@ pub struct Machine {
     /// Cores of the machine the nodes run on, when they run on the
     /// generator's (a local target).
     pub cores: Option<f64>,
+    /// Cores the generator may run on (its affinity).
+    pub generator_cpus: Option<f64>,
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
@@ -133,6 +145,22 @@ pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
             waiting * 100.0
         ),
     ));
+    if let Some(r) = thread_reading(
+        &t.generator_threads,
+        None,
+        t.generator_cpu_cores,
+        m.generator_cpus,
+    ) {
+        out.push(r);
+    }
+    for (i, n) in t.per_node.iter().enumerate() {
+        let xs = node_samples(t, i);
+        let used = mean(xs.iter().filter_map(|x| x.cpu_cores));
+        let cpus = max(xs.iter().filter_map(|x| x.cpus));
+        if let Some(r) = thread_reading(&n.threads, Some(format!("node-{}", i + 1)), used, cpus) {
+            out.push(r);
+        }
+    }
     if let (Some(busy), Some(cores)) = (t.machine_cpu_cores, m.cores) {
         out.push(reading(
             "machine",
@@ -367,4 +395,89 @@ fn node_readings(
         ),
     ));
     (out, Some(pause))
+}
+
+/// What a thread is for, by its name, when the name says it.
+pub fn thread_role(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "strata-node" => "a runtime worker: HTTP and the requests' own work",
+        "strata-apply" => "the applier: WAL writes and their fsyncs, one commit group at a time",
+        "strata-walsync" => "the WAL's timed fsync",
+        "strata-flush" => "the memtable flush",
+        "strata-compact" => "compaction",
+        "strata-trees" => "anti-entropy's trees",
+        "strata-hints" => "hint delivery",
+        "strata-pause" => "the pause detector",
+        n if n.starts_with("strata-scrape") => "the lab's scrape of a node",
+        n if n.starts_with("strata-load") => "a generator thread: sends and reads answers",
+        "strata-timer" => "the generator's timer",
+        _ => return None,
+    })
+}
+
+/// A process's busiest thread against `THREAD_BUSY`: crossed when it used
+/// that much of one core while its process had `SPARE_CORES` of the
+/// cores it may run on left (so more cores would not have helped: the
+/// work waited for that one thread).
+fn thread_reading(
+    threads: &[strata_api::threads::ThreadRate],
+    node: Option<String>,
+    used: Option<f64>,
+    cpus: Option<f64>,
+) -> Option<ResourceReading> {
+    let top = threads.first()?;
+    let spare = match (used, cpus) {
+        (Some(u), Some(c)) => c - u,
+        _ => 0.0,
+    };
+    let who = node.clone().unwrap_or_else(|| "the generator".into());
+    let mut r = reading(
+        "thread",
+        node,
+        top.cpu,
+        THREAD_BUSY,
+        format!(
+            "{who}'s busiest thread, {} (tid {}{}), was {:.0}% busy and waited for a CPU {:.0}% of its time; the process used {} of its {} cores{}",
+            top.name,
+            top.tid,
+            thread_role(&top.name).map(|r| format!("; {r}")).unwrap_or_default(),
+            top.cpu * 100.0,
+            100.0 * top.waiting / (top.cpu + top.waiting).max(1e-9),
+            used.map(fmt_num).unwrap_or_else(|| "?".into()),
+            cpus.map(fmt_num).unwrap_or_else(|| "?".into()),
+            threads
+                .get(1)
+                .map(|n| format!(" (next: {} at {:.0}%)", n.name, n.cpu * 100.0))
+                .unwrap_or_default()
+        ),
+    );
+    r.crossed = r.crossed && spare >= SPARE_CORES;
+    Some(r)
+}
+
+/// How starved of CPU a side was: of its threads' runnable time, the
+/// share spent waiting for a CPU (from its threads, or its process's
+/// totals when they are all there is).
+pub fn starvation(threads: &[strata_api::threads::ThreadRate]) -> Option<f64> {
+    let (cpu, wait) = threads
+        .iter()
+        .fold((0.0, 0.0), |(c, w), t| (c + t.cpu, w + t.waiting));
+    (cpu + wait > 0.01).then(|| wait / (cpu + wait))
+}
+
+/// A node's starvation from its threads, or from its samples' totals.
+pub fn node_starvation(t: &Trial, i: usize) -> Option<f64> {
+    if let Some(s) = t.per_node.get(i).and_then(|n| starvation(&n.threads)) {
+        return Some(s);
+    }
+    let xs = node_samples(t, i);
+    let cpu = mean(xs.iter().filter_map(|x| x.cpu_cores))?;
+    let wait = mean(xs.iter().filter_map(|x| x.run_queue_cores))?;
+    (cpu + wait > 0.01).then(|| wait / (cpu + wait))
+}
+
+/// The generator's starvation: from its threads, or from its share of
+/// wall time waiting.
+pub fn generator_starvation(t: &Trial) -> Option<f64> {
+    starvation(&t.generator_threads).or(t.generator_run_queue_share)
 }

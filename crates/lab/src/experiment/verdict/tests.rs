@@ -35,6 +35,7 @@ fn trial(rate: f64, nodes: usize, f: impl Fn(usize, &mut ServerSample)) -> Trial
                 .collect(),
             server_cpu_cores: Some(0.3),
             server_rss_bytes: None,
+            threads: vec![],
         })
         .collect();
     Trial {
@@ -74,6 +75,9 @@ fn trial(rate: f64, nodes: usize, f: impl Fn(usize, &mut ServerSample)) -> Trial
         client: None,
         resources: vec![],
         repeat: None,
+        generator_threads: vec![],
+        failed_statuses: Default::default(),
+        first_failure: None,
     }
 }
 
@@ -106,7 +110,10 @@ fn judge(trials: &[Trial], cores: Option<f64>) -> Verdict {
         deciding: Some((last, &why)),
         breaking_point: Some(1000.0),
         range: None,
-        machine: Machine { cores },
+        machine: Machine {
+            cores,
+            generator_cpus: cores,
+        },
         unseen: &[],
     })
 }
@@ -130,7 +137,16 @@ fn a_busy_fsync_confirmed_by_the_slowest_is_named_with_its_node() {
         v.text
     );
     assert!(v.text.contains("busy 91% of the time"), "{}", v.text);
-    assert!(v.text.contains("Confirmed by the slowest 1%"), "{}", v.text);
+    assert!(
+        v.text.contains("Because 90% of the slowest 1%"),
+        "{}",
+        v.text
+    );
+    assert!(
+        v.text.contains("busy: one fsync after another"),
+        "{}",
+        v.text
+    );
     assert!(v.text.contains("interval"), "{}", v.text);
 }
 
@@ -456,7 +472,11 @@ fn on_loopback_time_in_flight_is_the_machines_and_the_nearest_is_named() {
     ]));
     let v = judge(&[t.clone()], Some(2.0));
     assert_eq!(v.cause, "cpu", "{}", v.text);
-    assert!(v.text.contains("came nearest"), "{}", v.text);
+    assert!(
+        v.text.contains("on loopback the time in flight"),
+        "{}",
+        v.text
+    );
     // The same off loopback: the network.
     t.machine_cpu_cores = None;
     assert_eq!(judge(&[t], None).cause, "network");
@@ -472,7 +492,16 @@ fn nothing_crossed_and_nothing_dominant_is_cannot_tell() {
     let v = judge(&[t], None);
     assert_eq!(v.cause, "unknown", "{}", v.text);
     assert!(v.text.contains("cannot tell"), "{}", v.text);
-    assert!(v.text.contains("Seen:"), "{}", v.text);
+    assert!(
+        v.text.contains("Their time: 30% network of node-1"),
+        "{}",
+        v.text
+    );
+    assert!(
+        v.text.contains("Readings nearest their thresholds"),
+        "{}",
+        v.text
+    );
 }
 
 #[test]
@@ -485,7 +514,7 @@ fn servers_whose_metrics_were_refused_are_said_unseen_and_why() {
         deciding: Some((&t, &why)),
         breaking_point: Some(1000.0),
         range: None,
-        machine: Machine { cores: None },
+        machine: Machine::default(),
         unseen: &unseen,
     });
     assert!(

@@ -36,6 +36,7 @@ mod record;
 mod worker;
 pub use outcome::{NodeTotals, OpTotals, Outcome, Second, SecondStats, Snapshot};
 use pool::{grow, Pacer, Pool};
+pub use record::failed_status;
 use record::{Collector, Interval, Msg, Recorder, ThreadTotals};
 pub use strata_api::query::encode_into;
 use worker::{Current, Values, Worker};
@@ -175,10 +176,19 @@ impl ThreadCtx {
                     r.totals
                         .first_conn_error
                         .get_or_insert_with(|| e.to_string());
+                    if r.totals.first_failure.is_none() {
+                        r.totals.first_failure = Some((w.served, format!("no answer: {e}")));
+                    }
                     None
                 }
             };
             let served = w.served;
+            if let Some(code) = status.filter(|c| record::failed_status(*c)) {
+                if r.totals.first_failure.is_none() {
+                    let body = String::from_utf8_lossy(w.error_body());
+                    r.totals.first_failure = Some((served, format!("{code}: {}", body.trim())));
+                }
+            }
             let latency = r.record(served, op, status, intended);
             if let Some(k) = next.key_index {
                 self.keys.touch(k);
@@ -531,6 +541,9 @@ pub fn run(
                     *totals.statuses.entry(k).or_default() += v;
                 }
                 totals.conn_errors += t.conn_errors;
+                if totals.first_failure.is_none() {
+                    totals.first_failure = t.first_failure;
+                }
                 if totals.first_conn_error.is_none() {
                     totals.first_conn_error = t.first_conn_error;
                 }
@@ -618,6 +631,7 @@ pub fn run(
         statuses: totals.statuses,
         conn_errors: totals.conn_errors,
         first_conn_error: totals.first_conn_error,
+        first_failure: totals.first_failure,
         late: totals.late,
         max_lag: totals.max_lag,
         dropped: totals.dropped,

@@ -78,6 +78,9 @@ pub struct Outcome {
     pub conn_errors: u64,
     /// What the first of them said.
     pub first_conn_error: Option<String>,
+    /// What the first failure said (`record::ThreadTotals`), and the
+    /// index of the node it came from.
+    pub first_failure: Option<(usize, String)>,
     /// Sends more than 1 ms behind their intended time, and the worst lag.
     pub late: u64,
     pub max_lag: Duration,

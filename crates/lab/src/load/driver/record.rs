@@ -46,6 +46,9 @@ pub(super) struct ThreadTotals {
     pub(super) conn_errors: u64,
     /// What the first connection error said.
     pub(super) first_conn_error: Option<String>,
+    /// What the first failure said, with its node's index: a failed
+    /// answer's status and body, or a connection error's words.
+    pub(super) first_failure: Option<(usize, String)>,
     pub(super) op_requests: [u64; N],
     pub(super) op_errors: [u64; N],
     pub(super) late: u64,

@@ -125,6 +125,14 @@ impl Worker {
         }
     }
 
+    /// The last answer's body if it failed.
+    pub(super) fn error_body(&self) -> &[u8] {
+        match &self.session {
+            Some(s) => s.error_body(),
+            None => self.conn.error_body(),
+        }
+    }
+
     /// The last answer's `Server-Timing` value.
     pub(super) fn server_timing(&self) -> &[u8] {
         match &self.session {

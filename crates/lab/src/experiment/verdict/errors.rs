@@ -1,0 +1,88 @@
+//! A trial that failed its objective on errors, not latency: the failed
+//! answers' status codes, what the first of them said and which node
+//! gave them come first, as the slowest requests' stages do for latency.
+//! Owns reading the failures; must not weigh latency.
+
+use super::Verdict;
+use crate::experiment::slo::fmt_num;
+use crate::report::model::Trial;
+
+/// Whether the objective failed on errors alone (a shortfall of the
+/// achieved rate may come with them; a latency bound did not fail).
+pub fn on_errors(why: &[String]) -> bool {
+    why.iter().any(|w| w.starts_with("errors"))
+        && why
+            .iter()
+            .all(|w| w.starts_with("errors") || w.starts_with("achieved"))
+}
+
+/// The verdict from the failures of `t`; `head` opens its text.
+pub fn judge(t: &Trial, head: String) -> Verdict {
+    let answered: u64 = t.failed_statuses.values().sum();
+    let unanswered = t.errors.saturating_sub(answered + t.dropped_sends);
+    let (code, n) = t
+        .failed_statuses
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(c, n)| (Some(*c), *n))
+        .unwrap_or((None, 0));
+    // The largest kind of failure: an answer's status, no answer, or a
+    // send the generator dropped.
+    let (cause, what, next) = if t.dropped_sends > n.max(unanswered) {
+        (
+            "generator",
+            format!("{} sends the generator dropped, never sent (not started within --drop-after of their time)", t.dropped_sends),
+            "the generator could not keep the schedule: more --threads, a higher --max-connections, or another machine",
+        )
+    } else if unanswered > n {
+        (
+            "unreachable",
+            format!("{unanswered} requests with no answer at all (refused, reset or timed out connections)"),
+            "find why the node did not answer: it may have stopped, restarted or run out of connections (`strata cluster status`, its log)",
+        )
+    } else {
+        let c = code.unwrap_or(0);
+        let (cause, next) = match c {
+            503 => ("admission", "the node refused work it had no place for: raise `--max-in-service`, try `--admission adaptive`, or offer less"),
+            504 => ("replicas", "too few replicas answered in time: see which peers were down or slow (`strata cluster status`), or ask a smaller `ack`"),
+            401 | 403 => ("credentials", "give the lab a token the nodes accept (docs/lab.md, \"Credentials\")"),
+            507 => ("disk-full", "free space on the node's disk or give it a larger one"),
+            _ => ("errors", "read the node's log around the failures"),
+        };
+        (cause, format!("{n} answers {c}"), next)
+    };
+    let node = busiest_node(t);
+    let codes: Vec<String> = t
+        .failed_statuses
+        .iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    let text = format!(
+        "{head} Verdict: the objective failed on errors, not latency: {} of {} requests ({}%) failed; the most: {what}{}. Failed answers by status: {}; with no answer: {unanswered}; dropped: {}. The first failure said: {}. Next: {next}.",
+        t.errors,
+        t.requests,
+        fmt_num(t.error_pct),
+        node.as_ref()
+            .map(|(n, e)| format!(", {e} of the failures from {n}"))
+            .unwrap_or_default(),
+        if codes.is_empty() { "none".into() } else { codes.join(", ") },
+        t.dropped_sends,
+        t.first_failure.as_deref().unwrap_or("nothing recorded"),
+    );
+    Verdict {
+        cause: cause.into(),
+        node: node.map(|(n, _)| n),
+        text,
+        trial_rate: t.offered_rate,
+    }
+}
+
+/// The node with the most failures, and how many.
+fn busiest_node(t: &Trial) -> Option<(String, u64)> {
+    t.per_node
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.errors > 0)
+        .max_by_key(|(_, n)| n.errors)
+        .map(|(i, n)| (format!("node-{}", i + 1), n.errors))
+}

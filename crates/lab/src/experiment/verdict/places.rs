@@ -1,0 +1,400 @@
+//! Where the slowest requests' time went, place by place, and why each
+//! place was slow. A place is a kind of wait on one node (its WAL, its
+//! write stalls, admission, its own work, a replica, the time in flight
+//! that no stage explains, the generator's own lateness); each place is
+//! resolved to the resource that made it slow, from that node's readings,
+//! busy or not: a WAL seldom busy but slow is still the WAL. Time in
+//! flight goes to whichever side was starved of CPU (both sides' own
+//! run-queue wait, the node's pause detector), to a network only beyond
+//! loopback. Owns the places and their resolution; must not rank causes
+//! against each other (`verdict` does).
+
+use std::collections::BTreeMap;
+
+use super::readings::{self, Machine};
+use crate::experiment::slo::fmt_num;
+use crate::report::model::{ResourceReading, Slowest, Trial};
+
+/// A side whose threads waited for a CPU this share of their runnable
+/// time is starved: each piece of its work took a quarter longer than its
+/// CPU time from queueing for a core alone.
+pub const STARVED: f64 = 0.2;
+
+/// A kind of wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    /// The WAL: its fsync, and the queue of commit groups before it.
+    Wal,
+    Stalls,
+    Admission,
+    /// The node's own work: its socket queue, reading, applying, the rest.
+    Work,
+    /// Waiting for a replica beyond what it reported of its own work.
+    Replica,
+    /// In flight with no server stage, or never answered.
+    Flight,
+    Generator,
+}
+
+/// A part's family; `None` for the wait for a free connection (the other
+/// requests' slowness, whatever it was).
+pub fn family(what: &str) -> Option<Family> {
+    Some(match what {
+        "fsync" | "applier" | "peer-fsync" | "peer-applier" => Family::Wal,
+        "stall" | "peer-stall" => Family::Stalls,
+        "admit" => Family::Admission,
+        "queue" | "read" | "apply" | "other" | "body" | "peer-apply" => Family::Work,
+        "replica" => Family::Replica,
+        "network" | "unanswered" => Family::Flight,
+        "generator" => Family::Generator,
+        _ => return None,
+    })
+}
+
+/// One place's share of the slowest requests' time.
+#[derive(Clone, Debug)]
+pub struct Place {
+    pub family: Family,
+    pub node: Option<String>,
+    /// Of the time not spent waiting for a free connection.
+    pub share: f64,
+    /// The parts in it, in words, largest first.
+    pub words: Vec<String>,
+    /// Whether an engine read is among its parts (a disk may be why).
+    pub reads: bool,
+}
+
+/// The places of `s`, largest first.
+pub fn places(s: &Slowest) -> Vec<Place> {
+    let waiting: f64 = s
+        .parts
+        .iter()
+        .filter(|p| family(&p.what).is_none())
+        .map(|p| p.share)
+        .sum();
+    let rest = (1.0 - waiting).max(1e-9);
+    let mut by: BTreeMap<(Family, Option<String>), Place> = BTreeMap::new();
+    for p in &s.parts {
+        let Some(f) = family(&p.what) else { continue };
+        let node = if f == Family::Generator {
+            None
+        } else {
+            p.node.clone()
+        };
+        let e = by.entry((f, node.clone())).or_insert(Place {
+            family: f,
+            node,
+            share: 0.0,
+            words: Vec::new(),
+            reads: false,
+        });
+        e.share += p.share / rest;
+        e.words
+            .push(format!("{:.0}% {}", 100.0 * p.share / rest, p.words));
+        e.reads |= p.what == "read";
+    }
+    let mut out: Vec<Place> = by.into_values().collect();
+    out.sort_by(|a, b| b.share.total_cmp(&a.share));
+    out
+}
+
+/// What made a place slow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cause {
+    /// A reading's resource: `fsync`, `cpu`, `thread`, `pause`, ...
+    pub resource: String,
+    pub node: Option<String>,
+    /// Why, in words, with the figures.
+    pub why: String,
+    /// Whether a reading crossed its threshold (or a side was starved):
+    /// evidence beside the slowest requests' own time.
+    pub crossed: bool,
+}
+
+/// What a place is resolved with.
+pub struct Context<'a> {
+    pub trial: &'a Trial,
+    pub readings: &'a [ResourceReading],
+    pub machine: Machine,
+}
+
+impl Context<'_> {
+    fn get(&self, resource: &str, node: Option<&str>) -> Option<&ResourceReading> {
+        self.readings
+            .iter()
+            .find(|r| r.resource == resource && r.node.as_deref() == node)
+    }
+
+    fn crossed(&self, resource: &str, node: Option<&str>) -> Option<&ResourceReading> {
+        self.get(resource, node).filter(|r| r.crossed)
+    }
+
+    fn local(&self) -> bool {
+        self.machine.cores.is_some()
+    }
+
+    /// Whether `node` may run on every core of the machine it shares with
+    /// the generator (then a full machine is the machine's, not its own).
+    fn unpinned(&self, node: &str) -> bool {
+        let (Some(cores), Some(i)) = (self.machine.cores, index(node)) else {
+            return false;
+        };
+        readings::node_samples(self.trial, i)
+            .iter()
+            .filter_map(|x| x.cpus)
+            .fold(0.0, f64::max)
+            >= cores
+    }
+
+    fn cause(&self, r: &ResourceReading, why: String) -> Cause {
+        Cause {
+            resource: r.resource.clone(),
+            node: r.node.clone(),
+            why,
+            crossed: r.crossed,
+        }
+    }
+}
+
+/// `node-N`'s index.
+pub fn index(node: &str) -> Option<usize> {
+    node.strip_prefix("node-")?
+        .parse::<usize>()
+        .ok()?
+        .checked_sub(1)
+}
+
+/// Why the place was slow, or `None` when nothing seen explains it.
+pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
+    let node = p.node.as_deref();
+    match p.family {
+        Family::Generator => {
+            let r = c.get("generator", None)?;
+            if let Some(m) = shared_machine(c) {
+                return Some(c.cause(
+                    m,
+                    format!("{}; the generator shares those cores with the nodes, which used most of them: {}", m.quote, r.quote),
+                ));
+            }
+            Some(c.cause(r, r.quote.clone()))
+        }
+        Family::Wal => {
+            let n = node?;
+            if let Some(t) = c.crossed("thread", Some(n)) {
+                if t.quote.contains("strata-apply") || t.quote.contains("strata-walsync") {
+                    return Some(c.cause(t, t.quote.clone()));
+                }
+            }
+            let f = c.get("fsync", Some(n))?;
+            let io = c.crossed("io", Some(n));
+            let how = if f.crossed {
+                "busy: one fsync after another, the disk's pace"
+            } else {
+                "seldom busy but slow: each fsync waited on the device"
+            };
+            let mut why = format!("{} ({how})", f.quote);
+            if let Some(io) = io {
+                why += &format!("; {}", io.quote);
+            }
+            Some(Cause {
+                crossed: f.crossed || io.is_some(),
+                ..c.cause(f, why)
+            })
+        }
+        Family::Stalls => {
+            let r = c.get("stalls", node)?;
+            Some(c.cause(r, r.quote.clone()))
+        }
+        Family::Admission => {
+            let n = node?;
+            // Admission is a queue in front of the work: the work behind
+            // it, when that crossed, unless the limit itself kept the WAL
+            // from batching (commit groups as large as the places allow).
+            let capped = index(n)
+                .map(|i| readings::node_samples(c.trial, i))
+                .is_some_and(|xs| {
+                    xs.iter().any(|x| {
+                        matches!((x.writes_per_fsync, x.limit), (Some(w), Some(l)) if l > 0.0 && w >= 0.8 * l)
+                    })
+                });
+            for behind in ["pause", "memory", "stalls", "fsync", "cpu", "thread"] {
+                if behind == "fsync" && capped {
+                    continue;
+                }
+                if let Some(r) = c.crossed(behind, Some(n)) {
+                    let a = c
+                        .get("admission", Some(n))
+                        .map(|a| a.quote.as_str())
+                        .unwrap_or("");
+                    return Some(c.cause(
+                        r,
+                        format!("{} (requests waited for admission behind it: {a})", r.quote),
+                    ));
+                }
+            }
+            let r = c.get("admission", Some(n))?;
+            Some(c.cause(r, r.quote.clone()))
+        }
+        Family::Work => work(node?, p.reads, c),
+        Family::Replica => {
+            let n = node?;
+            if c.local() || c.crossed("pause", Some(n)).is_some() || cpu_crossed(n, c) {
+                return work(n, false, c);
+            }
+            let r = c.get("network", Some(n));
+            Some(Cause {
+                resource: "network".into(),
+                node: Some(n.into()),
+                why: r.map(|r| r.quote.clone()).unwrap_or_else(|| {
+                    format!("{n} reported little work of its own, and its CPU and pauses had room: the time was the path to it")
+                }),
+                crossed: true,
+            })
+        }
+        Family::Flight => flight(node?, c),
+    }
+}
+
+/// The machine, full, when the generator may run on all of it and the
+/// nodes used at least half of it: then a generator short of CPU was
+/// short of what the nodes took.
+fn shared_machine<'a>(c: &'a Context) -> Option<&'a ResourceReading> {
+    let unpinned =
+        matches!((c.machine.cores, c.machine.generator_cpus), (Some(m), Some(g)) if g >= m);
+    let nodes_took_it = match (c.trial.server_cpu_cores, c.trial.machine_cpu_cores) {
+        (Some(n), Some(m)) => n >= 0.5 * m,
+        _ => false,
+    };
+    c.crossed("machine", None)
+        .filter(|_| unpinned && nodes_took_it)
+}
+
+fn cpu_crossed(n: &str, c: &Context) -> bool {
+    c.crossed("cpu", Some(n)).is_some() || c.crossed("thread", Some(n)).is_some()
+}
+
+/// The node's own work: stopped, short of memory, short of cores (the
+/// machine's, when it shares all of them with the generator; its own),
+/// one thread, a disk under its reads; else a queue behind what drains
+/// it (its WAL, its stalls, its admission limit); else its CPU, not full.
+fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
+    for r in ["pause", "memory"] {
+        if let Some(r) = c.crossed(r, Some(n)) {
+            return Some(c.cause(r, r.quote.clone()));
+        }
+    }
+    let own = c.get("cpu", Some(n));
+    if let Some(m) = c.crossed("machine", None).filter(|_| c.unpinned(n)) {
+        let why = match own {
+            Some(r) => format!("{}; {n}: {}", m.quote, r.quote),
+            None => m.quote.clone(),
+        };
+        return Some(c.cause(m, why));
+    }
+    if let Some(r) = c.crossed("cpu", Some(n)) {
+        return Some(c.cause(r, r.quote.clone()));
+    }
+    if let Some(r) = c.crossed("thread", Some(n)) {
+        return Some(c.cause(r, r.quote.clone()));
+    }
+    if reads {
+        if let Some(r) = c.crossed("io", Some(n)) {
+            return Some(c.cause(r, r.quote.clone()));
+        }
+    }
+    for behind in ["fsync", "stalls", "admission"] {
+        if let Some(r) = c.crossed(behind, Some(n)) {
+            return Some(c.cause(
+                r,
+                format!(
+                    "{} (requests queued in {n} behind it, its CPU with room)",
+                    r.quote
+                ),
+            ));
+        }
+    }
+    let r = own?;
+    Some(c.cause(r, r.quote.clone()))
+}
+
+/// Time in flight with no server stage: the side starved at the time,
+/// a stop, one busy thread, or beyond loopback the path.
+fn flight(n: &str, c: &Context) -> Option<Cause> {
+    if let Some(r) = c.crossed("pause", Some(n)) {
+        return Some(c.cause(r, r.quote.clone()));
+    }
+    let t = c.trial;
+    let ns = index(n)
+        .and_then(|i| readings::node_starvation(t, i))
+        .unwrap_or(0.0);
+    let gs = readings::generator_starvation(t).unwrap_or(0.0);
+    let compare = format!(
+        "{n}'s threads waited for a CPU {:.0}% of the time they were ready to run, the generator's {:.0}%",
+        ns * 100.0,
+        gs * 100.0
+    );
+    if ns.max(gs) >= STARVED {
+        if ns >= gs {
+            let mut cause = work(n, false, c)?;
+            if cause.resource == "cpu" || cause.resource == "machine" || cause.resource == "thread"
+            {
+                cause.why = format!("{compare}, so requests sat unread: {}", cause.why);
+                cause.crossed = true;
+                return Some(cause);
+            }
+            return Some(cause);
+        }
+        let g = c.get("generator", None)?;
+        if let Some(m) = shared_machine(c) {
+            return Some(c.cause(
+                m,
+                format!(
+                    "{compare}, and it shares the machine's cores with the nodes: {}",
+                    m.quote
+                ),
+            ));
+        }
+        return Some(Cause {
+            crossed: true,
+            ..c.cause(g, format!("{compare}, so answers sat unread: {}", g.quote))
+        });
+    }
+    // The node's own cores full: it was slow to read what came.
+    let full = c.crossed("machine", None).is_some() && c.unpinned(n);
+    if full || c.crossed("cpu", Some(n)).is_some() {
+        let mut cause = work(n, false, c)?;
+        cause.why = format!("{}; {compare}", cause.why);
+        return Some(cause);
+    }
+    for who in [None, Some(n)] {
+        if let Some(r) = c.crossed("thread", who) {
+            return Some(c.cause(r, format!("{}; {compare}", r.quote)));
+        }
+    }
+    // Neither side starved nor stopped: on loopback the time in flight
+    // is CPU work (the kernel's network stack, both sides' reading),
+    // beyond it the path. Either is named on its share alone.
+    if c.local() {
+        let m = c.get("machine", None)?;
+        return Some(c.cause(
+            m,
+            format!(
+                "{}; on loopback the time in flight is the machine's CPU work, and {compare}",
+                m.quote
+            ),
+        ));
+    }
+    Some(Cause {
+        resource: "network".into(),
+        node: Some(n.into()),
+        why: format!(
+            "the requests were in flight with no server stage to show for it, while {compare} (neither starved) and {n} did not stop: the path to it",
+        ),
+        crossed: false,
+    })
+}
+
+/// A share in words.
+pub fn pct(x: f64) -> String {
+    format!("{}%", fmt_num((x.max(0.0) * 100.0).round()))
+}

@@ -1,0 +1,118 @@
+//! Every thread of every node, and of the generator, over a trial: the
+//! node's per-thread counters (`strata_api::threads`) read from each
+//! scrape into a bounded log, and what each thread did between two
+//! instants (cores on a CPU, cores' worth waiting for one). Owns the
+//! parsing of those families and the log; must not judge a thread (the
+//! verdict does).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use strata_api::threads::{self as th, ThreadRate, ThreadTimes};
+
+/// Each thread's times in one `/metrics` text.
+pub fn thread_times(text: &str) -> Vec<ThreadTimes> {
+    let mut out: Vec<ThreadTimes> = Vec::new();
+    for line in text.lines() {
+        if !line.starts_with("strata_thread_") {
+            continue;
+        }
+        let Ok(parsed) = strata_api::exposition::parse_metrics(line) else {
+            continue;
+        };
+        for x in parsed.samples {
+            let on_cpu = x.name == th::CPU_SECONDS;
+            if !on_cpu && x.name != th::WAIT_SECONDS {
+                continue;
+            }
+            let label = |k: &str| x.labels.iter().find(|(l, _)| l == k).map(|(_, v)| v);
+            let (Some(name), Some(tid)) = (
+                label(th::THREAD_LABEL),
+                label(th::TID_LABEL).and_then(|t| t.parse::<u32>().ok()),
+            ) else {
+                continue;
+            };
+            let d = Duration::from_secs_f64(x.value.max(0.0));
+            let i = match out.iter().position(|t| t.tid == tid && &t.name == name) {
+                Some(i) => i,
+                None => {
+                    out.push(ThreadTimes {
+                        name: name.clone(),
+                        tid,
+                        on_cpu: Duration::ZERO,
+                        waiting: Duration::ZERO,
+                    });
+                    out.len() - 1
+                }
+            };
+            if on_cpu {
+                out[i].on_cpu = d;
+            } else {
+                out[i].waiting = d;
+            }
+        }
+    }
+    out
+}
+
+/// The readings of one node's threads, each at a time relative to the
+/// run's start; the oldest go first past `CAP` (an hour of seconds).
+#[derive(Debug, Default)]
+pub struct ThreadLog(VecDeque<(f64, Vec<ThreadTimes>)>);
+
+const CAP: usize = 3600;
+
+impl ThreadLog {
+    pub fn push(&mut self, t_s: f64, threads: Vec<ThreadTimes>) {
+        if threads.is_empty() {
+            return;
+        }
+        if self.0.len() == CAP {
+            self.0.pop_front();
+        }
+        self.0.push_back((t_s, threads));
+    }
+
+    /// What each thread did between the first reading at or after
+    /// `from_s` and the last at or before `to_s` (none with fewer than two
+    /// readings there), busiest first.
+    pub fn between(&self, from_s: f64, to_s: f64) -> Vec<ThreadRate> {
+        let inside = || self.0.iter().filter(|(t, _)| *t >= from_s && *t <= to_s);
+        let (Some(a), Some(b)) = (inside().next(), inside().next_back()) else {
+            return Vec::new();
+        };
+        if b.0 <= a.0 {
+            return Vec::new();
+        }
+        th::rates(&a.1, &b.1, b.0 - a.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_are_read_from_a_scrape_and_told_apart_by_id() {
+        let text = "# TYPE strata_thread_cpu_seconds counter\n\
+            strata_thread_cpu_seconds_total{thread=\"strata-node\",tid=\"10\"} 1.5\n\
+            strata_thread_cpu_seconds_total{thread=\"strata-node\",tid=\"11\"} 0.5\n\
+            strata_thread_run_queue_wait_seconds_total{thread=\"strata-node\",tid=\"10\"} 0.25\n\
+            strata_process_cpu_seconds_total 9\n";
+        let ts = thread_times(text);
+        assert_eq!(ts.len(), 2);
+        assert_eq!(ts[0].on_cpu, Duration::from_millis(1500));
+        assert_eq!(ts[0].waiting, Duration::from_millis(250));
+        assert_eq!((ts[1].tid, ts[1].on_cpu), (11, Duration::from_millis(500)));
+        let mut log = ThreadLog::default();
+        log.push(1.0, ts.clone());
+        let mut later = ts;
+        later[0].on_cpu += Duration::from_millis(1900);
+        log.push(3.0, later);
+        log.push(9.0, Vec::new());
+        let r = log.between(0.5, 5.0);
+        assert_eq!(r[0].tid, 10);
+        assert!((r[0].cpu - 0.95).abs() < 1e-9, "{r:?}");
+        assert!(log.between(2.0, 5.0).is_empty());
+    }
+}
