@@ -307,6 +307,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         verdict: Some(v.text),
         cause: Some(v.cause),
         cause_node: v.node,
+        verdict_trial_rate: v.trial_rate,
         breaking_range: range,
         unseen,
     };

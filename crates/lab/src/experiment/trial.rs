@@ -334,6 +334,13 @@ pub fn run_trial(
         let secs = own_after.0.duration_since(t0).as_secs_f64();
         trial.generator_threads = strata_api::threads::rates(&before, &own_after.1, secs);
     }
+    // The sending threads have ended by now: their own figures.
+    trial
+        .generator_threads
+        .extend(outcome.generator_threads.iter().cloned());
+    trial
+        .generator_threads
+        .sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(a.tid.cmp(&b.tid)));
     for (n, threads) in trial
         .per_node
         .iter_mut()
@@ -599,6 +606,7 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
         verdict: None,
         cause: None,
         cause_node: None,
+        verdict_trial_rate: None,
         breaking_range: None,
         unseen: scrapes.refusals(),
     };

@@ -117,16 +117,29 @@ pub fn resources_vs_rate(r: &Report) -> Res<Option<Chart>> {
 /// The deciding trial's slowest 1 %: each part's share of their time, as
 /// bars, largest first; `None` when no trial failed or none kept them.
 pub fn slowest_parts(r: &Report) -> Res<Option<Chart>> {
-    // The lowest failing rate's last run, as the verdict reads it.
-    let deciding = r
-        .trials
-        .iter()
-        .filter(|t| t.meets_slo == Some(false) && t.slowest.is_some())
-        .min_by(|a, b| {
-            a.offered_rate
-                .unwrap_or(0.0)
-                .total_cmp(&b.offered_rate.unwrap_or(0.0))
-        });
+    // The trial the verdict read (its last run at that rate, a failing
+    // one first); in reports from before it said, the lowest failing
+    // rate's.
+    let deciding = match r.verdict_trial_rate {
+        Some(rate) => {
+            let at = |t: &&crate::report::model::Trial| {
+                t.offered_rate == Some(rate) && t.slowest.is_some()
+            };
+            r.trials
+                .iter()
+                .rfind(|t| at(t) && t.meets_slo == Some(false))
+                .or_else(|| r.trials.iter().rfind(at))
+        }
+        None => r
+            .trials
+            .iter()
+            .filter(|t| t.meets_slo == Some(false) && t.slowest.is_some())
+            .min_by(|a, b| {
+                a.offered_rate
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.offered_rate.unwrap_or(0.0))
+            }),
+    };
     let Some(t) = deciding else {
         return Ok(None);
     };

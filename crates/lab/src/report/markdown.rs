@@ -754,12 +754,12 @@ pub fn render(r: &Report) -> String {
         s += "\n\n";
         s += &md_table(&t);
     }
+    s += &super::threads::markdown(r);
     if let Some(t) = fault_table(r) {
         s += "\n## Faults\n\n";
         s += FAULT_INTRO;
         s += "\n\n";
-        s += &md_table(&t);
-        s += "\n";
+        s += &(md_table(&t) + "\n");
         for f in fault_sentences(r) {
             s += &format!("- {f}\n");
         }

@@ -44,6 +44,10 @@ pub struct Report {
     pub cause: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause_node: Option<String>,
+    /// Sweep: the offered rate of the trial whose slowest requests the
+    /// verdict read (the slowest-1 % chart shows the same trial).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_trial_rate: Option<f64>,
     /// Sweep: the breaking point's range over the repeats of the
     /// deciding rates (lowest, highest), and how many repeats.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,14 +1,16 @@
 //! Every thread of every node, and of the generator, over a trial: the
 //! node's per-thread counters (`strata_api::threads`) read from each
 //! scrape into a bounded log, and what each thread did between two
-//! instants (cores on a CPU, cores' worth waiting for one). Owns the
-//! parsing of those families and the log; must not judge a thread (the
-//! verdict does).
+//! instants (cores on a CPU, cores' worth waiting for one), and the
+//! report's section of them. Owns the parsing of those families, the log
+//! and the section; must not judge a thread (the verdict does).
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use strata_api::threads::{self as th, ThreadRate, ThreadTimes};
+
+use crate::report::model::Report;
 
 /// Each thread's times in one `/metrics` text.
 pub fn thread_times(text: &str) -> Vec<ThreadTimes> {
@@ -87,6 +89,45 @@ impl ThreadLog {
         th::rates(&a.1, &b.1, b.0 - a.0)
     }
 }
+
+/// The threads of the trial the verdict read, node by node and the
+/// generator's, as a Markdown section (empty when none were read): the
+/// busiest `SHOWN` of each, with their CPU and their wait for one.
+pub fn markdown(r: &Report) -> String {
+    let Some(t) = r
+        .verdict_trial_rate
+        .and_then(|rate| r.trials.iter().rfind(|t| t.offered_rate == Some(rate)))
+    else {
+        return String::new();
+    };
+    let mut rows: Vec<String> = Vec::new();
+    let mut add = |who: &str, threads: &[ThreadRate]| {
+        for x in threads.iter().take(SHOWN) {
+            rows.push(format!(
+                "| {who} | {} | {} | {:.0}% | {:.0}% |",
+                x.name,
+                x.tid,
+                x.cpu * 100.0,
+                x.waiting * 100.0
+            ));
+        }
+    };
+    for (i, n) in t.per_node.iter().enumerate() {
+        add(&format!("node-{}", i + 1), &n.threads);
+    }
+    add("generator", &t.generator_threads);
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n## Threads\n\nEvery process's busiest threads in the trial at {} req/s, the one the verdict read: the share of one core each used, and the share of a core's time it spent runnable but waiting for one.\n\n| process | thread | tid | CPU | waiting |\n| --- | --- | ---: | ---: | ---: |\n{}\n",
+        t.offered_rate.map(|r| format!("{r:.0}")).unwrap_or_default(),
+        rows.join("\n")
+    )
+}
+
+/// Threads shown per process.
+const SHOWN: usize = 6;
 
 #[cfg(test)]
 mod tests {

@@ -1,16 +1,25 @@
-//! The sweep's verdict: why the target broke, from evidence. Each trial's
-//! resources are read against stated thresholds (`readings`); a cause is
-//! named only if its resource crossed its threshold, the one that crossed
-//! first as the offered rate rose, confirmed by where the slowest 1 % of
-//! the deciding trial's requests spent their time (`slowest`, from each
-//! answer's `Server-Timing`). The generator is blamed only on its own
-//! evidence (its timer late with a connection free, its threads waiting
-//! for a CPU), never because sends were late while the target held every
-//! connection. When nothing crossed, the verdict says it cannot tell and
-//! shows what it saw. A trial that collapsed (most requests failing or
-//! queued for seconds) is told apart from one that saturated, with what
-//! set the collapse off. Owns the weighing of evidence and its words; must
-//! not run load, scrape or format tables.
+//! The sweep's verdict: why the target broke, decided from where the
+//! deciding trial's slowest 1 % of requests spent their time (each
+//! answer's `Server-Timing`, `load::slowest`), in this order:
+//!
+//! 1. the objective failed on errors, not latency: their status codes,
+//!    what the first said and which node gave them (`errors`);
+//! 2. the slowest requests' time split into places (a node's WAL, its
+//!    stalls, admission, its own work, a replica, time in flight, the
+//!    generator's lateness) and each place resolved to the resource that
+//!    made it slow, busy or not (`places`): time in flight to the side
+//!    starved of CPU, a queue to what drains it;
+//! 3. the causes compared by the share of that time they hold: one that
+//!    holds half is named on that alone; with several nodes, one node that
+//!    holds half and alone has a reading over its threshold; else the
+//!    largest if it holds a quarter and its own reading crossed;
+//! 4. else "cannot tell", with what each piece showed.
+//!
+//! Readings against thresholds (`readings`) say why a place was slow and
+//! corroborate; they never outrank the requests' own time. A trial that
+//! collapsed (most requests failing or queued for seconds) is read through
+//! the trial before it. Each cause in words is `words`. Owns the weighing
+//! of evidence; must not run load, scrape or format tables.
 
 pub mod errors;
 pub mod places;
@@ -299,35 +308,36 @@ fn judge(e: &Evidence) -> Verdict {
     let ps = places::places(slow);
     let (weighed, unexplained) = weigh(&ps, &ctx);
     let top = weighed.first();
-    let chosen: Option<(Cause, String)> = match top {
-        Some(w) if w.share >= HALF => Some((
+    // A cause no node owns (the machine, the generator) does not explain
+    // why one node's requests were the slow ones: the odd node out first.
+    let odd = odd_node(&ps, tail, &rs);
+    let chosen: Option<(Cause, String)> = match (top, odd) {
+        (Some(w), odd) if w.share >= HALF && (w.cause.node.is_some() || odd.is_none()) => Some((
             w.cause.clone(),
             format!("{} of {slow_words}'s time went to it", pct(w.share)),
         )),
-        _ => match odd_node(&ps, tail, &rs) {
-            Some((n, share, r)) => Some((
-                Cause {
-                    resource: r.resource.clone(),
-                    node: r.node.clone(),
-                    why: r.quote.clone(),
-                    crossed: true,
-                },
+        (_, Some((n, share, r))) => Some((
+            Cause {
+                resource: r.resource.clone(),
+                node: r.node.clone(),
+                why: r.quote.clone(),
+                crossed: true,
+            },
+            format!(
+                "{n} held {} of {slow_words}'s time, and of every node's readings only {n}'s {} crossed its threshold",
+                pct(share),
+                r.resource
+            ),
+        )),
+        (top, None) => top.filter(|w| w.share >= CONFIRMS && w.cause.crossed).map(|w| {
+            (
+                w.cause.clone(),
                 format!(
-                    "{n} held {} of {slow_words}'s time, and of every node's readings only {n}'s {} crossed its threshold",
-                    pct(share),
-                    r.resource
+                    "{} of {slow_words}'s time went to it, the most of any cause, and its reading crossed its threshold",
+                    pct(w.share)
                 ),
-            )),
-            None => top.filter(|w| w.share >= CONFIRMS && w.cause.crossed).map(|w| {
-                (
-                    w.cause.clone(),
-                    format!(
-                        "{} of {slow_words}'s time went to it, the most of any cause, and its reading crossed its threshold",
-                        pct(w.share)
-                    ),
-                )
-            }),
-        },
+            )
+        }),
     };
     let Some((cause, because)) = chosen else {
         // 6. Cannot tell: say what each piece showed.
@@ -404,6 +414,7 @@ fn judge(e: &Evidence) -> Verdict {
     let mut others: Vec<String> = weighed
         .iter()
         .filter(|w| !(w.cause.resource == cause.resource && w.cause.node == cause.node))
+        .filter(|w| w.share >= 0.005)
         .take(3)
         .map(|w| {
             format!(

@@ -284,6 +284,17 @@ fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
         }
     }
     let own = c.get("cpu", Some(n));
+    // One thread busy on a CPU (running, not waiting for one) while the
+    // process had cores to spare: more cores would not have helped.
+    if let Some(r) = c.crossed("thread", Some(n)) {
+        let running = index(n)
+            .and_then(|i| c.trial.per_node.get(i))
+            .and_then(|x| x.threads.first())
+            .is_some_and(|t| t.waiting < STARVED * (t.cpu + t.waiting));
+        if running {
+            return Some(c.cause(r, r.quote.clone()));
+        }
+    }
     if let Some(m) = c.crossed("machine", None).filter(|_| c.unpinned(n)) {
         let why = match own {
             Some(r) => format!("{}; {n}: {}", m.quote, r.quote),
@@ -333,6 +344,18 @@ fn flight(n: &str, c: &Context) -> Option<Cause> {
         ns * 100.0,
         gs * 100.0
     );
+    // Both starved, on one machine neither is pinned apart on: the
+    // machine's cores were too few for both.
+    let generator_unpinned =
+        matches!((c.machine.cores, c.machine.generator_cpus), (Some(m), Some(g)) if g >= m);
+    if ns.min(gs) >= STARVED && c.unpinned(n) && generator_unpinned {
+        if let Some(m) = c.get("machine", None) {
+            return Some(Cause {
+                crossed: true,
+                ..c.cause(m, format!("{compare}: both sides starved on the cores they share; {}", m.quote))
+            });
+        }
+    }
     if ns.max(gs) >= STARVED {
         if ns >= gs {
             let mut cause = work(n, false, c)?;
@@ -396,5 +419,5 @@ fn flight(n: &str, c: &Context) -> Option<Cause> {
 
 /// A share in words.
 pub fn pct(x: f64) -> String {
-    format!("{}%", fmt_num((x.max(0.0) * 100.0).round()))
+    format!("{}%", fmt_num((x.max(0.0) * 100.0).round() + 0.0))
 }

@@ -567,3 +567,264 @@ fn a_node_pinned_to_full_cores_is_named_over_the_full_machine() {
     );
     assert!(v.text.contains("Verdict: the machine's CPU"), "{}", v.text);
 }
+
+fn threads(list: &[(&str, u32, f64, f64)]) -> Vec<strata_api::threads::ThreadRate> {
+    list.iter()
+        .map(|&(name, tid, cpu, waiting)| strata_api::threads::ThreadRate {
+            name: name.into(),
+            tid,
+            cpu,
+            waiting,
+        })
+        .collect()
+}
+
+// Rule 1: a place that holds half the slowest time is named, busy or not.
+
+#[test]
+fn a_slow_but_idle_disk_is_named_from_the_requests_time() {
+    // A disk the kernel throttles: the fsync busy 18 %, far below its
+    // threshold, but 98 % of the slowest time waited for it.
+    let mut t = trial(141.0, 1, |_, x| {
+        x.fsync_busy = Some(0.18);
+        x.fsync_p99_ms = Some(33.0);
+    });
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.9),
+        ("applier", Some("node-1"), 0.08),
+        ("network", Some("node-1"), 0.02),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("fsync", Some("node-1")), "{}", v.text);
+    assert!(v.text.contains("seldom busy but slow"), "{}", v.text);
+    assert!(v.text.contains("Because 98%"), "{}", v.text);
+}
+
+#[test]
+fn a_replica_round_trip_beyond_loopback_is_the_path_to_it() {
+    // Another mechanism: node-1 waits for node-2, which reports little
+    // work and has room: the path between them.
+    let mut t = trial(3000.0, 2, |_, _| {});
+    t.slowest = Some(slow(&[
+        ("replica", Some("node-2"), 0.7),
+        ("fsync", Some("node-1"), 0.2),
+        ("network", Some("node-1"), 0.1),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("network", Some("node-2")), "{}", v.text);
+}
+
+// Rule 3: time in flight goes to the side that was starved, a stop, or a
+// busy thread; never to the generator by default.
+
+#[test]
+fn unread_requests_on_a_starved_node_are_the_nodes_cpu_not_the_generators() {
+    // Another process shares the node's only core; the generator alone
+    // on the other, a little late itself.
+    let mut t = trial(1200.0, 1, |_, x| {
+        x.cpus = Some(1.0);
+        x.cpu_cores = Some(0.55);
+        x.run_queue_cores = Some(0.41);
+    });
+    t.generator_late_sends = t.requests * 7 / 100;
+    t.generator_run_queue_share = Some(0.17);
+    t.slowest = Some(slow(&[("network", Some("node-1"), 0.98), ("apply", Some("node-1"), 0.02)]));
+    let v = judge(&[t], None);
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("cpu", Some("node-1")), "{}", v.text);
+    assert!(v.text.contains("waited for a CPU 43%"), "{}", v.text);
+}
+
+#[test]
+fn unread_answers_at_a_starved_generator_are_the_generators() {
+    let mut t = trial(5000.0, 1, |_, x| {
+        x.run_queue_cores = Some(0.01);
+    });
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.4, 0.6)]);
+    t.slowest = Some(slow(&[("network", Some("node-1"), 0.7), ("generator", None, 0.3)]));
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "generator", "{}", v.text);
+}
+
+#[test]
+fn a_node_that_stopped_holds_the_time_in_flight() {
+    let mut t = trial(800.0, 3, |i, x| {
+        if i == 2 {
+            x.pause_max_ms = Some(150.0);
+        }
+    });
+    t.slowest = Some(slow(&[
+        ("network", Some("node-3"), 0.6),
+        ("unanswered", Some("node-3"), 0.3),
+        ("fsync", Some("node-1"), 0.1),
+    ]));
+    let v = judge(&[t], Some(2.0));
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("pause", Some("node-3")), "{}", v.text);
+}
+
+// Rule 4: when several readings crossed, the one holding the most of the
+// slowest time is named, and what each explains is said.
+
+#[test]
+fn of_two_crossed_readings_the_one_the_slowest_waited_for_is_named() {
+    let busy = |x: &mut ServerSample| {
+        x.fsync_busy = Some(0.8);
+        x.allowed_cpus_busy = Some(0.95);
+        x.cpus = Some(1.0);
+    };
+    let mut t = trial(4000.0, 1, |_, x| busy(x));
+    t.slowest = Some(slow(&[("queue", Some("node-1"), 0.7), ("fsync", Some("node-1"), 0.3)]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("fsync of node-1 explains 30%"), "{}", v.text);
+    t.slowest = Some(slow(&[("fsync", Some("node-1"), 0.7), ("queue", Some("node-1"), 0.3)]));
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "fsync", "{}", v.text);
+    assert!(v.text.contains("cpu of node-1 explains 30%"), "{}", v.text);
+}
+
+// With several nodes, one that holds the time and alone crossed.
+
+#[test]
+fn the_odd_node_out_is_named_by_its_own_reading() {
+    // node-2's fsync slower: its slowest requests' time spread over its
+    // own stages, none half; only node-2's fsync crossed.
+    let mut t = trial(2000.0, 3, |i, x| {
+        x.fsync_busy = Some(if i == 1 { 0.95 } else { 0.3 });
+    });
+    t.machine_cpu_cores = Some(1.72);
+    t.slowest = Some(slow(&[
+        ("other", Some("node-2"), 0.34),
+        ("network", Some("node-2"), 0.23),
+        ("queue", Some("node-2"), 0.23),
+        ("fsync", Some("node-1"), 0.2),
+    ]));
+    let v = judge(&[t], Some(2.0));
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("fsync", Some("node-2")), "{}", v.text);
+    assert!(v.text.contains("only node-2's fsync crossed"), "{}", v.text);
+}
+
+#[test]
+fn the_odd_node_out_may_be_a_stopped_one() {
+    let mut t = trial(2000.0, 3, |i, x| {
+        if i == 0 {
+            x.pause_max_ms = Some(120.0);
+        }
+    });
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.3),
+        ("apply", Some("node-1"), 0.25),
+        ("fsync", Some("node-2"), 0.25),
+        ("fsync", Some("node-3"), 0.2),
+    ]));
+    let v = judge(&[t], Some(2.0));
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("pause", Some("node-1")), "{}", v.text);
+}
+
+// One busy thread while the process has cores to spare.
+
+#[test]
+fn one_busy_runtime_thread_with_cores_to_spare_is_a_cause_of_its_own() {
+    let mut t = trial(40_000.0, 1, |_, x| {
+        x.cpus = Some(2.0);
+        x.cpu_cores = Some(1.2);
+        x.allowed_cpus_busy = Some(0.6);
+    });
+    t.per_node[0].threads = threads(&[
+        ("strata-node", 11, 0.97, 0.02),
+        ("strata-apply", 12, 0.15, 0.0),
+    ]);
+    t.slowest = Some(slow(&[("queue", Some("node-1"), 0.8), ("apply", Some("node-1"), 0.2)]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("thread", Some("node-1")), "{}", v.text);
+    assert!(v.text.contains("strata-node (tid 11"), "{}", v.text);
+    assert!(v.text.contains("more cores will not help"), "{}", v.text);
+    // The same thread when the process had no core to spare: its CPU.
+    for x in &mut t.per_node[0].server {
+        x.cpu_cores = Some(1.9);
+        x.allowed_cpus_busy = Some(0.95);
+    }
+    assert_eq!(judge(&[t], None).cause, "cpu");
+}
+
+#[test]
+fn a_busy_applier_thread_holds_the_wal_time() {
+    // Another thread, another place: the WAL's queue waits for the
+    // applier, on a CPU, not for the disk.
+    let mut t = trial(30_000.0, 1, |_, x| {
+        x.cpus = Some(4.0);
+        x.cpu_cores = Some(1.5);
+        x.fsync_busy = Some(0.1);
+    });
+    t.per_node[0].threads = threads(&[("strata-apply", 12, 0.96, 0.01)]);
+    t.slowest = Some(slow(&[("applier", Some("node-1"), 0.7), ("apply", Some("node-1"), 0.3)]));
+    let v = judge(&[t], None);
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("thread", Some("node-1")), "{}", v.text);
+    assert!(v.text.contains("the applier"), "{}", v.text);
+}
+
+// Rule 5: failed requests are evidence first.
+
+#[test]
+fn an_objective_failed_on_refusals_names_them_and_the_node() {
+    let mut t = trial(9000.0, 2, |_, _| {});
+    t.errors = 900;
+    t.error_pct = 2.0;
+    t.per_node[1].errors = 880;
+    t.failed_statuses.insert(503, 900);
+    t.first_failure = Some("node-2: 503: overloaded: every place in service taken".into());
+    let why = vec!["errors 2% > 0.1%".to_string()];
+    let v = verdict(&Evidence {
+        trials: std::slice::from_ref(&t),
+        deciding: Some((&t, &why)),
+        breaking_point: Some(8000.0),
+        range: None,
+        machine: Machine::default(),
+        unseen: &[],
+    });
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("admission", Some("node-2")), "{}", v.text);
+    assert!(v.text.contains("503: 900"), "{}", v.text);
+    assert!(v.text.contains("every place in service taken"), "{}", v.text);
+}
+
+#[test]
+fn an_objective_failed_on_silence_says_no_answer_came() {
+    let mut t = trial(1000.0, 3, |_, _| {});
+    t.errors = 40;
+    t.error_pct = 0.8;
+    t.per_node[2].errors = 40;
+    t.first_failure = Some("node-3: no answer: connection refused".into());
+    let why = vec!["errors 0.8% > 0.1%".to_string()];
+    let v = verdict(&Evidence {
+        trials: std::slice::from_ref(&t),
+        deciding: Some((&t, &why)),
+        breaking_point: Some(500.0),
+        range: None,
+        machine: Machine::default(),
+        unseen: &[],
+    });
+    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("unreachable", Some("node-3")), "{}", v.text);
+    assert!(v.text.contains("connection refused"), "{}", v.text);
+    // The same trial failing on latency too: the latency is read.
+    let why = vec!["p99 20 ms > 10 ms".to_string(), "errors 0.8% > 0.1%".to_string()];
+    let v = verdict(&Evidence {
+        trials: std::slice::from_ref(&t),
+        deciding: Some((&t, &why)),
+        breaking_point: Some(500.0),
+        range: None,
+        machine: Machine::default(),
+        unseen: &[],
+    });
+    assert_ne!(v.cause, "unreachable", "{}", v.text);
+}
+
+// The verdict and the chart read the same trial.
+
+#[test]
+fn the_verdict_says_which_trial_it_read() {
+    let mut before = trial(1000.0, 1, |_, x| x.fsync_busy = Some(0.9));
+    before.slowest = Some(slow(&[("fsync", Some("node-1"), 1.0)]));
+    let mut t = trial(2000.0, 1, |_, _| {});
+    t.error_pct = 40.0;
+    let v = judge(&[before, t], None);
+    assert_eq!(v.trial_rate, Some(1000.0), "{}", v.text);
+}

@@ -280,6 +280,7 @@ fn thread_main(
         .map_err(|e| e.to_string())?;
     let local = tokio::task::LocalSet::new();
     let sched = thread_schedstat();
+    let since = Instant::now();
     // Its share of the slowest 1 % of the requests it expects to count.
     let expected = match plan.pace {
         Pace::Open { rate, .. } => rate * plan.duration.as_secs_f64(),
@@ -417,6 +418,14 @@ fn thread_main(
         if let (Some(a), Some(b)) = (sched, thread_schedstat()) {
             totals.on_cpu = b.0.saturating_sub(a.0);
             totals.run_queue = b.1.saturating_sub(a.1);
+            let wall = since.elapsed().as_secs_f64().max(1e-3);
+            totals.threads = vec![strata_api::threads::ThreadRate {
+                name: format!("strata-load-{thread}"),
+                // SAFETY: gettid takes no arguments and cannot fail.
+                tid: unsafe { libc::gettid() } as u32,
+                cpu: totals.on_cpu.as_secs_f64() / wall,
+                waiting: totals.run_queue.as_secs_f64() / wall,
+            }];
         }
         let _ = tx.send(Msg::Done { thread, totals });
         Ok(())
@@ -559,6 +568,7 @@ pub fn run(
                 totals.generator_late += t.generator_late;
                 totals.on_cpu += t.on_cpu;
                 totals.run_queue += t.run_queue;
+                totals.threads.extend(t.threads);
                 totals.slow.extend(t.slow);
                 add_into(&mut totals.node_connections, &t.node_connections);
                 totals.max_lag = totals.max_lag.max(t.max_lag);
@@ -650,6 +660,7 @@ pub fn run(
         generator_late: totals.generator_late,
         generator_on_cpu: totals.on_cpu,
         generator_run_queue: totals.run_queue,
+        generator_threads: totals.threads,
     })
 }
 

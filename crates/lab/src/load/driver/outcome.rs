@@ -119,6 +119,8 @@ pub struct Outcome {
     /// one (their schedstat), summed over the threads.
     pub generator_on_cpu: Duration,
     pub generator_run_queue: Duration,
+    /// Each sending thread: its share of a core on a CPU and waiting.
+    pub generator_threads: Vec<strata_api::threads::ThreadRate>,
 }
 
 impl Outcome {

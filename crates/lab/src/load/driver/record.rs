@@ -73,6 +73,8 @@ pub(super) struct ThreadTotals {
     /// The thread's schedstat over the run: on a CPU, waiting for one.
     pub(super) on_cpu: Duration,
     pub(super) run_queue: Duration,
+    /// Each sending thread's own figures, as a share of its wall time.
+    pub(super) threads: Vec<strata_api::threads::ThreadRate>,
     /// Its slowest requests.
     pub(super) slow: Vec<SlowRequest>,
 }
