@@ -87,6 +87,7 @@ pub const RUN_QUEUE_WAIT_SECONDS: &str = "strata_process_run_queue_wait_seconds_
 /// (its name) and `tid` (`threads`).
 pub const THREAD_CPU_SECONDS: &str = "strata_thread_cpu_seconds_total";
 pub const THREAD_WAIT_SECONDS: &str = "strata_thread_run_queue_wait_seconds_total";
+pub const THREAD_SLICES: &str = "strata_thread_timeslices_total";
 /// Busy time of the CPUs the node may run on (its affinity), whoever used
 /// them; with `PROCESS_CPUS`, whether its cores were full.
 pub const ALLOWED_CPUS_BUSY_SECONDS: &str = "strata_host_allowed_cpus_busy_seconds_total";

@@ -17,6 +17,9 @@ pub const TID_LABEL: &str = "tid";
 /// The metric families (counters, seconds).
 pub const CPU_SECONDS: &str = metrics::THREAD_CPU_SECONDS;
 pub const WAIT_SECONDS: &str = metrics::THREAD_WAIT_SECONDS;
+/// Times each thread was put on a CPU (a counter): the wait per time is
+/// how long a wake-up waited for a core.
+pub const SLICES: &str = metrics::THREAD_SLICES;
 
 /// At most this many threads are exported, the busiest first: a process
 /// with a thread per blocked request must not grow its scrape without
@@ -33,15 +36,18 @@ pub struct ThreadTimes {
     pub on_cpu: Duration,
     /// Runnable but waiting for a CPU.
     pub waiting: Duration,
+    /// Times it was put on a CPU.
+    pub slices: u64,
 }
 
-/// The first two fields of a `schedstat` line: nanoseconds on a CPU and
-/// waiting on a run queue.
-pub fn parse_schedstat(s: &str) -> Option<(Duration, Duration)> {
+/// A `schedstat` line: nanoseconds on a CPU, nanoseconds waiting on a
+/// run queue, times put on a CPU.
+pub fn parse_schedstat(s: &str) -> Option<(Duration, Duration, u64)> {
     let mut f = s.split_whitespace();
     let on: u64 = f.next()?.parse().ok()?;
     let wait: u64 = f.next()?.parse().ok()?;
-    Some((Duration::from_nanos(on), Duration::from_nanos(wait)))
+    let slices: u64 = f.next()?.parse().ok()?;
+    Some((Duration::from_nanos(on), Duration::from_nanos(wait), slices))
 }
 
 /// The busiest `MAX_THREADS` of `all`, by time on a CPU.
@@ -69,6 +75,7 @@ pub fn rates(before: &[ThreadTimes], after: &[ThreadTimes], secs: f64) -> Vec<Th
                 tid: a.tid,
                 cpu: d(a.on_cpu, b.map(|b| b.on_cpu)),
                 waiting: d(a.waiting, b.map(|b| b.waiting)),
+                slices: a.slices.saturating_sub(b.map_or(0, |b| b.slices)) as f64 / secs,
             }
         })
         .collect();
@@ -77,13 +84,16 @@ pub fn rates(before: &[ThreadTimes], after: &[ThreadTimes], secs: f64) -> Vec<Th
 }
 
 /// One thread over an interval: cores on a CPU and cores' worth waiting
-/// for one (both in seconds per second).
+/// for one (both in seconds per second), and how often it was put on one.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ThreadRate {
     pub name: String,
     pub tid: u32,
     pub cpu: f64,
     pub waiting: f64,
+    /// Times put on a CPU, per second.
+    #[serde(default)]
+    pub slices: f64,
 }
 
 #[cfg(test)]
@@ -94,7 +104,7 @@ mod tests {
     fn schedstat_is_read_and_rates_are_per_second() {
         assert_eq!(
             parse_schedstat("2000000000 500000000 77\n"),
-            Some((Duration::from_secs(2), Duration::from_millis(500)))
+            Some((Duration::from_secs(2), Duration::from_millis(500), 77))
         );
         assert_eq!(parse_schedstat("garbage"), None);
         let t = |name: &str, tid, on, wait| ThreadTimes {
@@ -102,12 +112,14 @@ mod tests {
             tid,
             on_cpu: Duration::from_millis(on),
             waiting: Duration::from_millis(wait),
+            slices: on,
         };
         let before = vec![t("strata-apply", 7, 1000, 100), t("gone", 9, 5, 5)];
         let after = vec![t("strata-apply", 7, 2900, 300), t("new", 11, 200, 0)];
         let r = rates(&before, &after, 2.0);
         assert_eq!(r[0].name, "strata-apply");
         assert!((r[0].cpu - 0.95).abs() < 1e-9 && (r[0].waiting - 0.1).abs() < 1e-9);
+        assert_eq!(r[0].slices, 950.0);
         assert_eq!((r[1].name.as_str(), r[1].cpu), ("new", 0.1));
         assert_eq!(r.len(), 2);
     }

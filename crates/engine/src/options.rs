@@ -103,6 +103,11 @@ pub struct Options {
     /// the write path, as a slow disk would (the diagnosis tests' slow
     /// replica). Zero in every real use.
     pub test_sync_delay: Duration,
+    /// Test only, a fail point: the committing thread spends this long on
+    /// a CPU per write of each group, as an expensive step on one thread
+    /// would (the diagnosis tests' one busy thread). Zero in every real
+    /// use.
+    pub test_write_spin: Duration,
 }
 
 impl Default for Options {
@@ -127,6 +132,7 @@ impl Default for Options {
             manifest_checkpoint_size: 4 << 20,
             listener: None,
             test_sync_delay: Duration::ZERO,
+            test_write_spin: Duration::ZERO,
         }
     }
 }

@@ -241,6 +241,10 @@ pub struct ServeArgs {
     /// this many ms more (a slow disk).
     #[arg(long, env = "STRATA_TEST_FSYNC_DELAY_MS", hide = true)]
     pub test_fsync_delay_ms: Option<u64>,
+    /// Test only, a fail point: the thread that commits writes (the
+    /// applier) spends this many µs on a CPU per write (one busy thread).
+    #[arg(long, env = "STRATA_TEST_WRITE_SPIN_US", hide = true)]
+    pub test_write_spin_us: Option<u64>,
     /// Test only: `POST /debug/clock?jump_ms=N` (operator) moves this
     /// running node's wall clock, the one behind versions (a clock fault).
     #[arg(
@@ -290,6 +294,7 @@ pub struct Config {
     pub block_cache_bytes: usize,
     /// Test only: added to each WAL fsync.
     pub test_fsync_delay: Duration,
+    pub test_write_spin: Duration,
     /// Test only: `/debug/clock` may move the wall clock.
     pub test_clock_hook: bool,
     pub worker_threads: usize,
@@ -382,6 +387,7 @@ impl Config {
             memtable_bytes: pick!(memtable_bytes, 64 << 20),
             block_cache_bytes: pick!(block_cache_bytes, 256 << 20),
             test_fsync_delay: Duration::from_millis(pick!(test_fsync_delay_ms, 0)),
+            test_write_spin: Duration::from_micros(pick!(test_write_spin_us, 0)),
             test_clock_hook: pick!(test_clock_hook, false),
             worker_threads: pick!(worker_threads, cores),
             log_level: pick!(log_level, "info".to_string()),
@@ -571,6 +577,7 @@ impl Config {
             memtable_size: self.memtable_bytes,
             block_cache_size: self.block_cache_bytes,
             test_sync_delay: self.test_fsync_delay,
+            test_write_spin: self.test_write_spin,
             ..strata_engine::Options::default()
         }
     }

@@ -113,7 +113,7 @@ pub fn threads() -> Vec<strata_api::threads::ThreadTimes> {
         .flatten()
         .filter_map(|t| {
             let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
-            let (on_cpu, waiting) =
+            let (on_cpu, waiting, slices) =
                 parse_schedstat(&std::fs::read_to_string(t.path().join("schedstat")).ok()?)?;
             let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
             Some(ThreadTimes {
@@ -121,6 +121,7 @@ pub fn threads() -> Vec<strata_api::threads::ThreadTimes> {
                 tid,
                 on_cpu,
                 waiting,
+                slices,
             })
         })
         .collect();

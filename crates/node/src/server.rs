@@ -145,7 +145,9 @@ fn runtime(config: &Config) -> Result<tokio::runtime::Runtime, String> {
         .worker_threads(config.worker_threads)
         .max_blocking_threads(config.max_in_service + 16)
         .enable_all()
-        .thread_name("strata-node")
+        // Workers and the blocking pool alike (tokio names them from one
+        // function, and which thread serves as a worker is its own).
+        .thread_name("strata-runtime")
         .build()
         .map_err(|e| format!("runtime: {e}"))
 }

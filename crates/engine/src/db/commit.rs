@@ -185,6 +185,13 @@ impl Inner {
         self.stats.inc(&self.stats.commit_groups);
         self.stats
             .add(&self.stats.commit_group_writes, batches.len() as u64);
+        if !self.opts.test_write_spin.is_zero() {
+            let writes: u32 = batches.iter().map(|(_, b)| b.count).sum();
+            let until = Instant::now() + self.opts.test_write_spin * writes;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
         let sv = self.sv.load();
         for (seq, b) in batches {
             // The body was built by `WriteBatch`; it is well formed.

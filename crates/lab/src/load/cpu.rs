@@ -39,13 +39,14 @@ pub fn own_threads() -> Vec<strata_api::threads::ThreadTimes> {
         .filter_map(|t| {
             let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
             let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
-            let (on_cpu, waiting) = parse_schedstat(&stat)?;
+            let (on_cpu, waiting, slices) = parse_schedstat(&stat)?;
             let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
             Some(ThreadTimes {
                 name: name.trim_end().to_string(),
                 tid,
                 on_cpu,
                 waiting,
+                slices,
             })
         })
         .collect();

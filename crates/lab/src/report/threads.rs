@@ -23,10 +23,12 @@ pub fn thread_times(text: &str) -> Vec<ThreadTimes> {
             continue;
         };
         for x in parsed.samples {
-            let on_cpu = x.name == th::CPU_SECONDS;
-            if !on_cpu && x.name != th::WAIT_SECONDS {
-                continue;
-            }
+            let field = match x.name.as_str() {
+                th::CPU_SECONDS => 0,
+                th::WAIT_SECONDS => 1,
+                th::SLICES => 2,
+                _ => continue,
+            };
             let label = |k: &str| x.labels.iter().find(|(l, _)| l == k).map(|(_, v)| v);
             let (Some(name), Some(tid)) = (
                 label(th::THREAD_LABEL),
@@ -43,14 +45,15 @@ pub fn thread_times(text: &str) -> Vec<ThreadTimes> {
                         tid,
                         on_cpu: Duration::ZERO,
                         waiting: Duration::ZERO,
+                        slices: 0,
                     });
                     out.len() - 1
                 }
             };
-            if on_cpu {
-                out[i].on_cpu = d;
-            } else {
-                out[i].waiting = d;
+            match field {
+                0 => out[i].on_cpu = d,
+                1 => out[i].waiting = d,
+                _ => out[i].slices = x.value.max(0.0) as u64,
             }
         }
     }
@@ -139,11 +142,13 @@ mod tests {
             strata_thread_cpu_seconds_total{thread=\"strata-node\",tid=\"10\"} 1.5\n\
             strata_thread_cpu_seconds_total{thread=\"strata-node\",tid=\"11\"} 0.5\n\
             strata_thread_run_queue_wait_seconds_total{thread=\"strata-node\",tid=\"10\"} 0.25\n\
+            strata_thread_timeslices_total{thread=\"strata-node\",tid=\"10\"} 500\n\
             strata_process_cpu_seconds_total 9\n";
         let ts = thread_times(text);
         assert_eq!(ts.len(), 2);
         assert_eq!(ts[0].on_cpu, Duration::from_millis(1500));
         assert_eq!(ts[0].waiting, Duration::from_millis(250));
+        assert_eq!(ts[0].slices, 500);
         assert_eq!((ts[1].tid, ts[1].on_cpu), (11, Duration::from_millis(500)));
         let mut log = ThreadLog::default();
         log.push(1.0, ts.clone());

@@ -4,7 +4,8 @@
 //! and the process's CPU, memory and file descriptors. Names follow
 //! Prometheus conventions and are listed in docs/operations.md. Owns the
 //! registry and the engine event listener that feeds it (here), and what
-//! is read at scrape time (`state`); must not decide anything from the
+//! is read at scrape time (`state`, and each thread's times: `threads`);
+//! must not decide anything from the
 //! numbers.
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use crate::admission::Admission;
 use crate::overload::Guard;
 
 mod state;
+mod threads;
 
 use state::StateCollector;
 pub use state::{process, ProcessStats};

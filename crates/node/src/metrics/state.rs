@@ -478,7 +478,7 @@ impl StateCollector {
                 w.as_secs_f64(),
             )?;
         }
-        self.encode_threads(e)?;
+        super::threads::encode(e)?;
         if let Some(b) = crate::evidence::allowed_cpus_busy() {
             counter(
                 e,
@@ -515,36 +515,6 @@ impl StateCollector {
             "Writes handed to the applier and not yet durable: the writers waiting on the WAL",
             self.cluster.writers_waiting() as f64,
         )
-    }
-
-    /// Each thread's time on a CPU and waiting for one, by name and id.
-    fn encode_threads(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
-        use strata_api::threads as t;
-        let threads = crate::evidence::threads();
-        for (name, help, on_cpu) in [
-            (
-                t::CPU_SECONDS,
-                "Each thread's time on a CPU (schedstat), the busiest 64",
-                true,
-            ),
-            (
-                t::WAIT_SECONDS,
-                "Each thread's time runnable but waiting for a CPU (schedstat), the busiest 64",
-                false,
-            ),
-        ] {
-            let name = name.strip_suffix("_total").unwrap_or(name);
-            let mut fam =
-                e.encode_descriptor(name, help, None, ConstCounter::new(0f64).metric_type())?;
-            for x in &threads {
-                let v = if on_cpu { x.on_cpu } else { x.waiting };
-                ConstCounter::new(v.as_secs_f64()).encode(fam.encode_family(&[
-                    (t::THREAD_LABEL, x.name.clone()),
-                    (t::TID_LABEL, x.tid.to_string()),
-                ])?)?;
-            }
-        }
-        Ok(())
     }
 
     fn encode_cluster(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {

@@ -3,9 +3,10 @@
 //! gave them come first, as the slowest requests' stages do for latency.
 //! Owns reading the failures; must not weigh latency.
 
+use super::words::cause_name;
 use super::Verdict;
 use crate::experiment::slo::fmt_num;
-use crate::report::model::Trial;
+use crate::report::model::{ResourceReading, Trial};
 
 /// Whether the objective failed on errors alone (a shortfall of the
 /// achieved rate may come with them; a latency bound did not fail).
@@ -16,8 +17,21 @@ pub fn on_errors(why: &[String]) -> bool {
             .all(|w| w.starts_with("errors") || w.starts_with("achieved"))
 }
 
-/// The verdict from the failures of `t`; `head` opens its text.
-pub fn judge(t: &Trial, head: String) -> Verdict {
+/// What a node's refusals (503: no place in service, or waited too long
+/// for one) stood in front of: the work behind admission, when a reading
+/// of it crossed its threshold on that node.
+fn behind<'a>(rs: &'a [ResourceReading], node: Option<&str>) -> Option<&'a ResourceReading> {
+    ["pause", "memory", "stalls", "fsync", "cpu", "thread"]
+        .iter()
+        .find_map(|w| {
+            rs.iter()
+                .find(|r| r.crossed && r.resource == *w && r.node.as_deref() == node)
+        })
+}
+
+/// The verdict from the failures of `t`, with its readings `rs`; `head`
+/// opens its text.
+pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
     let answered: u64 = t.failed_statuses.values().sum();
     let unanswered = t.errors.saturating_sub(answered + t.dropped_sends);
     let (code, n) = t
@@ -52,6 +66,23 @@ pub fn judge(t: &Trial, head: String) -> Verdict {
         (cause, format!("{n} answers {c}"), next)
     };
     let node = busiest_node(t);
+    // Refusals are a queue's overflow: the work behind it, if it crossed.
+    let under = (cause == "admission")
+        .then(|| behind(rs, node.as_ref().map(|(n, _)| n.as_str())))
+        .flatten();
+    let (cause, next) = match under {
+        Some(r) => (cause_name(&r.resource), "the refusals are the overflow of what admission stood in front of: see that resource's remedy (`strata sweep`'s verdict for it), or give the node more room there"),
+        None => (cause, next),
+    };
+    let what = match under {
+        Some(r) => format!(
+            "{what}, refused by admission while behind it {} {} ({})",
+            r.resource,
+            r.node.as_deref().unwrap_or(""),
+            r.quote
+        ),
+        None => what,
+    };
     let codes: Vec<String> = t
         .failed_statuses
         .iter()

@@ -245,7 +245,7 @@ fn judge(e: &Evidence) -> Verdict {
     );
     // 5. Failed requests first when the objective failed on them.
     if errors::on_errors(why) {
-        return errors::judge(t, text);
+        return errors::judge(t, &of(t, e.machine), text);
     }
     // The slowest requests of a collapsed trial are its queue, whatever
     // set it off: the tail that tells is that of the lowest failing trial

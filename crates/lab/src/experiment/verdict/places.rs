@@ -19,11 +19,18 @@ use crate::report::model::{ResourceReading, Slowest, Trial};
 /// time is starved: each piece of its work took a quarter longer than its
 /// CPU time from queueing for a core alone.
 pub const STARVED: f64 = 0.2;
+/// A side's mean wait for a core per wake-up explains time in flight only
+/// if that time is at most this many such waits: a request crosses about
+/// four wake-ups on each side (read, hand-over, answer, read), and a slow
+/// request's waits are the tail of their distribution, about five times
+/// its mean. Beside this, queueing for a core does not reach the tail.
+pub const WAITS_PER_FLIGHT: f64 = 20.0;
 
 /// A kind of wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Family {
-    /// The WAL: its fsync, and the queue of commit groups before it.
+    /// The write path on the applier: its queue of commit groups, the
+    /// write itself, the WAL fsync.
     Wal,
     Stalls,
     Admission,
@@ -40,10 +47,10 @@ pub enum Family {
 /// requests' slowness, whatever it was).
 pub fn family(what: &str) -> Option<Family> {
     Some(match what {
-        "fsync" | "applier" | "peer-fsync" | "peer-applier" => Family::Wal,
+        "fsync" | "applier" | "apply" | "peer-fsync" | "peer-applier" | "peer-apply" => Family::Wal,
         "stall" | "peer-stall" => Family::Stalls,
         "admit" => Family::Admission,
-        "queue" | "read" | "apply" | "other" | "body" | "peer-apply" => Family::Work,
+        "queue" | "read" | "other" | "body" => Family::Work,
         "replica" => Family::Replica,
         "network" | "unanswered" => Family::Flight,
         "generator" => Family::Generator,
@@ -62,6 +69,8 @@ pub struct Place {
     pub words: Vec<String>,
     /// Whether an engine read is among its parts (a disk may be why).
     pub reads: bool,
+    /// Per slow request, ms.
+    pub mean_ms: f64,
 }
 
 /// The places of `s`, largest first.
@@ -87,8 +96,10 @@ pub fn places(s: &Slowest) -> Vec<Place> {
             share: 0.0,
             words: Vec::new(),
             reads: false,
+            mean_ms: 0.0,
         });
         e.share += p.share / rest;
+        e.mean_ms += p.mean_ms;
         e.words
             .push(format!("{:.0}% {}", 100.0 * p.share / rest, p.words));
         e.reads |= p.what == "read";
@@ -180,17 +191,62 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
         }
         Family::Wal => {
             let n = node?;
-            if let Some(t) = c.crossed("thread", Some(n)) {
-                if t.quote.contains("strata-apply") || t.quote.contains("strata-walsync") {
-                    return Some(c.cause(t, t.quote.clone()));
-                }
+            if let Some(r) = c.crossed("stalls", Some(n)) {
+                return Some(c.cause(r, format!("{} (the applier held by it)", r.quote)));
             }
             let f = c.get("fsync", Some(n))?;
+            // What the applier spent its time on: on a CPU (its own
+            // work), or waiting for the device (the fsync). The larger is
+            // why the writes queued for it; no fsync at all is a queue
+            // behind what held it instead.
+            let applier = index(n)
+                .and_then(|i| c.trial.per_node.get(i))
+                .and_then(|x| x.threads.iter().find(|t| t.name == "strata-apply"));
+            if let Some(a) = applier.filter(|a| a.cpu > f.value && a.cpu >= f.value.max(0.1)) {
+                if a.waiting >= STARVED * (a.cpu + a.waiting) {
+                    return work(n, false, c);
+                }
+                let t = c
+                    .get("thread", Some(n))
+                    .filter(|t| t.quote.contains("strata-apply"));
+                let why = format!(
+                    "its applier (strata-apply, tid {}: WAL writes, memtable inserts and fsyncs, one commit group at a time) was on a CPU {:.0}% of the time and waited for one {:.0}%, its WAL fsync busy {:.0}%: the writes queued behind the applier's own work{}",
+                    a.tid,
+                    a.cpu * 100.0,
+                    100.0 * a.waiting / (a.cpu + a.waiting).max(1e-9),
+                    f.value * 100.0,
+                    t.map(|t| format!("; {}", t.quote)).unwrap_or_default()
+                );
+                return Some(Cause {
+                    resource: "thread".into(),
+                    node: Some(n.into()),
+                    why,
+                    crossed: t.is_some_and(|t| t.crossed),
+                });
+            }
+            if f.value < 0.01 {
+                // The one nearest its threshold of what holds an applier
+                // that had no fsync to wait for.
+                let r = ["stalls", "io", "memory", "cpu"]
+                    .iter()
+                    .filter_map(|w| c.get(w, Some(n)))
+                    .max_by(|a, b| (a.value / a.threshold).total_cmp(&(b.value / b.threshold)))?;
+                return Some(c.cause(
+                    r,
+                    format!(
+                        "{} (writes queued for the applier, which had no fsync to wait for; of what holds it, this came nearest its threshold, at {:.0}%)",
+                        r.quote,
+                        100.0 * r.value / r.threshold.max(1e-12)
+                    ),
+                ));
+            }
             let io = c.crossed("io", Some(n));
             let how = if f.crossed {
                 "busy: one fsync after another, the disk's pace"
-            } else {
+            } else if f.value < 0.5 * f.threshold {
                 "seldom busy but slow: each fsync waited on the device"
+            } else {
+                "not yet busy enough to queue, each write waiting for its own"
             };
             let mut why = format!("{} ({how})", f.quote);
             if let Some(io) = io {
@@ -251,7 +307,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                 crossed: true,
             })
         }
-        Family::Flight => flight(node?, c),
+        Family::Flight => flight(node?, p.mean_ms, c),
     }
 }
 
@@ -329,35 +385,56 @@ fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
 }
 
 /// Time in flight with no server stage: the side starved at the time,
-/// a stop, one busy thread, or beyond loopback the path.
-fn flight(n: &str, c: &Context) -> Option<Cause> {
+/// a stop, one busy thread, or beyond loopback the path. A side was
+/// starved when its threads waited for a core `STARVED` of their runnable
+/// time and each wake-up's wait, `WAITS_PER_FLIGHT` times over, reaches
+/// the time in flight per slow request (`flight_ms`).
+fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
     if let Some(r) = c.crossed("pause", Some(n)) {
         return Some(c.cause(r, r.quote.clone()));
     }
     let t = c.trial;
     let ns = index(n)
         .and_then(|i| readings::node_starvation(t, i))
-        .unwrap_or(0.0);
-    let gs = readings::generator_starvation(t).unwrap_or(0.0);
+        .unwrap_or_default();
+    let gs = readings::generator_starvation(t).unwrap_or_default();
+    let starved = |s: &readings::Starvation| {
+        s.share >= STARVED && s.wait_ms.is_none_or(|w| WAITS_PER_FLIGHT * w >= flight_ms)
+    };
+    let wait = |s: &readings::Starvation| {
+        s.wait_ms
+            .map(|w| format!(", {} ms a wake-up", fmt_num(w)))
+            .unwrap_or_default()
+    };
     let compare = format!(
-        "{n}'s threads waited for a CPU {:.0}% of the time they were ready to run, the generator's {:.0}%",
-        ns * 100.0,
-        gs * 100.0
+        "{n}'s threads waited for a CPU {:.0}% of the time they were ready to run{}, the generator's {:.0}%{} ({} ms in flight per slow request)",
+        ns.share * 100.0,
+        wait(&ns),
+        gs.share * 100.0,
+        wait(&gs),
+        fmt_num(flight_ms)
     );
+    let (ns_starved, gs_starved) = (starved(&ns), starved(&gs));
     // Both starved, on one machine neither is pinned apart on: the
     // machine's cores were too few for both.
     let generator_unpinned =
         matches!((c.machine.cores, c.machine.generator_cpus), (Some(m), Some(g)) if g >= m);
-    if ns.min(gs) >= STARVED && c.unpinned(n) && generator_unpinned {
+    if ns_starved && gs_starved && c.unpinned(n) && generator_unpinned {
         if let Some(m) = c.get("machine", None) {
             return Some(Cause {
                 crossed: true,
-                ..c.cause(m, format!("{compare}: both sides starved on the cores they share; {}", m.quote))
+                ..c.cause(
+                    m,
+                    format!(
+                        "{compare}: both sides starved on the cores they share; {}",
+                        m.quote
+                    ),
+                )
             });
         }
     }
-    if ns.max(gs) >= STARVED {
-        if ns >= gs {
+    if ns_starved || gs_starved {
+        if ns_starved && (!gs_starved || ns.share >= gs.share) {
             let mut cause = work(n, false, c)?;
             if cause.resource == "cpu" || cause.resource == "machine" || cause.resource == "thread"
             {

@@ -400,7 +400,7 @@ fn node_readings(
 /// What a thread is for, by its name, when the name says it.
 pub fn thread_role(name: &str) -> Option<&'static str> {
     Some(match name {
-        "strata-node" => "a runtime worker: HTTP and the requests' own work",
+        "strata-runtime" => "a runtime thread: HTTP, the requests' own work, and blocking work (reads, metrics, scrub)",
         "strata-apply" => "the applier: WAL writes and their fsyncs, one commit group at a time",
         "strata-walsync" => "the WAL's timed fsync",
         "strata-flush" => "the memtable flush",
@@ -456,28 +456,44 @@ fn thread_reading(
 }
 
 /// How starved of CPU a side was: of its threads' runnable time, the
-/// share spent waiting for a CPU (from its threads, or its process's
-/// totals when they are all there is).
-pub fn starvation(threads: &[strata_api::threads::ThreadRate]) -> Option<f64> {
-    let (cpu, wait) = threads
-        .iter()
-        .fold((0.0, 0.0), |(c, w), t| (c + t.cpu, w + t.waiting));
-    (cpu + wait > 0.01).then(|| wait / (cpu + wait))
+/// share spent waiting for a CPU, and the mean wait of one wake-up for a
+/// core (ms; none where the times a thread was put on a CPU are unknown).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Starvation {
+    pub share: f64,
+    pub wait_ms: Option<f64>,
+}
+
+/// A side's starvation from its threads.
+pub fn starvation(threads: &[strata_api::threads::ThreadRate]) -> Option<Starvation> {
+    let (cpu, wait, slices) = threads.iter().fold((0.0, 0.0, 0.0), |(c, w, n), t| {
+        (c + t.cpu, w + t.waiting, n + t.slices)
+    });
+    (cpu + wait > 0.01).then(|| Starvation {
+        share: wait / (cpu + wait),
+        wait_ms: (slices > 0.0).then(|| 1000.0 * wait / slices),
+    })
 }
 
 /// A node's starvation from its threads, or from its samples' totals.
-pub fn node_starvation(t: &Trial, i: usize) -> Option<f64> {
+pub fn node_starvation(t: &Trial, i: usize) -> Option<Starvation> {
     if let Some(s) = t.per_node.get(i).and_then(|n| starvation(&n.threads)) {
         return Some(s);
     }
     let xs = node_samples(t, i);
     let cpu = mean(xs.iter().filter_map(|x| x.cpu_cores))?;
     let wait = mean(xs.iter().filter_map(|x| x.run_queue_cores))?;
-    (cpu + wait > 0.01).then(|| wait / (cpu + wait))
+    (cpu + wait > 0.01).then(|| Starvation {
+        share: wait / (cpu + wait),
+        wait_ms: None,
+    })
 }
 
 /// The generator's starvation: from its threads, or from its share of
 /// wall time waiting.
-pub fn generator_starvation(t: &Trial) -> Option<f64> {
-    starvation(&t.generator_threads).or(t.generator_run_queue_share)
+pub fn generator_starvation(t: &Trial) -> Option<Starvation> {
+    starvation(&t.generator_threads).or(t.generator_run_queue_share.map(|share| Starvation {
+        share,
+        wait_ms: None,
+    }))
 }

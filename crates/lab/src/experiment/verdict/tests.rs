@@ -570,12 +570,15 @@ fn a_node_pinned_to_full_cores_is_named_over_the_full_machine() {
 
 fn threads(list: &[(&str, u32, f64, f64)]) -> Vec<strata_api::threads::ThreadRate> {
     list.iter()
-        .map(|&(name, tid, cpu, waiting)| strata_api::threads::ThreadRate {
-            name: name.into(),
-            tid,
-            cpu,
-            waiting,
-        })
+        .map(
+            |&(name, tid, cpu, waiting)| strata_api::threads::ThreadRate {
+                name: name.into(),
+                tid,
+                cpu,
+                waiting,
+                slices: 0.0,
+            },
+        )
         .collect()
 }
 
@@ -595,7 +598,12 @@ fn a_slow_but_idle_disk_is_named_from_the_requests_time() {
         ("network", Some("node-1"), 0.02),
     ]));
     let v = judge(&[t], None);
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("fsync", Some("node-1")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-1")),
+        "{}",
+        v.text
+    );
     assert!(v.text.contains("seldom busy but slow"), "{}", v.text);
     assert!(v.text.contains("Because 98%"), "{}", v.text);
 }
@@ -611,7 +619,12 @@ fn a_replica_round_trip_beyond_loopback_is_the_path_to_it() {
         ("network", Some("node-1"), 0.1),
     ]));
     let v = judge(&[t], None);
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("network", Some("node-2")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("network", Some("node-2")),
+        "{}",
+        v.text
+    );
 }
 
 // Rule 3: time in flight goes to the side that was starved, a stop, or a
@@ -628,9 +641,17 @@ fn unread_requests_on_a_starved_node_are_the_nodes_cpu_not_the_generators() {
     });
     t.generator_late_sends = t.requests * 7 / 100;
     t.generator_run_queue_share = Some(0.17);
-    t.slowest = Some(slow(&[("network", Some("node-1"), 0.98), ("apply", Some("node-1"), 0.02)]));
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.98),
+        ("apply", Some("node-1"), 0.02),
+    ]));
     let v = judge(&[t], None);
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("cpu", Some("node-1")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
     assert!(v.text.contains("waited for a CPU 43%"), "{}", v.text);
 }
 
@@ -640,7 +661,10 @@ fn unread_answers_at_a_starved_generator_are_the_generators() {
         x.run_queue_cores = Some(0.01);
     });
     t.generator_threads = threads(&[("strata-load-0", 1, 0.4, 0.6)]);
-    t.slowest = Some(slow(&[("network", Some("node-1"), 0.7), ("generator", None, 0.3)]));
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.7),
+        ("generator", None, 0.3),
+    ]));
     let v = judge(&[t], None);
     assert_eq!(v.cause, "generator", "{}", v.text);
 }
@@ -658,7 +682,12 @@ fn a_node_that_stopped_holds_the_time_in_flight() {
         ("fsync", Some("node-1"), 0.1),
     ]));
     let v = judge(&[t], Some(2.0));
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("pause", Some("node-3")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("pause", Some("node-3")),
+        "{}",
+        v.text
+    );
 }
 
 // Rule 4: when several readings crossed, the one holding the most of the
@@ -672,11 +701,21 @@ fn of_two_crossed_readings_the_one_the_slowest_waited_for_is_named() {
         x.cpus = Some(1.0);
     };
     let mut t = trial(4000.0, 1, |_, x| busy(x));
-    t.slowest = Some(slow(&[("queue", Some("node-1"), 0.7), ("fsync", Some("node-1"), 0.3)]));
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.7),
+        ("fsync", Some("node-1"), 0.3),
+    ]));
     let v = judge(&[t.clone()], None);
     assert_eq!(v.cause, "cpu", "{}", v.text);
-    assert!(v.text.contains("fsync of node-1 explains 30%"), "{}", v.text);
-    t.slowest = Some(slow(&[("fsync", Some("node-1"), 0.7), ("queue", Some("node-1"), 0.3)]));
+    assert!(
+        v.text.contains("fsync of node-1 explains 30%"),
+        "{}",
+        v.text
+    );
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.7),
+        ("queue", Some("node-1"), 0.3),
+    ]));
     let v = judge(&[t], None);
     assert_eq!(v.cause, "fsync", "{}", v.text);
     assert!(v.text.contains("cpu of node-1 explains 30%"), "{}", v.text);
@@ -699,7 +738,12 @@ fn the_odd_node_out_is_named_by_its_own_reading() {
         ("fsync", Some("node-1"), 0.2),
     ]));
     let v = judge(&[t], Some(2.0));
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("fsync", Some("node-2")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-2")),
+        "{}",
+        v.text
+    );
     assert!(v.text.contains("only node-2's fsync crossed"), "{}", v.text);
 }
 
@@ -717,7 +761,12 @@ fn the_odd_node_out_may_be_a_stopped_one() {
         ("fsync", Some("node-3"), 0.2),
     ]));
     let v = judge(&[t], Some(2.0));
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("pause", Some("node-1")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("pause", Some("node-1")),
+        "{}",
+        v.text
+    );
 }
 
 // One busy thread while the process has cores to spare.
@@ -730,13 +779,21 @@ fn one_busy_runtime_thread_with_cores_to_spare_is_a_cause_of_its_own() {
         x.allowed_cpus_busy = Some(0.6);
     });
     t.per_node[0].threads = threads(&[
-        ("strata-node", 11, 0.97, 0.02),
+        ("strata-runtime", 11, 0.97, 0.02),
         ("strata-apply", 12, 0.15, 0.0),
     ]);
-    t.slowest = Some(slow(&[("queue", Some("node-1"), 0.8), ("apply", Some("node-1"), 0.2)]));
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.8),
+        ("apply", Some("node-1"), 0.2),
+    ]));
     let v = judge(&[t.clone()], None);
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("thread", Some("node-1")), "{}", v.text);
-    assert!(v.text.contains("strata-node (tid 11"), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("thread", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("strata-runtime (tid 11"), "{}", v.text);
     assert!(v.text.contains("more cores will not help"), "{}", v.text);
     // The same thread when the process had no core to spare: its CPU.
     for x in &mut t.per_node[0].server {
@@ -756,9 +813,17 @@ fn a_busy_applier_thread_holds_the_wal_time() {
         x.fsync_busy = Some(0.1);
     });
     t.per_node[0].threads = threads(&[("strata-apply", 12, 0.96, 0.01)]);
-    t.slowest = Some(slow(&[("applier", Some("node-1"), 0.7), ("apply", Some("node-1"), 0.3)]));
+    t.slowest = Some(slow(&[
+        ("applier", Some("node-1"), 0.7),
+        ("apply", Some("node-1"), 0.3),
+    ]));
     let v = judge(&[t], None);
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("thread", Some("node-1")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("thread", Some("node-1")),
+        "{}",
+        v.text
+    );
     assert!(v.text.contains("the applier"), "{}", v.text);
 }
 
@@ -781,9 +846,18 @@ fn an_objective_failed_on_refusals_names_them_and_the_node() {
         machine: Machine::default(),
         unseen: &[],
     });
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("admission", Some("node-2")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("admission", Some("node-2")),
+        "{}",
+        v.text
+    );
     assert!(v.text.contains("503: 900"), "{}", v.text);
-    assert!(v.text.contains("every place in service taken"), "{}", v.text);
+    assert!(
+        v.text.contains("every place in service taken"),
+        "{}",
+        v.text
+    );
 }
 
 #[test]
@@ -802,10 +876,18 @@ fn an_objective_failed_on_silence_says_no_answer_came() {
         machine: Machine::default(),
         unseen: &[],
     });
-    assert_eq!((v.cause.as_str(), v.node.as_deref()), ("unreachable", Some("node-3")), "{}", v.text);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("unreachable", Some("node-3")),
+        "{}",
+        v.text
+    );
     assert!(v.text.contains("connection refused"), "{}", v.text);
     // The same trial failing on latency too: the latency is read.
-    let why = vec!["p99 20 ms > 10 ms".to_string(), "errors 0.8% > 0.1%".to_string()];
+    let why = vec![
+        "p99 20 ms > 10 ms".to_string(),
+        "errors 0.8% > 0.1%".to_string(),
+    ];
     let v = verdict(&Evidence {
         trials: std::slice::from_ref(&t),
         deciding: Some((&t, &why)),
@@ -827,4 +909,79 @@ fn the_verdict_says_which_trial_it_read() {
     t.error_pct = 40.0;
     let v = judge(&[before, t], None);
     assert_eq!(v.trial_rate, Some(1000.0), "{}", v.text);
+}
+
+#[test]
+fn short_waits_for_a_core_do_not_explain_long_flights() {
+    // A distant path: both sides' threads wait for a core a large share
+    // of their (short) runnable time, 50 us a wake-up; the slowest spent
+    // 7 ms each in flight. Not starvation: the path.
+    let mut t = trial(1800.0, 1, |_, _| {});
+    let busy = |name: &str| strata_api::threads::ThreadRate {
+        name: name.into(),
+        tid: 1,
+        cpu: 0.3,
+        waiting: 0.2,
+        slices: 4000.0,
+    };
+    t.per_node[0].threads = vec![busy("strata-runtime")];
+    t.generator_threads = vec![busy("strata-load-0")];
+    let mut s = slow(&[
+        ("network", Some("node-1"), 0.8),
+        ("fsync", Some("node-1"), 0.2),
+    ]);
+    s.parts[0].mean_ms = 7.0;
+    t.slowest = Some(s.clone());
+    let v = judge(&[t.clone()], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("network", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("0.05 ms a wake-up"), "{}", v.text);
+    // The same shares with 2 ms a wake-up on the node: its CPU.
+    t.per_node[0].threads[0].slices = 100.0;
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
+}
+
+#[test]
+fn a_queue_before_an_applier_with_no_fsync_is_behind_what_held_it() {
+    // No fsync at all (durability none); writes queued for the applier
+    // while compactions kept the disk busy 39 % of the time: the disk.
+    let mut t = trial(780.0, 1, |_, x| {
+        x.fsync_busy = Some(0.0);
+        x.pressure_io = Some(0.39);
+        x.cpu_cores = Some(0.6);
+        x.allowed_cpus_busy = Some(0.33);
+    });
+    t.slowest = Some(slow(&[
+        ("applier", Some("node-1"), 0.87),
+        ("apply", Some("node-1"), 0.13),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("io", Some("node-1")),
+        "{}",
+        v.text
+    );
+    // The same queue with the writes stalled: the stalls.
+    for x in &mut t.per_node[0].server {
+        x.stall_share = Some(0.05);
+        x.stalls = Some(3.0);
+    }
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("stalls", Some("node-1")),
+        "{}",
+        v.text
+    );
 }

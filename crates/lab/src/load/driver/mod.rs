@@ -425,6 +425,7 @@ fn thread_main(
                 tid: unsafe { libc::gettid() } as u32,
                 cpu: totals.on_cpu.as_secs_f64() / wall,
                 waiting: totals.run_queue.as_secs_f64() / wall,
+                slices: b.2.saturating_sub(a.2) as f64 / wall,
             }];
         }
         let _ = tx.send(Msg::Done { thread, totals });
@@ -433,14 +434,11 @@ fn thread_main(
 }
 
 /// This thread's time on a CPU and runnable but waiting for one
-/// (`/proc/thread-self/schedstat`, nanoseconds).
-fn thread_schedstat() -> Option<(Duration, Duration)> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let mut f = s.split_whitespace().map(|v| v.parse::<u64>().ok());
-    Some((
-        Duration::from_nanos(f.next()??),
-        Duration::from_nanos(f.next()??),
-    ))
+/// and the times it was put on one (`/proc/thread-self/schedstat`).
+fn thread_schedstat() -> Option<(Duration, Duration, u64)> {
+    strata_api::threads::parse_schedstat(
+        &std::fs::read_to_string("/proc/thread-self/schedstat").ok()?,
+    )
 }
 
 /// Run the plan. `on_second` sees each counted second (all threads merged),
