@@ -19,12 +19,11 @@ use crate::report::model::{ResourceReading, Slowest, Trial};
 /// time is starved: each piece of its work took a quarter longer than its
 /// CPU time from queueing for a core alone.
 pub const STARVED: f64 = 0.2;
-/// A side's mean wait for a core per wake-up explains time in flight only
-/// if that time is at most this many such waits: a request crosses about
-/// four wake-ups on each side (read, hand-over, answer, read), and a slow
-/// request's waits are the tail of their distribution, about five times
-/// its mean. Beside this, queueing for a core does not reach the tail.
-pub const WAITS_PER_FLIGHT: f64 = 20.0;
+/// Threads that hand work to each other wait a little for a core at
+/// every hand-over, on both sides alike and more as the rate rises; a
+/// side is starved beyond that when its share is this many times the
+/// other side's.
+pub const CLEARLY: f64 = 1.5;
 
 /// A kind of wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -387,8 +386,10 @@ fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
 /// Time in flight with no server stage: the side starved at the time,
 /// a stop, one busy thread, or beyond loopback the path. A side was
 /// starved when its threads waited for a core `STARVED` of their runnable
-/// time and each wake-up's wait, `WAITS_PER_FLIGHT` times over, reaches
-/// the time in flight per slow request (`flight_ms`).
+/// time and `CLEARLY` more than the other side's; both at `STARVED` and
+/// neither clearly more were both short of cores. (Each wake-up's own
+/// wait is quoted, not judged: the scheduler runs a woken thread soon,
+/// so a starved thread gets less of a core, not longer waits per wake.)
 fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
     if let Some(r) = c.crossed("pause", Some(n)) {
         return Some(c.cause(r, r.quote.clone()));
@@ -398,8 +399,8 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         .and_then(|i| readings::node_starvation(t, i))
         .unwrap_or_default();
     let gs = readings::generator_starvation(t).unwrap_or_default();
-    let starved = |s: &readings::Starvation| {
-        s.share >= STARVED && s.wait_ms.is_none_or(|w| WAITS_PER_FLIGHT * w >= flight_ms)
+    let starved = |a: &readings::Starvation, b: &readings::Starvation| {
+        a.share >= STARVED && a.share >= CLEARLY * b.share
     };
     let wait = |s: &readings::Starvation| {
         s.wait_ms
@@ -414,12 +415,13 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         wait(&gs),
         fmt_num(flight_ms)
     );
-    let (ns_starved, gs_starved) = (starved(&ns), starved(&gs));
+    let both = ns.share.min(gs.share) >= STARVED;
+    let (ns_starved, gs_starved) = (starved(&ns, &gs), starved(&gs, &ns));
     // Both starved, on one machine neither is pinned apart on: the
     // machine's cores were too few for both.
     let generator_unpinned =
         matches!((c.machine.cores, c.machine.generator_cpus), (Some(m), Some(g)) if g >= m);
-    if ns_starved && gs_starved && c.unpinned(n) && generator_unpinned {
+    if both && !ns_starved && !gs_starved && c.unpinned(n) && generator_unpinned {
         if let Some(m) = c.get("machine", None) {
             return Some(Cause {
                 crossed: true,
@@ -434,7 +436,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         }
     }
     if ns_starved || gs_starved {
-        if ns_starved && (!gs_starved || ns.share >= gs.share) {
+        if ns_starved {
             let mut cause = work(n, false, c)?;
             if cause.resource == "cpu" || cause.resource == "machine" || cause.resource == "thread"
             {

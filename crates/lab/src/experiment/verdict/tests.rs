@@ -912,20 +912,21 @@ fn the_verdict_says_which_trial_it_read() {
 }
 
 #[test]
-fn short_waits_for_a_core_do_not_explain_long_flights() {
-    // A distant path: both sides' threads wait for a core a large share
-    // of their (short) runnable time, 50 us a wake-up; the slowest spent
-    // 7 ms each in flight. Not starvation: the path.
+fn waits_for_a_core_alike_on_both_sides_are_not_starvation() {
+    // A distant path: both sides' threads wait for a core about as large
+    // a share of their (short) runnable time, as threads that hand work
+    // over do at every hand-over; the slowest spent 7 ms each in flight.
+    // Not starvation: the path.
     let mut t = trial(1800.0, 1, |_, _| {});
-    let busy = |name: &str| strata_api::threads::ThreadRate {
+    let busy = |name: &str, waiting: f64| strata_api::threads::ThreadRate {
         name: name.into(),
         tid: 1,
         cpu: 0.3,
-        waiting: 0.2,
+        waiting,
         slices: 4000.0,
     };
-    t.per_node[0].threads = vec![busy("strata-runtime")];
-    t.generator_threads = vec![busy("strata-load-0")];
+    t.per_node[0].threads = vec![busy("strata-runtime", 0.18)];
+    t.generator_threads = vec![busy("strata-load-0", 0.25)];
     let mut s = slow(&[
         ("network", Some("node-1"), 0.8),
         ("fsync", Some("node-1"), 0.2),
@@ -939,9 +940,9 @@ fn short_waits_for_a_core_do_not_explain_long_flights() {
         "{}",
         v.text
     );
-    assert!(v.text.contains("0.05 ms a wake-up"), "{}", v.text);
-    // The same shares with 2 ms a wake-up on the node: its CPU.
-    t.per_node[0].threads[0].slices = 100.0;
+    assert!(v.text.contains("0.045 ms a wake-up"), "{}", v.text);
+    // The node's threads waiting three times the generator's share: its CPU.
+    t.per_node[0].threads[0].waiting = 0.9;
     let v = judge(&[t], None);
     assert_eq!(
         (v.cause.as_str(), v.node.as_deref()),
