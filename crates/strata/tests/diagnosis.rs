@@ -778,7 +778,10 @@ fn full_suite() {
                 if !controls.iter().any(|(n, _)| n == cname) {
                     let c = crun();
                     let cell = judge(cname, &c, ccause, None);
-                    rows.push(format!("| {cname} (control) | {ccause} | {cell} |"));
+                    rows.push(format!(
+                        "| {cname} (control, run once) | {ccause} | {cell} |{}",
+                        " |".repeat(runs - 1)
+                    ));
                     controls.push((cname, c));
                 }
                 let c = &controls.iter().find(|(n, _)| n == cname).unwrap().1;
@@ -798,14 +801,13 @@ fn full_suite() {
         ));
     }
     println!(
-        "| injected | expected | {} |",
+        "\n| injected | expected | {} |",
         (1..=runs)
             .map(|i| format!("run {i} (breaking point)"))
             .collect::<Vec<_>>()
             .join(" | ")
     );
     println!("| --- | --- |{}", " --- |".repeat(runs));
-    // A control's row has one run.
     for r in &rows {
         println!("{r}");
     }

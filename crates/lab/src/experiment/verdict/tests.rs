@@ -986,3 +986,41 @@ fn a_queue_before_an_applier_with_no_fsync_is_behind_what_held_it() {
         v.text
     );
 }
+
+#[test]
+fn time_in_flight_on_a_machine_with_room_is_not_the_machines() {
+    // Loopback, both sides waiting for a core as much as hand-overs make
+    // them, the machine 57 % busy: half the slowest time in flight is not
+    // explained by anything seen, and the crossed fsync that holds 39 % of
+    // it is named.
+    let mut t = trial(6000.0, 1, |_, x| {
+        x.fsync_busy = Some(0.79);
+        x.run_queue_cores = Some(0.3);
+        x.cpu_cores = Some(0.4);
+    });
+    t.machine_cpu_cores = Some(1.14);
+    t.generator_run_queue_share = Some(0.44);
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.49),
+        ("fsync", Some("node-1"), 0.25),
+        ("applier", Some("node-1"), 0.14),
+        ("connection-wait", Some("node-1"), 0.12),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("nothing seen explains"), "{}", v.text);
+    // The same with the machine's cores 90 % busy: the machine's.
+    t.machine_cpu_cores = Some(1.8);
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", None),
+        "{}",
+        v.text
+    );
+}
