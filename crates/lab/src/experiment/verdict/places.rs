@@ -391,8 +391,8 @@ fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
 /// Time in flight with no server stage: the side starved at the time,
 /// a stop, one busy thread, or beyond loopback the path. A side was
 /// starved when its threads waited for a core `STARVED` of their runnable
-/// time and `CLEARLY` more than the other side's; both at `STARVED` and
-/// neither clearly more were both short of cores. (Each wake-up's own
+/// time and `CLEARLY` more than the other side's, and waited in all at
+/// least as long each second as a slow request spent in flight. (Each wake-up's own
 /// wait is quoted, not judged: the scheduler runs a woken thread soon,
 /// so a starved thread gets less of a core, not longer waits per wake.)
 fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
@@ -404,8 +404,12 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         .and_then(|i| readings::node_starvation(t, i))
         .unwrap_or_default();
     let gs = readings::generator_starvation(t).unwrap_or_default();
+    // A side can hold a request in flight only while one of its threads
+    // waits: one whose threads together waited less in a second than a
+    // slow request spent in flight cannot explain it, whatever its share.
+    let could = |a: &readings::Starvation| a.waiting.is_none_or(|w| 1000.0 * w >= flight_ms);
     let starved = |a: &readings::Starvation, b: &readings::Starvation| {
-        a.share >= STARVED && a.share >= CLEARLY * b.share
+        a.share >= STARVED && a.share >= CLEARLY * b.share && could(a)
     };
     let wait = |s: &readings::Starvation| {
         s.wait_ms

@@ -462,6 +462,8 @@ fn thread_reading(
 pub struct Starvation {
     pub share: f64,
     pub wait_ms: Option<f64>,
+    /// Its threads' summed wait for a core, seconds per second.
+    pub waiting: Option<f64>,
 }
 
 /// A side's starvation from its threads.
@@ -472,6 +474,7 @@ pub fn starvation(threads: &[strata_api::threads::ThreadRate]) -> Option<Starvat
     (cpu + wait > 0.01).then(|| Starvation {
         share: wait / (cpu + wait),
         wait_ms: (slices > 0.0).then(|| 1000.0 * wait / slices),
+        waiting: Some(wait),
     })
 }
 
@@ -486,6 +489,7 @@ pub fn node_starvation(t: &Trial, i: usize) -> Option<Starvation> {
     (cpu + wait > 0.01).then(|| Starvation {
         share: wait / (cpu + wait),
         wait_ms: None,
+        waiting: Some(wait),
     })
 }
 
@@ -495,5 +499,6 @@ pub fn generator_starvation(t: &Trial) -> Option<Starvation> {
     starvation(&t.generator_threads).or(t.generator_run_queue_share.map(|share| Starvation {
         share,
         wait_ms: None,
+        waiting: None,
     }))
 }

@@ -1024,3 +1024,40 @@ fn time_in_flight_on_a_machine_with_room_is_not_the_machines() {
         v.text
     );
 }
+
+#[test]
+fn a_side_that_hardly_waited_cannot_hold_a_long_flight() {
+    // 2 % of packets lost: 8 req/s, 207 ms in flight per slow request;
+    // the node's few runnable moments waited 24 % of the time (4 ms in a
+    // second), the generator's none. Not the node's CPU: the path.
+    let mut t = trial(8.0, 1, |_, x| {
+        x.cpu_cores = Some(0.012);
+        x.run_queue_cores = Some(0.004);
+    });
+    t.generator_run_queue_share = Some(0.0);
+    let mut s = slow(&[
+        ("network", Some("node-1"), 0.99),
+        ("fsync", Some("node-1"), 0.01),
+    ]);
+    s.parts[0].mean_ms = 207.0;
+    t.slowest = Some(s);
+    let v = judge(&[t.clone()], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("network", Some("node-1")),
+        "{}",
+        v.text
+    );
+    // The same shares with the node's threads waiting 0.4 s a second: its CPU.
+    for x in &mut t.per_node[0].server {
+        x.cpu_cores = Some(0.2);
+        x.run_queue_cores = Some(0.4);
+    }
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
+}
