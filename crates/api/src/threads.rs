@@ -50,6 +50,19 @@ pub fn parse_schedstat(s: &str) -> Option<(Duration, Duration, u64)> {
     Some((Duration::from_nanos(on), Duration::from_nanos(wait), slices))
 }
 
+/// One thread from its `/proc/PID/task/TID` entry: the entry's name (the
+/// tid), its `schedstat` and its `comm`, as read.
+pub fn from_task(tid: &str, schedstat: &str, comm: &str) -> Option<ThreadTimes> {
+    let (on_cpu, waiting, slices) = parse_schedstat(schedstat)?;
+    Some(ThreadTimes {
+        name: comm.trim_end().to_string(),
+        tid: tid.parse().ok()?,
+        on_cpu,
+        waiting,
+        slices,
+    })
+}
+
 /// The busiest `MAX_THREADS` of `all`, by time on a CPU.
 pub fn busiest(mut all: Vec<ThreadTimes>) -> Vec<ThreadTimes> {
     all.sort_by(|a, b| b.on_cpu.cmp(&a.on_cpu).then(a.tid.cmp(&b.tid)));

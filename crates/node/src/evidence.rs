@@ -105,24 +105,19 @@ pub fn run_queue_wait() -> Option<Duration> {
 /// Each of this process's threads' times (`/proc/self/task/TID/comm` and
 /// `schedstat`), the busiest `strata_api::threads::MAX_THREADS`.
 pub fn threads() -> Vec<strata_api::threads::ThreadTimes> {
-    use strata_api::threads::{busiest, parse_schedstat, ThreadTimes};
+    use strata_api::threads::{busiest, from_task};
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
+    let read = |t: &std::fs::DirEntry, f: &str| std::fs::read_to_string(t.path().join(f)).ok();
     let all = dir
         .flatten()
         .filter_map(|t| {
-            let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
-            let (on_cpu, waiting, slices) =
-                parse_schedstat(&std::fs::read_to_string(t.path().join("schedstat")).ok()?)?;
-            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
-            Some(ThreadTimes {
-                name: name.trim_end().to_string(),
-                tid,
-                on_cpu,
-                waiting,
-                slices,
-            })
+            from_task(
+                t.file_name().to_str()?,
+                &read(&t, "schedstat")?,
+                &read(&t, "comm")?,
+            )
         })
         .collect();
     busiest(all)

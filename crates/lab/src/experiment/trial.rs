@@ -310,15 +310,15 @@ pub fn run_trial(
 ) -> Result<(Outcome, Trial), String> {
     let started = Instant::now();
     let client_before = plan.nodes.client.as_ref().map(|c| c.stats().snapshot());
-    let mut own = None;
+    // The generator's threads from the end of the warm-up on.
+    let mut own = crate::load::cpu::OwnThreads::default();
     let outcome = driver::run(plan, on_second, &mut |s| {
-        // The generator's threads from the end of the warm-up on.
-        if !s.warming && own.is_none() {
-            own = Some((Instant::now(), crate::load::cpu::own_threads()));
+        if !s.warming {
+            own.mark();
         }
         progress.show(prefix, s)
     })?;
-    let own_after = (Instant::now(), crate::load::cpu::own_threads());
+    let own = own.since(&outcome.generator_threads);
     progress.finish();
     let started_s = started.duration_since(origin).as_secs_f64() + plan.warmup.as_secs_f64();
     let end_s = started_s + outcome.elapsed.as_secs_f64();
@@ -330,17 +330,7 @@ pub fn run_trial(
     let server = during(sampler.snapshot());
     let per_node = sampler.snapshot_nodes().into_iter().map(during).collect();
     let mut trial = to_trial(plan, &outcome, started_s, server, per_node);
-    if let Some((t0, before)) = own {
-        let secs = own_after.0.duration_since(t0).as_secs_f64();
-        trial.generator_threads = strata_api::threads::rates(&before, &own_after.1, secs);
-    }
-    // The sending threads have ended by now: their own figures.
-    trial
-        .generator_threads
-        .extend(outcome.generator_threads.iter().cloned());
-    trial
-        .generator_threads
-        .sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(a.tid.cmp(&b.tid)));
+    trial.generator_threads = own;
     for (n, threads) in trial
         .per_node
         .iter_mut()
@@ -364,17 +354,6 @@ pub fn run_trial(
     Ok((outcome, trial))
 }
 
-/// Mean CPU (cores) and maximum RSS (bytes) over some samples.
-fn cpu_and_rss(server: &[ServerSample]) -> (Option<f64>, Option<f64>) {
-    let cpu: Vec<f64> = server.iter().filter_map(|s| s.cpu_cores).collect();
-    let rss = server
-        .iter()
-        .filter_map(|s| s.rss_bytes)
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-    let mean = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
-    (mean, rss)
-}
-
 /// The report's view of one outcome: `server` holds the samples summed
 /// over the nodes, `node_server` each node's own (in the plan's order).
 pub fn to_trial(
@@ -388,7 +367,7 @@ pub fn to_trial(
         Pace::Open { rate, .. } => (Some(rate), None),
         Pace::Closed { clients, .. } => (None, Some(clients)),
     };
-    let (cpu, rss) = cpu_and_rss(&server);
+    let (cpu, rss) = crate::report::model::cpu_and_rss(&server);
     node_server.resize(plan.nodes.len(), Vec::new());
     let per_node = plan
         .nodes
@@ -398,7 +377,7 @@ pub fn to_trial(
         .enumerate()
         .map(|(i, (url, samples))| {
             let totals = o.per_node.get(i).copied().unwrap_or_default();
-            let (cpu, rss) = cpu_and_rss(&samples);
+            let (cpu, rss) = crate::report::model::cpu_and_rss(&samples);
             NodeSummary {
                 url: url.clone(),
                 connections: totals.connections,
@@ -476,23 +455,8 @@ pub fn to_trial(
         // Of each thread's wall time, waiting for a CPU.
         client: None,
         generator_threads: Vec::new(),
-        failed_statuses: o
-            .statuses
-            .iter()
-            .filter(|(c, _)| crate::load::driver::failed_status(**c))
-            .map(|(c, n)| (*c, *n))
-            .collect(),
-        first_failure: o.first_failure.as_ref().map(|(i, why)| {
-            let node = plan
-                .nodes
-                .urls
-                .get(*i)
-                .map(|u| crate::load::slowest::node_name(&plan.nodes.urls, u));
-            match node {
-                Some(n) => format!("{n}: {why}"),
-                None => why.clone(),
-            }
-        }),
+        failed_statuses: o.failed_statuses(),
+        first_failure: o.first_failure_words(&plan.nodes.urls),
         generator_run_queue_share: (!(o.generator_on_cpu + o.generator_run_queue).is_zero()).then(
             || {
                 o.generator_run_queue.as_secs_f64()

@@ -30,27 +30,54 @@ pub fn own() -> Option<f64> {
 /// `strata_api::threads::MAX_THREADS`: the generator's threads, read as a
 /// node reads its own.
 pub fn own_threads() -> Vec<strata_api::threads::ThreadTimes> {
-    use strata_api::threads::{busiest, parse_schedstat, ThreadTimes};
+    use strata_api::threads::{busiest, from_task};
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
+    let read = |t: &std::fs::DirEntry, f: &str| std::fs::read_to_string(t.path().join(f)).ok();
     let all = dir
         .flatten()
         .filter_map(|t| {
-            let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
-            let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
-            let (on_cpu, waiting, slices) = parse_schedstat(&stat)?;
-            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
-            Some(ThreadTimes {
-                name: name.trim_end().to_string(),
-                tid,
-                on_cpu,
-                waiting,
-                slices,
-            })
+            from_task(
+                t.file_name().to_str()?,
+                &read(&t, "schedstat")?,
+                &read(&t, "comm")?,
+            )
         })
         .collect();
     busiest(all)
+}
+
+/// The generator's threads over a run: marked once when the counted part
+/// begins, read again at its end; the sending threads, ended by then,
+/// bring their own figures.
+#[derive(Default)]
+pub struct OwnThreads(Option<(Instant, Vec<strata_api::threads::ThreadTimes>)>);
+
+impl OwnThreads {
+    /// The first call reads every thread; later calls do nothing.
+    pub fn mark(&mut self) {
+        if self.0.is_none() {
+            self.0 = Some((Instant::now(), own_threads()));
+        }
+    }
+
+    /// Each thread since the mark, with `sending` (the sending threads'
+    /// own), busiest first.
+    pub fn since(
+        self,
+        sending: &[strata_api::threads::ThreadRate],
+    ) -> Vec<strata_api::threads::ThreadRate> {
+        let mut out = match self.0 {
+            Some((t0, before)) => {
+                strata_api::threads::rates(&before, &own_threads(), t0.elapsed().as_secs_f64())
+            }
+            None => Vec::new(),
+        };
+        out.extend(sending.iter().cloned());
+        out.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(a.tid.cmp(&b.tid)));
+        out
+    }
 }
 
 /// CPU seconds the machine has been busy: every process now running

@@ -604,3 +604,14 @@ pub fn spectrum_from_hist(h: &Histogram<u64>) -> Vec<SpectrumPoint> {
     }
     out
 }
+
+/// Mean CPU (cores) and maximum RSS (bytes) over some samples.
+pub fn cpu_and_rss(server: &[ServerSample]) -> (Option<f64>, Option<f64>) {
+    let cpu: Vec<f64> = server.iter().filter_map(|s| s.cpu_cores).collect();
+    let rss = server
+        .iter()
+        .filter_map(|s| s.rss_bytes)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let mean = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
+    (mean, rss)
+}

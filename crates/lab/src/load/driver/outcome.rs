@@ -127,4 +127,27 @@ impl Outcome {
     pub fn achieved_rate(&self) -> f64 {
         self.counted as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
+
+    /// The failed answers by status code.
+    pub fn failed_statuses(&self) -> BTreeMap<u16, u64> {
+        self.statuses
+            .iter()
+            .filter(|(c, _)| super::record::failed_status(**c))
+            .map(|(c, n)| (*c, *n))
+            .collect()
+    }
+
+    /// What the first failure said, with its node's name (`urls`: the
+    /// nodes as given).
+    pub fn first_failure_words(&self, urls: &[String]) -> Option<String> {
+        self.first_failure.as_ref().map(|(i, why)| {
+            match urls
+                .get(*i)
+                .map(|u| crate::load::slowest::node_name(urls, u))
+            {
+                Some(n) => format!("{n}: {why}"),
+                None => why.clone(),
+            }
+        })
+    }
 }

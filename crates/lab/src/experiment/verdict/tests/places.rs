@@ -1,0 +1,234 @@
+//! The slowest requests' time by place: a place holding half is named
+//! busy or not, causes compared by their share, the odd node out, one busy
+//! thread, the write path read from the applier, the trial it read.
+
+use super::*;
+
+// Rule 1: a place that holds half the slowest time is named, busy or not.
+
+#[test]
+fn a_slow_but_idle_disk_is_named_from_the_requests_time() {
+    // A disk the kernel throttles: the fsync busy 18 %, far below its
+    // threshold, but 98 % of the slowest time waited for it.
+    let mut t = trial(141.0, 1, |_, x| {
+        x.fsync_busy = Some(0.18);
+        x.fsync_p99_ms = Some(33.0);
+    });
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.9),
+        ("applier", Some("node-1"), 0.08),
+        ("network", Some("node-1"), 0.02),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("seldom busy but slow"), "{}", v.text);
+    assert!(v.text.contains("Because 98%"), "{}", v.text);
+}
+
+#[test]
+fn a_replica_round_trip_beyond_loopback_is_the_path_to_it() {
+    // Another mechanism: node-1 waits for node-2, which reports little
+    // work and has room: the path between them.
+    let mut t = trial(3000.0, 2, |_, _| {});
+    t.slowest = Some(slow(&[
+        ("replica", Some("node-2"), 0.7),
+        ("fsync", Some("node-1"), 0.2),
+        ("network", Some("node-1"), 0.1),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("network", Some("node-2")),
+        "{}",
+        v.text
+    );
+}
+
+// Rule 4: when several readings crossed, the one holding the most of the
+// slowest time is named, and what each explains is said.
+
+#[test]
+fn of_two_crossed_readings_the_one_the_slowest_waited_for_is_named() {
+    let busy = |x: &mut ServerSample| {
+        x.fsync_busy = Some(0.8);
+        x.allowed_cpus_busy = Some(0.95);
+        x.cpus = Some(1.0);
+    };
+    let mut t = trial(4000.0, 1, |_, x| busy(x));
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.7),
+        ("fsync", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(
+        v.text.contains("fsync of node-1 explains 30%"),
+        "{}",
+        v.text
+    );
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.7),
+        ("queue", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "fsync", "{}", v.text);
+    assert!(v.text.contains("cpu of node-1 explains 30%"), "{}", v.text);
+}
+
+// With several nodes, one that holds the time and alone crossed.
+
+#[test]
+fn the_odd_node_out_is_named_by_its_own_reading() {
+    // node-2's fsync slower: its slowest requests' time spread over its
+    // own stages, none half; only node-2's fsync crossed.
+    let mut t = trial(2000.0, 3, |i, x| {
+        x.fsync_busy = Some(if i == 1 { 0.95 } else { 0.3 });
+    });
+    t.machine_cpu_cores = Some(1.72);
+    t.slowest = Some(slow(&[
+        ("other", Some("node-2"), 0.34),
+        ("network", Some("node-2"), 0.23),
+        ("queue", Some("node-2"), 0.23),
+        ("fsync", Some("node-1"), 0.2),
+    ]));
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-2")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("only node-2's fsync crossed"), "{}", v.text);
+}
+
+#[test]
+fn the_odd_node_out_may_be_a_stopped_one() {
+    let mut t = trial(2000.0, 3, |i, x| {
+        if i == 0 {
+            x.pause_max_ms = Some(120.0);
+        }
+    });
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.3),
+        ("apply", Some("node-1"), 0.25),
+        ("fsync", Some("node-2"), 0.25),
+        ("fsync", Some("node-3"), 0.2),
+    ]));
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("pause", Some("node-1")),
+        "{}",
+        v.text
+    );
+}
+
+// One busy thread while the process has cores to spare.
+
+#[test]
+fn one_busy_runtime_thread_with_cores_to_spare_is_a_cause_of_its_own() {
+    let mut t = trial(40_000.0, 1, |_, x| {
+        x.cpus = Some(2.0);
+        x.cpu_cores = Some(1.2);
+        x.allowed_cpus_busy = Some(0.6);
+    });
+    t.per_node[0].threads = threads(&[
+        ("strata-runtime", 11, 0.97, 0.02),
+        ("strata-apply", 12, 0.15, 0.0),
+    ]);
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.8),
+        ("apply", Some("node-1"), 0.2),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("thread", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("strata-runtime (tid 11"), "{}", v.text);
+    assert!(v.text.contains("more cores will not help"), "{}", v.text);
+    // The same thread when the process had no core to spare: its CPU.
+    for x in &mut t.per_node[0].server {
+        x.cpu_cores = Some(1.9);
+        x.allowed_cpus_busy = Some(0.95);
+    }
+    assert_eq!(judge(&[t], None).cause, "cpu");
+}
+
+#[test]
+fn a_busy_applier_thread_holds_the_wal_time() {
+    // Another thread, another place: the WAL's queue waits for the
+    // applier, on a CPU, not for the disk.
+    let mut t = trial(30_000.0, 1, |_, x| {
+        x.cpus = Some(4.0);
+        x.cpu_cores = Some(1.5);
+        x.fsync_busy = Some(0.1);
+    });
+    t.per_node[0].threads = threads(&[("strata-apply", 12, 0.96, 0.01)]);
+    t.slowest = Some(slow(&[
+        ("applier", Some("node-1"), 0.7),
+        ("apply", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("thread", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("the applier"), "{}", v.text);
+}
+
+#[test]
+fn a_queue_before_an_applier_with_no_fsync_is_behind_what_held_it() {
+    // No fsync at all (durability none); writes queued for the applier
+    // while compactions kept the disk busy 39 % of the time: the disk.
+    let mut t = trial(780.0, 1, |_, x| {
+        x.fsync_busy = Some(0.0);
+        x.pressure_io = Some(0.39);
+        x.cpu_cores = Some(0.6);
+        x.allowed_cpus_busy = Some(0.33);
+    });
+    t.slowest = Some(slow(&[
+        ("applier", Some("node-1"), 0.87),
+        ("apply", Some("node-1"), 0.13),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("io", Some("node-1")),
+        "{}",
+        v.text
+    );
+    // The same queue with the writes stalled: the stalls.
+    for x in &mut t.per_node[0].server {
+        x.stall_share = Some(0.05);
+        x.stalls = Some(3.0);
+    }
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("stalls", Some("node-1")),
+        "{}",
+        v.text
+    );
+}
+
+// The verdict and the chart read the same trial.
+
+#[test]
+fn the_verdict_says_which_trial_it_read() {
+    let mut before = trial(1000.0, 1, |_, x| x.fsync_busy = Some(0.9));
+    before.slowest = Some(slow(&[("fsync", Some("node-1"), 1.0)]));
+    let mut t = trial(2000.0, 1, |_, _| {});
+    t.error_pct = 40.0;
+    let v = judge(&[before, t], None);
+    assert_eq!(v.trial_rate, Some(1000.0), "{}", v.text);
+}
