@@ -84,34 +84,16 @@ pub fn pauses() -> Arc<Pauses> {
     .clone()
 }
 
-/// Time this process's threads spent runnable but waiting for a CPU,
-/// summed over its threads (the second field of each
-/// `/proc/self/task/TID/schedstat`, in nanoseconds). Threads that have
-/// exited are not counted, so the sum can fall; a reader takes the
-/// increase.
-pub fn run_queue_wait() -> Option<Duration> {
-    let mut ns = 0u64;
-    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
-        ns += s
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    Some(Duration::from_nanos(ns))
-}
-
 /// Each of this process's threads' times (`/proc/self/task/TID/comm` and
-/// `schedstat`), the busiest `strata_api::threads::MAX_THREADS`.
-pub fn threads() -> Vec<strata_api::threads::ThreadTimes> {
-    use strata_api::threads::{busiest, from_task};
+/// `schedstat`), every one of them: `threads` keeps the busiest, and
+/// their summed wait is the process's (`run_queue_wait`), from one read.
+pub fn all_threads() -> Vec<strata_api::threads::ThreadTimes> {
+    use strata_api::threads::from_task;
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
     let read = |t: &std::fs::DirEntry, f: &str| std::fs::read_to_string(t.path().join(f)).ok();
-    let all = dir
-        .flatten()
+    dir.flatten()
         .filter_map(|t| {
             from_task(
                 t.file_name().to_str()?,
@@ -119,8 +101,15 @@ pub fn threads() -> Vec<strata_api::threads::ThreadTimes> {
                 &read(&t, "comm")?,
             )
         })
-        .collect();
-    busiest(all)
+        .collect()
+}
+
+/// Time this process's threads spent runnable but waiting for a CPU,
+/// summed over `all` its live threads (`all_threads`). Threads that have
+/// exited are not counted, so the sum can fall; a reader takes the
+/// increase.
+pub fn run_queue_wait(all: &[strata_api::threads::ThreadTimes]) -> Duration {
+    all.iter().map(|t| t.waiting).sum()
 }
 
 /// Busy time of the CPUs this process may run on (its affinity mask), from
@@ -225,8 +214,8 @@ mod tests {
     #[test]
     fn schedstat_and_pressure_read() {
         // This process has threads; their wait is a number (maybe zero).
-        assert!(run_queue_wait().is_some());
-        let ts = threads();
+        let ts = all_threads();
+        let _ = run_queue_wait(&ts);
         assert!(ts.iter().any(|t| t.tid == std::process::id()), "{ts:?}");
         // Some cgroup's cpu.stat is there (v1 or v2), and reads.
         assert!(cpu_throttled().is_some());

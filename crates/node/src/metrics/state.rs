@@ -462,7 +462,7 @@ impl StateCollector {
     /// The pause detector, the threads' wait for a CPU, the machine's
     /// pressure, the writers waiting on the WAL.
     fn encode_evidence(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
-        use crate::evidence::{pressure, run_queue_wait};
+        use crate::evidence::{all_threads, pressure, run_queue_wait};
         use strata_api::metrics as m;
         gauge(
             e,
@@ -470,15 +470,15 @@ impl StateCollector {
             "The latest the pause detector woke over the last 10 seconds",
             self.pauses.max_lateness().as_secs_f64(),
         )?;
-        if let Some(w) = run_queue_wait() {
-            counter(
-                e,
-                m::RUN_QUEUE_WAIT_SECONDS,
-                "Time this process's threads were runnable but waiting for a CPU (schedstat, live threads)",
-                w.as_secs_f64(),
-            )?;
-        }
-        super::threads::encode(e)?;
+        // One read of every thread: the process's wait and each thread's.
+        let threads = all_threads();
+        counter(
+            e,
+            m::RUN_QUEUE_WAIT_SECONDS,
+            "Time this process's threads were runnable but waiting for a CPU (schedstat, live threads)",
+            run_queue_wait(&threads).as_secs_f64(),
+        )?;
+        super::threads::encode(e, strata_api::threads::busiest(threads))?;
         if let Some(b) = crate::evidence::allowed_cpus_busy() {
             counter(
                 e,

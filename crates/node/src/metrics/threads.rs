@@ -1,15 +1,17 @@
 //! Each of the node's threads, read at scrape time: its time on a CPU,
 //! its time runnable but waiting for one, and how often it was put on
-//! one (`strata_api::threads`, from `evidence::threads`). Owns that
+//! one (`strata_api::threads`, the busiest of `evidence::all_threads`). Owns that
 //! family's encoding; must not judge a thread.
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 
 /// Each thread's time on a CPU and waiting for one, by name and id.
-pub(super) fn encode(e: &mut DescriptorEncoder) -> std::fmt::Result {
+pub(super) fn encode(
+    e: &mut DescriptorEncoder,
+    threads: Vec<strata_api::threads::ThreadTimes>,
+) -> std::fmt::Result {
     use strata_api::threads as t;
-    let threads = crate::evidence::threads();
     for (name, help, field) in [
         (
             t::CPU_SECONDS,
