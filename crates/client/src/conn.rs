@@ -115,6 +115,17 @@ impl Conn {
         &self.error_body
     }
 
+    /// Open the connection now if it is not open (a request opens it
+    /// otherwise): a load generator opens its first connections before
+    /// its clock starts, as wrk does, so that its first sends do not all
+    /// wait for a handshake at once.
+    pub async fn connect(&mut self) -> io::Result<()> {
+        if self.stream.is_none() {
+            self.open().await?;
+        }
+        Ok(())
+    }
+
     async fn open(&mut self) -> io::Result<()> {
         self.stream = Some(crate::stream::connect(&self.target).await?);
         self.start = 0;

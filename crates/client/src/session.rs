@@ -284,6 +284,21 @@ impl Session {
         }
     }
 
+    /// Open a connection to every member this session has none to
+    /// (requests open them otherwise, on first use): a load generator
+    /// does this before its clock starts. Stops at the first failure.
+    pub async fn connect_all(&mut self) -> std::io::Result<()> {
+        for i in 0..self.conns.len() {
+            if self.conns[i].is_none() {
+                let mut c = self.conn(i);
+                let r = c.connect().await;
+                self.conns[i] = Some(c);
+                r?;
+            }
+        }
+        Ok(())
+    }
+
     fn conn(&mut self, i: usize) -> Conn {
         self.conns[i]
             .take()

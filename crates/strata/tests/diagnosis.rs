@@ -77,6 +77,10 @@ fn sweep(urls: &str, lab_cpu: Option<&str>, extra: &[&str]) -> Said {
         .arg(out.path())
         .args(extra);
     let o = cmd.output().expect("run strata sweep");
+    // STRATA_DIAG_KEEP=1 keeps each sweep's report and says where.
+    if std::env::var_os("STRATA_DIAG_KEEP").is_some() {
+        eprintln!("report kept in {}", out.keep().display());
+    }
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),

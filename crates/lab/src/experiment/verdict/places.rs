@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use super::readings::{self, Machine};
 use crate::experiment::slo::fmt_num;
+use crate::report::markdown::other_cores;
 use crate::report::model::{ResourceReading, Slowest, Trial};
 
 /// A side whose threads waited for a CPU this share of their runnable
@@ -185,6 +186,28 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
     match p.family {
         Family::Generator => {
             let r = c.get("generator", None)?;
+            // Late because the nodes held the cores it shares with them,
+            // one of their threads flat out: that thread.
+            let starved =
+                readings::generator_starvation(c.trial).is_some_and(|g| g.share >= STARVED);
+            if starved && starved_by_nodes(c) {
+                let busy = c
+                    .readings
+                    .iter()
+                    .find(|t| t.resource == "thread" && t.crossed);
+                if let Some(t) = busy.and_then(|t| t.node.as_deref()) {
+                    if let Some(w) = work(t, false, c).filter(|w| w.resource == "thread") {
+                        return Some(Cause {
+                            why: format!(
+                                "{}; the generator, late ({}), shares its cores with the nodes, which held more of them than anything else",
+                                w.why, r.quote
+                            ),
+                            crossed: true,
+                            ..w
+                        });
+                    }
+                }
+            }
             if let Some(m) = shared_machine(c) {
                 return Some(c.cause(
                     m,
@@ -197,6 +220,17 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
             let n = node?;
             if let Some(r) = c.crossed("stalls", Some(n)) {
                 return Some(c.cause(r, format!("{} (the applier held by it)", r.quote)));
+            }
+            // A stopped node's applier queue is what arrived during the
+            // stop, committed after it.
+            if let Some(r) = c.crossed("pause", Some(n)) {
+                return Some(c.cause(
+                    r,
+                    format!(
+                        "{} (writes queued for its applier through the stop)",
+                        r.quote
+                    ),
+                ));
             }
             let f = c.get("fsync", Some(n))?;
             // What the applier spent its time on: on a CPU (its own
@@ -319,14 +353,29 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
 /// nodes used at least half of it: then a generator short of CPU was
 /// short of what the nodes took.
 fn shared_machine<'a>(c: &'a Context) -> Option<&'a ResourceReading> {
-    let unpinned =
-        matches!((c.machine.cores, c.machine.generator_cpus), (Some(m), Some(g)) if g >= m);
+    let unpinned = generator_unpinned(c);
     let nodes_took_it = match (c.trial.server_cpu_cores, c.trial.machine_cpu_cores) {
         (Some(n), Some(m)) => n >= 0.5 * m,
         _ => false,
     };
     c.crossed("machine", None)
         .filter(|_| unpinned && nodes_took_it)
+}
+
+/// Whether the generator may run on every core of the machine.
+fn generator_unpinned(c: &Context) -> bool {
+    matches!((c.machine.cores, c.machine.generator_cpus), (Some(m), Some(g)) if g >= m)
+}
+
+/// Whether a starved generator was starved by the nodes: it shares
+/// their cores, and they used more of the machine than anything beside
+/// them and the generator did.
+fn starved_by_nodes(c: &Context) -> bool {
+    let t = c.trial;
+    let (Some(nodes), Some(others)) = (t.server_cpu_cores, other_cores(t)) else {
+        return false;
+    };
+    generator_unpinned(c) && nodes > 0.0 && nodes >= others
 }
 
 fn cpu_crossed(n: &str, c: &Context) -> bool {
@@ -435,6 +484,21 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
                 return Some(cause);
             }
             return Some(cause);
+        }
+        // Who starved it: the nodes, when it shares their cores and
+        // they held more of them than anything else beside it; then the
+        // node's work is why (one thread flat out, its cores, the machine).
+        if starved_by_nodes(c) {
+            if let Some(mut cause) = work(n, false, c)
+                .filter(|w| ["cpu", "machine", "thread"].contains(&w.resource.as_str()))
+            {
+                cause.why = format!(
+                    "{compare}: the generator was starved by the nodes, which share its cores and held more of them than anything else: {}",
+                    cause.why
+                );
+                cause.crossed = true;
+                return Some(cause);
+            }
         }
         let g = c.get("generator", None)?;
         if let Some(m) = shared_machine(c) {

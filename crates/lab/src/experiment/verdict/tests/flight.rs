@@ -182,3 +182,63 @@ fn a_side_that_hardly_waited_cannot_hold_a_long_flight() {
         v.text
     );
 }
+
+#[test]
+fn a_generator_starved_by_a_nodes_busy_thread_is_the_threads() {
+    // The applier spins on one core of two; the generator shares the
+    // other with the node's runtime, its threads waiting 48 % of their
+    // runnable time against the node's 11 %. The generator was starved,
+    // by the node: the thread is why.
+    let mut t = trial(7250.0, 1, |_, _| {});
+    t.per_node[0].threads = threads(&[
+        ("strata-apply", 7, 0.97, 0.02),
+        ("strata-runtime", 8, 0.5, 0.08),
+    ]);
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.4, 0.37)]);
+    t.server_cpu_cores = Some(1.47);
+    t.generator_cpu_cores = Some(0.4);
+    t.machine_cpu_cores = Some(1.9);
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.41),
+        ("applier", Some("node-1"), 0.46),
+        ("generator", None, 0.13),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("thread", Some("node-1")),
+        "{}",
+        v.text
+    );
+    // Starved by the nodes' runtime on both cores, no thread alone
+    // flat out: the machine the generator shares with them.
+    let mut m = t.clone();
+    m.per_node[0].threads = threads(&[
+        ("strata-runtime", 7, 0.8, 0.1),
+        ("strata-runtime", 8, 0.75, 0.1),
+    ]);
+    m.server_cpu_cores = Some(1.55);
+    m.machine_cpu_cores = Some(1.95);
+    m.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.7),
+        ("other", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[m], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", None),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("starved by the nodes"), "{}", v.text);
+    // The same waits with the generator pinned to a core of its own,
+    // shared with something else: the generator's.
+    let v = judge_on(
+        &[t],
+        Machine {
+            cores: Some(2.0),
+            generator_cpus: Some(1.0),
+        },
+    );
+    assert_eq!(v.cause, "generator", "{}", v.text);
+}

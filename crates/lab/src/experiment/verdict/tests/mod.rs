@@ -110,6 +110,17 @@ fn slow(parts: &[(&str, Option<&str>, f64)]) -> Slowest {
 }
 
 fn judge(trials: &[Trial], cores: Option<f64>) -> Verdict {
+    judge_on(
+        trials,
+        Machine {
+            cores,
+            generator_cpus: cores,
+        },
+    )
+}
+
+/// The verdict with the generator's affinity apart from the machine's.
+fn judge_on(trials: &[Trial], machine: Machine) -> Verdict {
     let why = vec!["p99 20 ms > 10 ms".to_string()];
     let last = trials.last().unwrap();
     verdict(&Evidence {
@@ -117,10 +128,7 @@ fn judge(trials: &[Trial], cores: Option<f64>) -> Verdict {
         deciding: Some((last, &why)),
         breaking_point: Some(1000.0),
         range: None,
-        machine: Machine {
-            cores,
-            generator_cpus: cores,
-        },
+        machine,
         unseen: &[],
     })
 }

@@ -128,6 +128,44 @@ fn the_odd_node_out_may_be_a_stopped_one() {
     );
 }
 
+#[test]
+fn a_stopped_nodes_applier_queue_is_the_stop() {
+    // node-3 stopped 150 ms at a time: the writes that reached it (its
+    // own, and those replicated to it) queued for its applier through
+    // the stop. Its fsync busy, not crossed; the machine with room.
+    let mut t = trial(2000.0, 3, |i, x| {
+        if i == 2 {
+            x.pause_max_ms = Some(150.0);
+        }
+    });
+    t.slowest = Some(slow(&[
+        ("peer-applier", Some("node-3"), 0.45),
+        ("applier", Some("node-3"), 0.2),
+        ("fsync", Some("node-1"), 0.2),
+        ("network", Some("node-1"), 0.15),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("pause", Some("node-3")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("through the stop"), "{}", v.text);
+    // The same queue on a node that did not stop: its WAL.
+    for x in &mut t.per_node[2].server {
+        x.pause_max_ms = Some(2.0);
+        x.fsync_busy = Some(0.9);
+    }
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("fsync", Some("node-3")),
+        "{}",
+        v.text
+    );
+}
+
 // One busy thread while the process has cores to spare.
 
 #[test]
