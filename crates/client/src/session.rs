@@ -7,7 +7,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::conn::{Answer, Conn};
 use crate::members::Members;
@@ -56,6 +56,12 @@ pub struct Reply {
     /// copy met a connection the node had just closed, and may have been
     /// read): a write's refusal then does not prove it was not applied.
     pub resent: bool,
+    /// With more than one attempt: the member tried first, and the time
+    /// from the send to the start of the attempt that answered (what the
+    /// members before it cost: a refusal, a failure or a silence until
+    /// the attempt's timeout), so that a caller timing the request can
+    /// tell that time from the answering member's.
+    pub before: Option<(usize, Duration)>,
 }
 
 /// A task's session.
@@ -211,6 +217,8 @@ impl Session {
         self.reload();
         self.probes();
         let order = self.order(r);
+        let began = Instant::now();
+        let mut attempt_began = began;
         let mut attempts = 0u32;
         let mut hedged = false;
         let mut last: Option<Attempt> = None;
@@ -230,6 +238,7 @@ impl Session {
                 client.stats().retries.fetch_add(1, Ordering::Relaxed);
             }
             attempts += 1;
+            attempt_began = Instant::now();
             let hedge_to = (r.method == Method::Get && cfg.hedge.is_some())
                 .then(|| order.get(k + 1).copied())
                 .flatten()
@@ -249,7 +258,8 @@ impl Session {
                     // A refusal: another member may serve it, if it is safe.
                     let retry = ans.status == 503 && (r.method == Method::Get || ans.not_applied);
                     if !retry {
-                        return Ok(self.reply(*ans, *i, attempts, hedged));
+                        let before = (attempts > 1).then(|| (order[0], attempt_began - began));
+                        return Ok(self.reply(*ans, *i, attempts, hedged, before));
                     }
                 }
                 Attempt::Failed(e, i) => {
@@ -267,14 +277,25 @@ impl Session {
             last = Some(a);
         }
         match last {
-            Some(Attempt::Answer(ans, i)) => Ok(self.reply(ans, i, attempts, hedged)),
+            Some(Attempt::Answer(ans, i)) => {
+                let before = (attempts > 1).then(|| (order[0], attempt_began - began));
+                Ok(self.reply(ans, i, attempts, hedged, before))
+            }
             Some(Attempt::Failed(e, _)) => Err(e),
             None => Err(Error::Unreachable("the cluster has no members".into())),
         }
     }
 
-    fn reply(&self, a: Answer, member: usize, attempts: u32, hedged: bool) -> Reply {
+    fn reply(
+        &self,
+        a: Answer,
+        member: usize,
+        attempts: u32,
+        hedged: bool,
+        before: Option<(usize, Duration)>,
+    ) -> Reply {
         Reply {
+            before,
             status: a.status,
             body_bytes: a.body_bytes,
             member,

@@ -28,8 +28,11 @@ pub struct SlowRequest {
     /// From its intended send time to its answer (or to when it was
     /// abandoned, unanswered).
     pub latency: Duration,
-    /// Index of the node its connection talked to.
+    /// Index of the node that answered it.
     pub node: usize,
+    /// Failed over: the node tried first and the time spent on members
+    /// before the one that answered.
+    pub before: Option<(usize, Duration)>,
     /// Waiting for a free connection: every one was held.
     pub conn_wait: Duration,
     /// The generator's timer woke late, a connection free.
@@ -150,6 +153,12 @@ pub fn breakdown(slow: &[SlowRequest], urls: &[String]) -> Option<Slowest> {
         add(&mut parts, "generator", None, gen);
         add(&mut parts, "connection-wait", Some(node.clone()), wait);
         let mut rest = (l - gen - wait).max(0.0);
+        if let Some((first, d)) = r.before {
+            let first = node_name(urls, urls.get(first).map(String::as_str).unwrap_or("?"));
+            let d = d.as_secs_f64().min(rest);
+            add(&mut parts, "retried", Some(first), d);
+            rest -= d;
+        }
         if let Some(t) = &r.timing {
             with_timing += 1;
             // Stages are the server's; scaled down if they exceed what is
@@ -231,6 +240,9 @@ pub fn words(what: &str, node: Option<&str>) -> String {
             format!("in flight to and from {n} with no server stage to show for it (the network)")
         }
         "unanswered" => format!("requests {n} never answered"),
+        "retried" => format!(
+            "waiting for {n}, tried first, before another member answered (it refused, failed or was silent until the attempt's timeout)"
+        ),
         s => match Stage::from_name(s) {
             Some(st) => st.describe(n),
             None => format!("{s} on {n}"),
@@ -246,6 +258,7 @@ mod tests {
         SlowRequest {
             latency: Duration::from_millis(ms),
             node,
+            before: None,
             conn_wait: Duration::ZERO,
             timer_late: Duration::ZERO,
             timing: timing.map(ServerTiming::parse),
@@ -318,5 +331,23 @@ mod tests {
         assert!((share("connection-wait") - 0.4).abs() < 1e-9);
         assert!((share("queue") - 0.2).abs() < 1e-9);
         assert!((share("network") - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn time_on_a_member_before_a_failover_is_that_members() {
+        // 160 ms in all: 150 on node-3 (tried first, refused after its
+        // stop), then node-1's 6 ms of stages and 4 ms in flight.
+        let urls: Vec<String> = (1..=3)
+            .map(|i| format!("http://127.0.0.1:700{i}"))
+            .collect();
+        let mut r = req(160, 0, Some("fsync;dur=6, total;dur=6"));
+        r.before = Some((2, Duration::from_millis(150)));
+        let b = breakdown(&[r], &urls).unwrap();
+        let part = |w: &str| b.parts.iter().find(|p| p.what == w).unwrap();
+        let retried = part("retried");
+        assert_eq!(retried.node.as_deref(), Some("node-3"));
+        assert!((retried.mean_ms - 150.0).abs() < 1e-9, "{b:?}");
+        assert!((part("network").mean_ms - 4.0).abs() < 1e-9, "{b:?}");
+        assert_eq!(part("network").node.as_deref(), Some("node-1"));
     }
 }

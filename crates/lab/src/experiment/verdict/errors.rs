@@ -3,6 +3,7 @@
 //! gave them come first, as the slowest requests' stages do for latency.
 //! Owns reading the failures; must not weigh latency.
 
+use super::readings;
 use super::words::cause_name;
 use super::Verdict;
 use crate::experiment::slo::fmt_num;
@@ -27,6 +28,32 @@ fn behind<'a>(rs: &'a [ResourceReading], node: Option<&str>) -> Option<&'a Resou
             rs.iter()
                 .find(|r| r.crossed && r.resource == *w && r.node.as_deref() == node)
         })
+}
+
+/// A node's CPU reading when its threads were starved of CPU time beside
+/// the generator's (`places::starved`; the refusals themselves are the
+/// wait that mattered), though its cores were not all busy: a neighbour
+/// taking them in turns leaves requests unread until they are refused.
+fn starved_cpu<'a>(
+    t: &Trial,
+    rs: &'a [ResourceReading],
+    node: &str,
+) -> Option<(&'a ResourceReading, String)> {
+    let ns = super::places::index(node).and_then(|i| readings::node_starvation(t, i))?;
+    let gs = readings::generator_starvation(t).unwrap_or_default();
+    if !super::places::starved(&ns, &gs, 0.0) {
+        return None;
+    }
+    let r = rs
+        .iter()
+        .find(|r| r.resource == "cpu" && r.node.as_deref() == Some(node))?;
+    let why = format!(
+        "{}; its threads waited for a CPU {:.0}% of the time they were ready to run, the generator's {:.0}%: short of CPU time though its cores were not all busy",
+        r.quote,
+        ns.share * 100.0,
+        gs.share * 100.0
+    );
+    Some((r, why))
 }
 
 /// The verdict from the failures of `t`, with its readings `rs`; `head`
@@ -68,18 +95,22 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
     let node = busiest_node(t);
     // Refusals are a queue's overflow: the work behind it, if it crossed.
     let under = (cause == "admission")
-        .then(|| behind(rs, node.as_ref().map(|(n, _)| n.as_str())))
+        .then(|| {
+            let n = node.as_ref().map(|(n, _)| n.as_str());
+            behind(rs, n)
+                .map(|r| (r, r.quote.clone()))
+                .or_else(|| starved_cpu(t, rs, n?))
+        })
         .flatten();
-    let (cause, next) = match under {
-        Some(r) => (cause_name(&r.resource), "the refusals are the overflow of what admission stood in front of: see that resource's remedy (`strata sweep`'s verdict for it), or give the node more room there"),
+    let (cause, next) = match &under {
+        Some((r, _)) => (cause_name(&r.resource), "the refusals are the overflow of what admission stood in front of: see that resource's remedy (`strata sweep`'s verdict for it), or give the node more room there"),
         None => (cause, next),
     };
-    let what = match under {
-        Some(r) => format!(
-            "{what}, refused by admission while behind it {} {} ({})",
+    let what = match &under {
+        Some((r, why)) => format!(
+            "{what}, refused by admission while behind it {} {} ({why})",
             r.resource,
             r.node.as_deref().unwrap_or(""),
-            r.quote
         ),
         None => what,
     };

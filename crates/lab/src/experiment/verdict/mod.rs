@@ -380,10 +380,26 @@ fn judge(e: &Evidence) -> Verdict {
         };
     };
     let (what, next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
-    text += &format!(
-        " Verdict: {what}. Because {because}: {}.",
+    // The places it holds, in words, largest first; the slowest
+    // requests' largest parts when it holds none of them (a reading
+    // named on its own).
+    let own: Vec<String> = weighed
+        .iter()
+        .find(|w| w.cause.resource == cause.resource && w.cause.node == cause.node)
+        .map(|w| {
+            w.places
+                .iter()
+                .flat_map(|p| p.words.iter().cloned())
+                .take(3)
+                .collect()
+        })
+        .unwrap_or_default();
+    let parts = if own.is_empty() {
         top_parts(slow, 3)
-    );
+    } else {
+        own.join("; ")
+    };
+    text += &format!(" Verdict: {what}. Because {because}: {parts}.");
     // The knee: the first trial where its reading crossed, as the rate rose.
     let knee = e
         .trials

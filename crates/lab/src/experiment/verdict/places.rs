@@ -57,7 +57,7 @@ pub fn family(what: &str) -> Option<Family> {
         "admit" => Family::Admission,
         "queue" | "read" | "other" | "body" => Family::Work,
         "replica" => Family::Replica,
-        "network" | "unanswered" => Family::Flight,
+        "network" | "unanswered" | "retried" => Family::Flight,
         "generator" => Family::Generator,
         _ => return None,
     })
@@ -196,7 +196,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                     .iter()
                     .find(|t| t.resource == "thread" && t.crossed);
                 if let Some(t) = busy.and_then(|t| t.node.as_deref()) {
-                    if let Some(w) = work(t, false, c).filter(|w| w.resource == "thread") {
+                    if let Some(w) = work(t, false, None, c).filter(|w| w.resource == "thread") {
                         return Some(Cause {
                             why: format!(
                                 "{}; the generator, late ({}), shares its cores with the nodes, which held more of them than anything else",
@@ -242,7 +242,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                 .and_then(|x| x.threads.iter().find(|t| t.name == "strata-apply"));
             if let Some(a) = applier.filter(|a| a.cpu > f.value && a.cpu >= f.value.max(0.1)) {
                 if a.waiting >= STARVED * (a.cpu + a.waiting) {
-                    return work(n, false, c);
+                    return work(n, false, Some(p.mean_ms), c);
                 }
                 let t = c
                     .get("thread", Some(n))
@@ -329,11 +329,11 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
             let r = c.get("admission", Some(n))?;
             Some(c.cause(r, r.quote.clone()))
         }
-        Family::Work => work(node?, p.reads, c),
+        Family::Work => work(node?, p.reads, Some(p.mean_ms), c),
         Family::Replica => {
             let n = node?;
             if c.local() || c.crossed("pause", Some(n)).is_some() || cpu_crossed(n, c) {
-                return work(n, false, c);
+                return work(n, false, None, c);
             }
             let r = c.get("network", Some(n));
             Some(Cause {
@@ -378,6 +378,30 @@ fn starved_by_nodes(c: &Context) -> bool {
     generator_unpinned(c) && nodes > 0.0 && nodes >= others
 }
 
+/// Whether side `a` was starved of CPU time beside side `b`, enough to
+/// hold a slow request `ms`: its threads waited for a core `STARVED` of
+/// their runnable time and `CLEARLY` more than the other side's, and
+/// together at least `ms` in a second (a side can hold a request only
+/// while one of its threads waits: one whose threads waited 4 ms in a
+/// second cannot explain 200 ms, whatever its share).
+pub fn starved(a: &readings::Starvation, b: &readings::Starvation, ms: f64) -> bool {
+    a.share >= STARVED && a.share >= CLEARLY * b.share && a.waiting.is_none_or(|w| 1000.0 * w >= ms)
+}
+
+/// Node `n` starved of CPU time beside the generator, enough to hold a
+/// slow request `ms`: the comparison in words.
+fn node_starved(n: &str, ms: f64, c: &Context) -> Option<String> {
+    let ns = index(n).and_then(|i| readings::node_starvation(c.trial, i))?;
+    let gs = readings::generator_starvation(c.trial).unwrap_or_default();
+    starved(&ns, &gs, ms).then(|| {
+        format!(
+            "{n}'s threads waited for a CPU {:.0}% of the time they were ready to run, the generator's {:.0}%: short of CPU time on the cores it may use, though they were not all busy (something else took them in turns)",
+            ns.share * 100.0,
+            gs.share * 100.0
+        )
+    })
+}
+
 fn cpu_crossed(n: &str, c: &Context) -> bool {
     c.crossed("cpu", Some(n)).is_some() || c.crossed("thread", Some(n)).is_some()
 }
@@ -386,7 +410,7 @@ fn cpu_crossed(n: &str, c: &Context) -> bool {
 /// machine's, when it shares all of them with the generator; its own),
 /// one thread, a disk under its reads; else a queue behind what drains
 /// it (its WAL, its stalls, its admission limit); else its CPU, not full.
-fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
+fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
     for r in ["pause", "memory"] {
         if let Some(r) = c.crossed(r, Some(n)) {
             return Some(c.cause(r, r.quote.clone()));
@@ -417,6 +441,16 @@ fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
     if let Some(r) = c.crossed("thread", Some(n)) {
         return Some(c.cause(r, r.quote.clone()));
     }
+    // Its threads starved of CPU time while its cores were not all busy
+    // (a neighbour taking them in turns): its CPU, before a queue behind
+    // what drains it, since the queue drained at the pace it got a core.
+    if let Some(why) = ms.and_then(|ms| node_starved(n, ms, c)) {
+        let r = cpu_of(n, c)?;
+        return Some(Cause {
+            crossed: true,
+            ..c.cause(r, format!("{}; {why}", r.quote))
+        });
+    }
     if reads {
         if let Some(r) = c.crossed("io", Some(n)) {
             return Some(c.cause(r, r.quote.clone()));
@@ -433,8 +467,18 @@ fn work(n: &str, reads: bool, c: &Context) -> Option<Cause> {
             ));
         }
     }
-    let r = own?;
+    let r = cpu_of(n, c)?;
     Some(c.cause(r, r.quote.clone()))
+}
+
+/// `n`'s CPU: the machine's when it may run on every core of the machine
+/// it shares with the generator (one resource, named once, so that the
+/// places it holds add up), else its own cores'.
+fn cpu_of<'a>(n: &str, c: &'a Context) -> Option<&'a ResourceReading> {
+    c.unpinned(n)
+        .then(|| c.get("machine", None))
+        .flatten()
+        .or_else(|| c.get("cpu", Some(n)))
 }
 
 /// Time in flight with no server stage: the side starved at the time,
@@ -453,13 +497,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         .and_then(|i| readings::node_starvation(t, i))
         .unwrap_or_default();
     let gs = readings::generator_starvation(t).unwrap_or_default();
-    // A side can hold a request in flight only while one of its threads
-    // waits: one whose threads together waited less in a second than a
-    // slow request spent in flight cannot explain it, whatever its share.
-    let could = |a: &readings::Starvation| a.waiting.is_none_or(|w| 1000.0 * w >= flight_ms);
-    let starved = |a: &readings::Starvation, b: &readings::Starvation| {
-        a.share >= STARVED && a.share >= CLEARLY * b.share && could(a)
-    };
+    let starved = |a: &readings::Starvation, b: &readings::Starvation| starved(a, b, flight_ms);
     let wait = |s: &readings::Starvation| {
         s.wait_ms
             .map(|w| format!(", {} ms a wake-up", fmt_num(w)))
@@ -476,7 +514,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
     let (ns_starved, gs_starved) = (starved(&ns, &gs), starved(&gs, &ns));
     if ns_starved || gs_starved {
         if ns_starved {
-            let mut cause = work(n, false, c)?;
+            let mut cause = work(n, false, None, c)?;
             if cause.resource == "cpu" || cause.resource == "machine" || cause.resource == "thread"
             {
                 cause.why = format!("{compare}, so requests sat unread: {}", cause.why);
@@ -489,7 +527,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         // they held more of them than anything else beside it; then the
         // node's work is why (one thread flat out, its cores, the machine).
         if starved_by_nodes(c) {
-            if let Some(mut cause) = work(n, false, c)
+            if let Some(mut cause) = work(n, false, None, c)
                 .filter(|w| ["cpu", "machine", "thread"].contains(&w.resource.as_str()))
             {
                 cause.why = format!(
@@ -518,7 +556,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
     // The node's own cores full: it was slow to read what came.
     let full = c.crossed("machine", None).is_some() && c.unpinned(n);
     if full || c.crossed("cpu", Some(n)).is_some() {
-        let mut cause = work(n, false, c)?;
+        let mut cause = work(n, false, None, c)?;
         cause.why = format!("{}; {compare}", cause.why);
         return Some(cause);
     }

@@ -204,6 +204,7 @@ impl ThreadCtx {
                 slow.offer(SlowRequest {
                     latency,
                     node: served,
+                    before: w.before,
                     conn_wait: late.conn_wait,
                     timer_late: late.timer,
                     timing,
@@ -311,6 +312,7 @@ fn thread_main(
                 Worker {
                     node,
                     served: node,
+                    before: None,
                     nodes: plan.nodes.len(),
                     current: Rc::default(),
                     conn: Conn::new(plan.nodes.targets[node].clone()),
@@ -377,6 +379,7 @@ fn thread_main(
                         r.totals.unfinished += 1;
                         r.record(node, op, None, intended);
                         ctx.slow.borrow_mut().offer(SlowRequest {
+                            before: None,
                             latency: Instant::now().saturating_duration_since(intended),
                             node,
                             conn_wait: Duration::ZERO,

@@ -37,6 +37,10 @@ pub(super) struct Worker {
     /// The node that answered the last request (`node`, unless the
     /// client's session routed or failed over), of `nodes`.
     pub(super) served: usize,
+    /// The last request's time on members before the one that answered
+    /// (the client's session failed over): the node tried first, and
+    /// how long.
+    pub(super) before: Option<(usize, std::time::Duration)>,
     pub(super) nodes: usize,
     /// Its counted request in flight, for the thread to count as
     /// unfinished if the run's end abandons it.
@@ -56,6 +60,7 @@ impl Worker {
     pub(super) async fn send(&mut self, op: &Op) -> std::io::Result<u16> {
         self.path.clear();
         self.served = self.node;
+        self.before = None;
         match op {
             Op::Get { key } | Op::Delete { key } => {
                 self.path.push_str("/v0/entity?id=");
@@ -120,6 +125,7 @@ impl Worker {
                 // The members are the run's nodes, in order (`Nodes::discover`);
                 // a member that joined since counts as the last node.
                 self.served = reply.member.min(self.nodes - 1);
+                self.before = reply.before.map(|(m, d)| (m.min(self.nodes - 1), d));
                 Ok(reply.status)
             }
         }

@@ -52,3 +52,38 @@ fn an_objective_failed_on_silence_says_no_answer_came() {
     let v = failed_on(&t, &why, 500.0);
     assert_ne!(v.cause, "unreachable", "{}", v.text);
 }
+
+#[test]
+fn refusals_from_a_node_starved_of_cpu_time_are_its_cpus() {
+    // The node pinned to one core that a neighbour takes in turns: the
+    // core 78 % busy (under its threshold), the node's runtime waiting
+    // for it 38 % of the time it was ready to run, the generator 8 %;
+    // connections waited too long to be read and were refused.
+    let mut t = trial(26_000.0, 1, |_, x| {
+        x.cpus = Some(1.0);
+        x.allowed_cpus_busy = Some(0.78);
+        x.cpu_cores = Some(0.45);
+    });
+    t.per_node[0].threads = threads(&[("strata-runtime", 5, 0.5, 0.31)]);
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.6, 0.05)]);
+    t.errors = 480;
+    t.error_pct = 0.9;
+    t.per_node[0].errors = 480;
+    t.failed_statuses.insert(503, 480);
+    t.first_failure =
+        Some("node-1: 503: overloaded: the connection waited 56 ms to be accepted".into());
+    let why = vec!["errors 0.9% > 0.1%".to_string()];
+    let v = failed_on(&t, &why, 25_000.0);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("waited for a CPU 38%"), "{}", v.text);
+    // The generator waiting as much (hand-overs on shared cores): not
+    // starved beside it; the refusals are admission's.
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.6, 0.4)]);
+    let v = failed_on(&t, &why, 25_000.0);
+    assert_eq!(v.cause, "admission", "{}", v.text);
+}

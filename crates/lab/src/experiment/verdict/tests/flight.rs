@@ -242,3 +242,42 @@ fn a_generator_starved_by_a_nodes_busy_thread_is_the_threads() {
     );
     assert_eq!(v.cause, "generator", "{}", v.text);
 }
+
+#[test]
+fn time_on_a_stopped_member_before_a_failover_is_its_stop() {
+    // The cluster's client tried node-3 first; it was stopped (150 ms at
+    // a time) and refused the request when it resumed; node-1 answered.
+    // The machine's cores 90 % busy, crossed: the stop still holds most
+    // of the slowest requests' time.
+    let mut t = trial(4000.0, 3, |i, x| {
+        if i == 2 {
+            x.pause_max_ms = Some(150.0);
+        }
+    });
+    t.machine_cpu_cores = Some(1.8);
+    t.slowest = Some(slow(&[
+        ("retried", Some("node-3"), 0.6),
+        ("network", Some("node-1"), 0.25),
+        ("fsync", Some("node-1"), 0.15),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("pause", Some("node-3")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("tried first"), "{}", v.text);
+    // The member tried first did not stop: its path (beyond loopback).
+    for x in &mut t.per_node[2].server {
+        x.pause_max_ms = Some(2.0);
+    }
+    t.machine_cpu_cores = None;
+    let v = judge(&[t], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("network", Some("node-3")),
+        "{}",
+        v.text
+    );
+}

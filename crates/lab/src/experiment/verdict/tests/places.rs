@@ -270,3 +270,108 @@ fn the_verdict_says_which_trial_it_read() {
     let v = judge(&[before, t], None);
     assert_eq!(v.trial_rate, Some(1000.0), "{}", v.text);
 }
+
+#[test]
+fn a_queue_on_a_node_starved_of_cpu_time_is_its_cpu_not_what_it_queued_behind() {
+    // Requests unread in the node's socket while a neighbour took its one
+    // core in turns (78 % busy, under the threshold), admission at its
+    // limit: the node's runtime waited for the core 38 % of the time it
+    // was ready to run, the generator 8 %.
+    let mut t = trial(33_000.0, 1, |_, x| {
+        x.cpus = Some(1.0);
+        x.allowed_cpus_busy = Some(0.78);
+        x.cpu_cores = Some(0.45);
+        x.in_service = Some(256.0);
+        x.limit = Some(256.0);
+        x.waiting = Some(40.0);
+    });
+    t.per_node[0].threads = threads(&[("strata-runtime", 5, 0.5, 0.31)]);
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.6, 0.05)]);
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.7),
+        ("admit", Some("node-1"), 0.2),
+        ("network", Some("node-1"), 0.1),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("short of CPU time"), "{}", v.text);
+    // The applier starved the same way behind a neighbour: its queue is
+    // the node's CPU too, not its WAL.
+    let mut w = t.clone();
+    w.per_node[0].threads = threads(&[
+        ("strata-apply", 6, 0.3, 0.2),
+        ("strata-runtime", 5, 0.3, 0.1),
+    ]);
+    for x in &mut w.per_node[0].server {
+        x.fsync_busy = Some(0.1);
+        x.in_service = Some(4.0);
+    }
+    w.slowest = Some(slow(&[
+        ("applier", Some("node-1"), 0.6),
+        ("fsync", Some("node-1"), 0.1),
+        ("other", Some("node-1"), 0.3),
+    ]));
+    let v = judge(&[w], None);
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
+    // The generator waiting as much as the node: hand-overs, not
+    // starvation; the queue is behind admission.
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.6, 0.4)]);
+    let v = judge(&[t], None);
+    assert_eq!(v.cause, "admission", "{}", v.text);
+}
+
+#[test]
+fn an_unpinned_nodes_cpu_is_the_machines_and_their_places_add_up() {
+    // One node beside the generator on two cores, both sharing all of
+    // them: the slowest requests waited in the node's socket (its work,
+    // its CPU not crossed) and in flight on loopback (the machine's at
+    // 79 % busy), and for its WAL. The node's CPU and the machine's are
+    // one resource: 39 % + 26 % of the time, named.
+    let mut t = trial(28_000.0, 1, |_, x| {
+        x.cpu_cores = Some(0.6);
+        x.cpus = Some(2.0);
+        x.allowed_cpus_busy = Some(0.79);
+        x.fsync_busy = Some(0.61);
+        x.run_queue_cores = Some(0.5);
+    });
+    t.machine_cpu_cores = Some(1.58);
+    t.server_cpu_cores = Some(0.6);
+    t.generator_cpu_cores = Some(0.44);
+    t.generator_run_queue_share = Some(0.45);
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.39),
+        ("applier", Some("node-1"), 0.33),
+        ("network", Some("node-1"), 0.26),
+        ("generator", None, 0.02),
+    ]));
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", None),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("65%"), "{}", v.text);
+    // The node pinned to a core of its own (it may run on 1 of the 2):
+    // its socket queue is its own CPU's, apart from the machine's.
+    for x in &mut t.per_node[0].server {
+        x.cpus = Some(1.0);
+    }
+    let v = judge(&[t], Some(2.0));
+    assert_ne!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", None),
+        "{}",
+        v.text
+    );
+}

@@ -296,17 +296,29 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
     let v = judge(&[t], Some(2.0));
     assert_eq!(v.cause, "cpu", "{}", v.text);
     assert!(v.text.contains("97% busy"), "{}", v.text);
-    // Threads waiting for a CPU alone (hand-overs on a machine with room)
-    // are not a cause.
+    // Threads waiting for a CPU alone (hand-overs on a machine with room,
+    // the generator's waiting alike) are not a cause.
     let mut t = trial(2000.0, 1, |_, x| {
         x.run_queue_cores = Some(0.8);
         x.allowed_cpus_busy = Some(0.5);
     });
+    t.generator_run_queue_share = Some(0.7);
     t.slowest = Some(slow(&[
         ("queue", Some("node-1"), 0.2),
         ("other", Some("node-1"), 0.2),
     ]));
-    assert_eq!(judge(&[t], Some(2.0)).cause, "unknown");
+    assert_eq!(judge(&[t.clone()], Some(2.0)).cause, "unknown");
+    // The node's alone waiting so (something else taking its cores in
+    // turns): its CPU.
+    t.generator_run_queue_share = Some(0.1);
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        ("cpu", Some("node-1")),
+        "{}",
+        v.text
+    );
+    assert!(v.text.contains("short of CPU time"), "{}", v.text);
 }
 
 #[test]
