@@ -14,12 +14,7 @@ fn an_objective_failed_on_refusals_names_them_and_the_node() {
     t.first_failure = Some("node-2: 503: overloaded: every place in service taken".into());
     let why = vec!["errors 2% > 0.1%".to_string()];
     let v = failed_on(&t, &why, 8000.0);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("admission", Some("node-2")),
-        "{}",
-        v.text
-    );
+    named(&v, "admission", Some("node-2"));
     assert!(v.text.contains("503: 900"), "{}", v.text);
     assert!(
         v.text.contains("every place in service taken"),
@@ -37,12 +32,7 @@ fn an_objective_failed_on_silence_says_no_answer_came() {
     t.first_failure = Some("node-3: no answer: connection refused".into());
     let why = vec!["errors 0.8% > 0.1%".to_string()];
     let v = failed_on(&t, &why, 500.0);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("unreachable", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "unreachable", Some("node-3"));
     assert!(v.text.contains("connection refused"), "{}", v.text);
     // The same trial failing on latency too: the latency is read.
     let why = vec![
@@ -74,12 +64,7 @@ fn refusals_from_a_node_starved_of_cpu_time_are_its_cpus() {
         Some("node-1: 503: overloaded: the connection waited 56 ms to be accepted".into());
     let why = vec!["errors 0.9% > 0.1%".to_string()];
     let v = failed_on(&t, &why, 25_000.0);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
     assert!(v.text.contains("waited for a CPU 38%"), "{}", v.text);
     // The generator waiting as much (hand-overs on shared cores): not
     // starved beside it; the refusals are admission's.

@@ -23,12 +23,7 @@ fn unread_requests_on_a_starved_node_are_the_nodes_cpu_not_the_generators() {
         ("apply", Some("node-1"), 0.02),
     ]));
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
     assert!(v.text.contains("waited for a CPU 43%"), "{}", v.text);
 }
 
@@ -59,12 +54,7 @@ fn a_node_that_stopped_holds_the_time_in_flight() {
         ("fsync", Some("node-1"), 0.1),
     ]));
     let v = judge(&[t], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("pause", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "pause", Some("node-3"));
 }
 
 #[test]
@@ -90,22 +80,12 @@ fn waits_for_a_core_alike_on_both_sides_are_not_starvation() {
     s.parts[0].mean_ms = 7.0;
     t.slowest = Some(s.clone());
     let v = judge(&[t.clone()], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("network", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "network", Some("node-1"));
     assert!(v.text.contains("0.045 ms a wake-up"), "{}", v.text);
     // The node's threads waiting three times the generator's share: its CPU.
     t.per_node[0].threads[0].waiting = 0.9;
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
 }
 
 #[test]
@@ -128,22 +108,12 @@ fn time_in_flight_on_a_machine_with_room_is_not_the_machines() {
         ("connection-wait", Some("node-1"), 0.12),
     ]));
     let v = judge(&[t.clone()], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("fsync", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "fsync", Some("node-1"));
     assert!(v.text.contains("nothing seen explains"), "{}", v.text);
     // The same with the machine's cores 90 % busy: the machine's.
     t.machine_cpu_cores = Some(1.8);
     let v = judge(&[t], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", None),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", None);
 }
 
 #[test]
@@ -163,24 +133,14 @@ fn a_side_that_hardly_waited_cannot_hold_a_long_flight() {
     s.parts[0].mean_ms = 207.0;
     t.slowest = Some(s);
     let v = judge(&[t.clone()], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("network", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "network", Some("node-1"));
     // The same shares with the node's threads waiting 0.4 s a second: its CPU.
     for x in &mut t.per_node[0].server {
         x.cpu_cores = Some(0.2);
         x.run_queue_cores = Some(0.4);
     }
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
 }
 
 #[test]
@@ -204,12 +164,7 @@ fn a_generator_starved_by_a_nodes_busy_thread_is_the_threads() {
         ("generator", None, 0.13),
     ]));
     let v = judge(&[t.clone()], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("thread", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "thread", Some("node-1"));
     // Starved by the nodes' runtime on both cores, no thread alone
     // flat out: the machine the generator shares with them.
     let mut m = t.clone();
@@ -224,12 +179,7 @@ fn a_generator_starved_by_a_nodes_busy_thread_is_the_threads() {
         ("other", Some("node-1"), 0.3),
     ]));
     let v = judge(&[m], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", None),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", None);
     assert!(v.text.contains("starved by the nodes"), "{}", v.text);
     // The same waits with the generator pinned to a core of its own,
     // shared with something else: the generator's.
@@ -261,12 +211,7 @@ fn time_on_a_stopped_member_before_a_failover_is_its_stop() {
         ("fsync", Some("node-1"), 0.15),
     ]));
     let v = judge(&[t.clone()], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("pause", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "pause", Some("node-3"));
     assert!(v.text.contains("tried first"), "{}", v.text);
     // The member tried first did not stop: its path (beyond loopback).
     for x in &mut t.per_node[2].server {
@@ -274,10 +219,5 @@ fn time_on_a_stopped_member_before_a_failover_is_its_stop() {
     }
     t.machine_cpu_cores = None;
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("network", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "network", Some("node-3"));
 }

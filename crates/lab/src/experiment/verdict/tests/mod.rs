@@ -158,3 +158,13 @@ fn failed_on(t: &Trial, why: &[String], breaking_point: f64) -> Verdict {
         unseen: &[],
     })
 }
+
+/// The verdict named `cause` on `node`; its text on failure.
+fn named(v: &Verdict, cause: &str, node: Option<&str>) {
+    assert_eq!(
+        (v.cause.as_str(), v.node.as_deref()),
+        (cause, node),
+        "{}",
+        v.text
+    );
+}

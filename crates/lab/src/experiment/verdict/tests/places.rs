@@ -20,12 +20,7 @@ fn a_slow_but_idle_disk_is_named_from_the_requests_time() {
         ("network", Some("node-1"), 0.02),
     ]));
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("fsync", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "fsync", Some("node-1"));
     assert!(v.text.contains("seldom busy but slow"), "{}", v.text);
     assert!(v.text.contains("Because 98%"), "{}", v.text);
 }
@@ -41,12 +36,7 @@ fn a_replica_round_trip_beyond_loopback_is_the_path_to_it() {
         ("network", Some("node-1"), 0.1),
     ]));
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("network", Some("node-2")),
-        "{}",
-        v.text
-    );
+    named(&v, "network", Some("node-2"));
 }
 
 // Rule 4: when several readings crossed, the one holding the most of the
@@ -97,12 +87,7 @@ fn the_odd_node_out_is_named_by_its_own_reading() {
         ("fsync", Some("node-1"), 0.2),
     ]));
     let v = judge(&[t], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("fsync", Some("node-2")),
-        "{}",
-        v.text
-    );
+    named(&v, "fsync", Some("node-2"));
     assert!(v.text.contains("only node-2's fsync crossed"), "{}", v.text);
 }
 
@@ -120,12 +105,7 @@ fn the_odd_node_out_may_be_a_stopped_one() {
         ("fsync", Some("node-3"), 0.2),
     ]));
     let v = judge(&[t], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("pause", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "pause", Some("node-1"));
 }
 
 #[test]
@@ -145,12 +125,7 @@ fn a_stopped_nodes_applier_queue_is_the_stop() {
         ("network", Some("node-1"), 0.15),
     ]));
     let v = judge(&[t.clone()], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("pause", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "pause", Some("node-3"));
     assert!(v.text.contains("through the stop"), "{}", v.text);
     // The same queue on a node that did not stop: its WAL.
     for x in &mut t.per_node[2].server {
@@ -158,12 +133,7 @@ fn a_stopped_nodes_applier_queue_is_the_stop() {
         x.fsync_busy = Some(0.9);
     }
     let v = judge(&[t], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("fsync", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "fsync", Some("node-3"));
 }
 
 // One busy thread while the process has cores to spare.
@@ -184,12 +154,7 @@ fn one_busy_runtime_thread_with_cores_to_spare_is_a_cause_of_its_own() {
         ("apply", Some("node-1"), 0.2),
     ]));
     let v = judge(&[t.clone()], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("thread", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "thread", Some("node-1"));
     assert!(v.text.contains("strata-runtime (tid 11"), "{}", v.text);
     assert!(v.text.contains("more cores will not help"), "{}", v.text);
     // The same thread when the process had no core to spare: its CPU.
@@ -215,12 +180,7 @@ fn a_busy_applier_thread_holds_the_wal_time() {
         ("apply", Some("node-1"), 0.3),
     ]));
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("thread", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "thread", Some("node-1"));
     assert!(v.text.contains("the applier"), "{}", v.text);
 }
 
@@ -239,24 +199,14 @@ fn a_queue_before_an_applier_with_no_fsync_is_behind_what_held_it() {
         ("apply", Some("node-1"), 0.13),
     ]));
     let v = judge(&[t.clone()], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("io", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "io", Some("node-1"));
     // The same queue with the writes stalled: the stalls.
     for x in &mut t.per_node[0].server {
         x.stall_share = Some(0.05);
         x.stalls = Some(3.0);
     }
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("stalls", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "stalls", Some("node-1"));
 }
 
 // The verdict and the chart read the same trial.
@@ -293,12 +243,7 @@ fn a_queue_on_a_node_starved_of_cpu_time_is_its_cpu_not_what_it_queued_behind() 
         ("network", Some("node-1"), 0.1),
     ]));
     let v = judge(&[t.clone()], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
     assert!(v.text.contains("short of CPU time"), "{}", v.text);
     // The applier starved the same way behind a neighbour: its queue is
     // the node's CPU too, not its WAL.
@@ -317,12 +262,7 @@ fn a_queue_on_a_node_starved_of_cpu_time_is_its_cpu_not_what_it_queued_behind() 
         ("other", Some("node-1"), 0.3),
     ]));
     let v = judge(&[w], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
     // The generator waiting as much as the node: hand-overs, not
     // starvation; the queue is behind admission.
     t.generator_threads = threads(&[("strata-load-0", 1, 0.6, 0.4)]);
@@ -355,12 +295,7 @@ fn an_unpinned_nodes_cpu_is_the_machines_and_their_places_add_up() {
         ("generator", None, 0.02),
     ]));
     let v = judge(&[t.clone()], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", None),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", None);
     assert!(v.text.contains("65%"), "{}", v.text);
     // The node pinned to a core of its own (it may run on 1 of the 2):
     // its socket queue is its own CPU's, apart from the machine's.

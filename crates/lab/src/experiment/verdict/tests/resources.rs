@@ -17,12 +17,7 @@ fn a_busy_fsync_confirmed_by_the_slowest_is_named_with_its_node() {
         ("network", Some("node-1"), 0.1),
     ]));
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("fsync", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "fsync", Some("node-1"));
     assert!(v.text.contains("busy 91% of the time"), "{}", v.text);
     assert!(
         v.text.contains("Because 90% of the slowest 1%"),
@@ -59,12 +54,7 @@ fn the_knee_is_the_first_crossing_and_admission_yields_to_the_work_behind_it() {
         ("network", Some("node-1"), 0.1),
     ]));
     let v = judge(&[low, high], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("fsync", Some("node-2")),
-        "{}",
-        v.text
-    );
+    named(&v, "fsync", Some("node-2"));
     assert!(
         v.text
             .contains("crossed its threshold first at 1,000 req/s"),
@@ -226,12 +216,7 @@ fn a_slow_scrape_the_detector_did_not_see_is_the_queue_not_a_pause() {
         judge(&[t], Some(2.0))
     };
     let v = busy(Some(4.12));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("fsync", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "fsync", Some("node-1"));
     // A node with no detector of its own: the slow scrape is all the lab
     // sees of a stop, and counts as one.
     let v = busy(None);
@@ -252,12 +237,7 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
         ("unanswered", Some("node-3"), 0.2),
     ]));
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("pause", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "pause", Some("node-3"));
     // The same stop while the machine's CPUs were full: its peers share
     // those CPUs and woke on time, so the stop is its own.
     let mut t = trial(2000.0, 3, |i, x| {
@@ -269,12 +249,7 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
         ("unanswered", Some("node-3"), 0.5),
     ]));
     let v = judge(&[t.clone()], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("pause", Some("node-3")),
-        "{}",
-        v.text
-    );
+    named(&v, "pause", Some("node-3"));
     // Every node late alike on full CPUs: the CPU's, not a pause.
     for n in &mut t.per_node {
         for x in &mut n.server {
@@ -312,12 +287,7 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
     // turns): its CPU.
     t.generator_run_queue_share = Some(0.1);
     let v = judge(&[t], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
     assert!(v.text.contains("short of CPU time"), "{}", v.text);
 }
 
@@ -350,12 +320,7 @@ fn stalls_the_machine_and_the_network() {
         ("fsync", Some("node-1"), 0.2),
     ]));
     let v = judge(&[t], None);
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("network", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "network", Some("node-1"));
 }
 
 #[test]
@@ -445,12 +410,7 @@ fn a_node_pinned_to_full_cores_is_named_over_the_full_machine() {
         ("queue", Some("node-1"), 0.4),
     ]));
     let v = judge(&[t.clone()], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", Some("node-1")),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", Some("node-1"));
     // The same node on every core of the machine: the machine's.
     for n in &mut t.per_node {
         for x in &mut n.server {
@@ -458,11 +418,6 @@ fn a_node_pinned_to_full_cores_is_named_over_the_full_machine() {
         }
     }
     let v = judge(&[t], Some(2.0));
-    assert_eq!(
-        (v.cause.as_str(), v.node.as_deref()),
-        ("cpu", None),
-        "{}",
-        v.text
-    );
+    named(&v, "cpu", None);
     assert!(v.text.contains("Verdict: the machine's CPU"), "{}", v.text);
 }
