@@ -349,17 +349,11 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
     }
 }
 
-/// The machine, full, when the generator may run on all of it and the
-/// nodes used at least half of it: then a generator short of CPU was
-/// short of what the nodes took.
+/// The machine, full, when the nodes took the generator's cores
+/// (`starved_by_nodes`: one test of that, not two): then a generator
+/// short of CPU was short of what the nodes took.
 fn shared_machine<'a>(c: &'a Context) -> Option<&'a ResourceReading> {
-    let unpinned = generator_unpinned(c);
-    let nodes_took_it = match (c.trial.server_cpu_cores, c.trial.machine_cpu_cores) {
-        (Some(n), Some(m)) => n >= 0.5 * m,
-        _ => false,
-    };
-    c.crossed("machine", None)
-        .filter(|_| unpinned && nodes_took_it)
+    c.crossed("machine", None).filter(|_| starved_by_nodes(c))
 }
 
 /// Whether the generator may run on every core of the machine.
