@@ -15,6 +15,10 @@
 # waits for the other's CPU: on a shared 2-core machine those waits are
 # tens of milliseconds at a time and decide a p99 (docs/benchmarks.md).
 # PIN=0 shares the cores.
+#
+# FRESH=1 (node only) starts a new node with an empty store for each sweep;
+# by default both sweeps run against the same node, the second on the store
+# the first filled (its flushes and compactions included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-node}
@@ -32,22 +36,32 @@ fi
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
-case $kind in
-node)
-    $node_cpus "$B" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level warn >"$work/serve.out" &
-    sleep 1
-    url=$(head -1 "$work/serve.out" | awk '{print $NF}')
-    ;;
-cluster)
-    $node_cpus "$B" cluster up --nodes 3 --data-dir "$work/cluster" >"$work/up.out" 2>&1 &
-    for _ in $(seq 60); do grep -q "http://" "$work/up.out" 2>/dev/null && break; sleep 0.5; done
-    sleep 2
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/up.out" | sort -u | paste -sd, -)
-    ;;
-*) echo "usage: $0 node|cluster [sweep args]" >&2; exit 2 ;;
-esac
+start() {
+    case $kind in
+    node)
+        rm -rf "$work/data"
+        $node_cpus "$B" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level warn >"$work/serve.out" &
+        node_pid=$!
+        sleep 1
+        url=$(head -1 "$work/serve.out" | awk '{print $NF}')
+        ;;
+    cluster)
+        $node_cpus "$B" cluster up --nodes 3 --data-dir "$work/cluster" >"$work/up.out" 2>&1 &
+        for _ in $(seq 60); do grep -q "http://" "$work/up.out" 2>/dev/null && break; sleep 0.5; done
+        sleep 2
+        url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/up.out" | sort -u | paste -sd, -)
+        ;;
+    *) echo "usage: $0 node|cluster [sweep args]" >&2; exit 2 ;;
+    esac
+}
+start
 echo "target: $url"
 for run in 1 2; do
+    if [ "$run" = 2 ] && [ "${FRESH:-0}" = 1 ] && [ "$kind" = node ]; then
+        kill "$node_pid"; wait "$node_pid" 2>/dev/null || true
+        start
+        echo "a fresh node for the second sweep: $url"
+    fi
     $gen_cpus "$B" sweep "$url" --slo 'p99<=10ms' --max-errors 0.1% --quiet --out "$work/sweep$run" "$@" |
         grep -E "^Breaking point|Verdict" | cut -c1-400
 done
