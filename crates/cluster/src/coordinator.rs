@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use crate::fence::Fence;
 use crate::membership::{State, HEARTBEAT};
 use crate::reaper::Reaper;
-use crate::record::{Record, Version};
+use crate::record::{Mark, Record, Version, WriteId};
 use crate::shared::{record_bytes, Shared};
 use crate::store::Outcome;
 use crate::topology::Pinned;
@@ -90,10 +90,15 @@ impl Coordinator {
         }
     }
 
+    /// A write (`None`: a tombstone); `wid` names it when the client may
+    /// send it again (`record`'s write marks): a write the first phase
+    /// finds applied somewhere is finished at the version it was applied
+    /// at, never stamped anew, and a replica that holds its mark takes it
+    /// as done.
     pub(crate) async fn write(
         self: Arc<Self>,
         id: u64,
-        key: Bytes,
+        (key, wid): (Bytes, Option<WriteId>),
         value: Option<Bytes>,
         r: Replication,
         trace: &mut Trace,
@@ -120,9 +125,29 @@ impl Coordinator {
         if first {
             // ABD's first phase: the newest version `ack` replicas of each
             // live layout hold; this write is stamped past it, once.
-            floor = self.clone().newest(id, &key, &sets, r.ack).await?;
+            let applied;
+            (floor, applied) = self.clone().newest(id, (&key, wid), &sets, r.ack).await?;
             if let Some(v) = floor {
                 self.hlc.observe(v.hlc);
+            }
+            if let (Some(v), Some(w)) = (applied, wid) {
+                // An earlier attempt of this write was applied at `v`: make
+                // sure `ack` replicas hold it (those with anything newer
+                // took it, ordered before that), as a read repair would.
+                self.stats.repeated_writes.fetch_add(1, Ordering::Relaxed);
+                let record = Record {
+                    version: v,
+                    value,
+                    marks: vec![Mark { id: w, version: v }],
+                };
+                return match self
+                    .clone()
+                    .replicate(id, (key, record), &sets, (r.ack, true), &t, trace)
+                    .await
+                {
+                    Replicated::Done | Replicated::Superseded(_) => Ok(()),
+                    Replicated::Short(got, _) => Err(self.not_enough(got, r.ack)),
+                };
             }
         }
         for _ in 0..MAX_ATTEMPTS {
@@ -136,6 +161,7 @@ impl Coordinator {
             let record = Record {
                 version,
                 value: value.clone(),
+                marks: wid.map(|id| Mark { id, version }).into_iter().collect(),
             };
             match self
                 .clone()
@@ -175,30 +201,35 @@ impl Coordinator {
     }
 
     /// The newest version of `key` held by `ack` replicas of each of
-    /// `sets` (a replica holding nothing counts, as no version).
+    /// `sets` (a replica holding nothing counts, as no version), and the
+    /// version the named write `wid` was applied at, if any replica that
+    /// answered holds its mark.
     async fn newest(
         self: Arc<Self>,
         id: u64,
-        key: &Bytes,
+        (key, wid): (&Bytes, Option<WriteId>),
         sets: &[Vec<usize>],
         ack: usize,
-    ) -> Result<Option<Version>> {
+    ) -> Result<(Option<Version>, Option<Version>)> {
         let replicas = union(sets);
         let reach = self.reachable(&replicas);
-        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Version>>)>(replicas.len());
+        type Answer = Result<(Option<Version>, Option<Version>)>;
+        let (tx, mut rx) = mpsc::channel::<(usize, Answer)>(replicas.len());
         let mut answered: Vec<usize> = Vec::with_capacity(replicas.len());
         let mut newest: Option<Version> = None;
+        let mut applied: Option<Version> = None;
         let mut outstanding = 0;
         for (&m, &reach) in replicas.iter().zip(&reach) {
             if m == self.me {
                 if let Ok(rec) = self.store.read(key) {
-                    newest = newest.max(rec.map(|r| r.version));
+                    newest = newest.max(rec.as_ref().map(|r| r.version));
+                    applied = applied.max(wid.and_then(|w| rec.as_ref()?.applied(w)));
                     answered.push(m);
                 }
             } else if reach {
                 let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
                 tokio::spawn(async move {
-                    let r = s.send_version(id, m, k).await;
+                    let r = s.send_version(id, m, k, wid).await;
                     let _ = tx.send((m, r)).await;
                 });
                 outstanding += 1;
@@ -214,8 +245,9 @@ impl Coordinator {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some((m, res))) => {
                     outstanding -= 1;
-                    if let Ok(v) = res {
+                    if let Ok((v, a)) = res {
                         newest = newest.max(v);
+                        applied = applied.max(a);
                         answered.push(m);
                     }
                 }
@@ -230,7 +262,7 @@ impl Coordinator {
                 .unwrap_or(0);
             return Err(self.not_enough(got, ack));
         }
-        Ok(newest)
+        Ok((newest, applied))
     }
 
     /// The not-enough-replicas error, counted.

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use crate::hints::Hints;
 use crate::hlc::Hlc;
 use crate::parts::Parts;
+use crate::record::WriteId;
 use crate::shared::Shared;
 use crate::store::Store;
 use crate::topology::Topology;
@@ -339,20 +340,22 @@ impl Cluster {
 
     /// Write a value; returns once `ack` replicas hold it durably.
     pub async fn put(&self, id: u64, key: Bytes, value: Bytes, r: Replication) -> Result<()> {
-        self.write_traced(id, key, Some(value), r).await.0
+        self.write_traced(id, (key, None), Some(value), r).await.0
     }
 
     /// Write a tombstone; returns once `ack` replicas hold it durably.
     pub async fn delete(&self, id: u64, key: Bytes, r: Replication) -> Result<()> {
-        self.write_traced(id, key, None, r).await.0
+        self.write_traced(id, (key, None), None, r).await.0
     }
 
     /// A write (`None`: a tombstone), and where its time went (the
     /// critical path of its last attempt).
+    /// `wid` names the write when its client may send it again
+    /// (`record::WriteId`).
     pub async fn write_traced(
         &self,
         id: u64,
-        key: Bytes,
+        key: (Bytes, Option<WriteId>),
         value: Option<Bytes>,
         r: Replication,
     ) -> (Result<()>, trace::Trace) {

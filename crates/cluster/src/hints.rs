@@ -409,6 +409,7 @@ mod tests {
         Record {
             version: Version { hlc: h, node: 1 },
             value: Some(Bytes::from_static(b"value")),
+            marks: Vec::new(),
         }
     }
 

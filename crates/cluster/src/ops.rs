@@ -54,4 +54,7 @@ pub struct Stats {
     /// Writes stamped past a version newer than this node's clock that
     /// their first phase (versions from a quorum) found.
     pub stamped_past_newer: AtomicU64,
+    /// Named writes whose first phase found an earlier attempt applied:
+    /// finished at that attempt's version instead of applied again.
+    pub repeated_writes: AtomicU64,
 }

@@ -82,8 +82,11 @@ impl Handler for Parts {
                     Ok(r) => Response::Read(r),
                     Err(e) => e.into_response(),
                 },
-                Request::Version { key } => match self.shared.store.read(&key) {
-                    Ok(r) => Response::Version(r.map(|r| r.version)),
+                Request::Version { key, write } => match self.shared.store.read(&key) {
+                    Ok(r) => Response::Version(
+                        r.as_ref().map(|r| r.version),
+                        write.and_then(|w| r.as_ref().and_then(|r| r.applied(w))),
+                    ),
                     Err(e) => e.into_response(),
                 },
                 Request::Ping => Response::Pong,

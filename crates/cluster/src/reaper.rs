@@ -240,6 +240,7 @@ impl Reaper {
                     let rec = Record {
                         version: v,
                         value: None,
+                        marks: Vec::new(),
                     };
                     let _ = self
                         .send_write(0, m, key.clone(), rec, OpKind::Repair)

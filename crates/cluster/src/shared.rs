@@ -20,7 +20,7 @@ use crate::hlc::Hlc;
 use crate::layout::StreamStats;
 use crate::membership::{Detector, Member, State};
 use crate::placement::Placement;
-use crate::record::{Record, Version};
+use crate::record::{Record, Version, WriteId};
 use crate::store::Outcome;
 use crate::store::Store;
 use crate::topology::Topology;
@@ -192,19 +192,27 @@ impl Shared {
         }
     }
 
-    /// The newest version member `m` holds of `key`, without its value.
+    /// The newest version member `m` holds of `key`, without its value,
+    /// and the version the named write `write` was applied at there.
     pub(crate) async fn send_version(
         &self,
         id: u64,
         m: usize,
         key: Bytes,
-    ) -> Result<Option<Version>> {
+        write: Option<WriteId>,
+    ) -> Result<(Option<Version>, Option<Version>)> {
         let timeout = self.timeout_for(key.len());
         match self
-            .call_peer(id, m, OpKind::Version, Request::Version { key }, timeout)
+            .call_peer(
+                id,
+                m,
+                OpKind::Version,
+                Request::Version { key, write },
+                timeout,
+            )
             .await?
         {
-            Response::Version(v) => Ok(v),
+            Response::Version(v, applied) => Ok((v, applied)),
             _ => Err(self.unexpected(m, "version")),
         }
     }

@@ -411,11 +411,60 @@ fn snapshot(db: &Db, merkle: Option<&Merkle>) -> Result<DbIterator> {
 /// A stored record's version and whether it is a tombstone.
 type Meta = (Version, bool);
 
+fn meta(r: &Option<Record>) -> Option<Meta> {
+    r.as_ref().map(|r| (r.version, r.is_tombstone()))
+}
+
+/// What a replica does with an incoming record, given what it stores:
+/// the outcome, and the record to store instead (`None`: nothing to
+/// write). A write whose own mark (its client's name for it) the stored
+/// record holds was applied here already, at whatever version: done,
+/// never applied twice. A newer or equal stored version wins, and learns
+/// the incoming record's marks it lacks (the write reached this replica,
+/// ordered before what it holds); an older one is replaced, its marks
+/// carried over.
+fn decide(current: Option<&Record>, mut rec: Record) -> (Outcome, Option<Record>) {
+    let own = rec
+        .marks
+        .iter()
+        .find(|m| m.version == rec.version)
+        .map(|m| m.id);
+    match current {
+        Some(c) if own.is_some_and(|id| c.applied(id).is_some()) => (Outcome::Applied, None),
+        Some(c) if c.version >= rec.version => {
+            let outcome = if c.version == rec.version {
+                Outcome::Applied
+            } else {
+                Outcome::Superseded(c.version)
+            };
+            let missing: Vec<_> = rec
+                .marks
+                .iter()
+                .filter(|m| c.applied(m.id).is_none())
+                .copied()
+                .collect();
+            if missing.is_empty() {
+                return (outcome, None);
+            }
+            let mut kept = c.clone();
+            kept.absorb_marks(&missing);
+            let changed = kept.marks != c.marks;
+            (outcome, changed.then_some(kept))
+        }
+        _ => {
+            if let Some(c) = current {
+                rec.absorb_marks(&c.marks);
+            }
+            (Outcome::Applied, Some(rec))
+        }
+    }
+}
+
 fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
     let began = Instant::now();
-    // Versions written earlier in this group, which the engine does not
+    // Records written earlier in this group, which the engine does not
     // show yet.
-    let mut pending: HashMap<Bytes, Option<Meta>> = HashMap::new();
+    let mut pending: HashMap<Bytes, Option<Record>> = HashMap::new();
     // Each change as (key, what it replaced, what it is now), in order.
     let mut changes: Vec<(Bytes, Option<Meta>, Option<Meta>)> = Vec::new();
     let mut batch = WriteBatch::new();
@@ -424,16 +473,11 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
     for j in jobs {
         let current = if check || matches!(j.op, Op::Purge(_)) {
             match pending.get(&j.key) {
-                Some(v) => Ok(*v),
+                Some(r) => Ok(r.clone()),
                 None => db
                     .get(&j.key)
                     .map_err(ClusterError::from)
-                    .and_then(|o| match o {
-                        None => Ok(None),
-                        Some(b) => Record::decode_version(&b)
-                            .map(|v| Some((v, b[0] != crate::record::TAG_VALUE)))
-                            .map_err(|e| damaged(&j.key, e)),
-                    }),
+                    .and_then(|o| o.map(|b| decode(&j.key, &b)).transpose()),
             }
         } else {
             Ok(None)
@@ -446,27 +490,26 @@ fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
             }
         };
         let outcome = match j.op {
-            Op::Apply(rec) => match current {
-                Some((c, _)) if c > rec.version => Outcome::Superseded(c),
-                Some((c, _)) if c == rec.version => Outcome::Applied,
-                _ => {
+            Op::Apply(rec) => {
+                let (outcome, write) = decide(current.as_ref(), rec);
+                if let Some(w) = write {
                     buf.clear();
-                    rec.encode_into(&mut buf);
+                    w.encode_into(&mut buf);
                     batch.put(&j.key, &buf);
-                    let now = Some((rec.version, rec.is_tombstone()));
-                    pending.insert(j.key.clone(), now);
-                    if merkle.is_some() {
-                        changes.push((j.key.clone(), current, now));
+                    let (was, now) = (meta(&current), Some((w.version, w.is_tombstone())));
+                    if merkle.is_some() && was != now {
+                        changes.push((j.key.clone(), was, now));
                     }
-                    Outcome::Applied
+                    pending.insert(j.key.clone(), Some(w));
                 }
-            },
-            Op::Purge(v) => match current {
+                outcome
+            }
+            Op::Purge(v) => match meta(&current) {
                 Some((c, _)) if c == v => {
                     batch.delete(&j.key);
                     pending.insert(j.key.clone(), None);
                     if merkle.is_some() {
-                        changes.push((j.key.clone(), current, None));
+                        changes.push((j.key.clone(), meta(&current), None));
                     }
                     Outcome::Applied
                 }
@@ -527,6 +570,7 @@ mod tests {
         Record {
             version: Version { hlc, node: 1 },
             value: v.map(Bytes::from_static),
+            marks: Vec::new(),
         }
     }
 
@@ -571,6 +615,79 @@ mod tests {
             Outcome::Applied
         );
         assert!(s.read(b"k").unwrap().is_none());
+    }
+
+    /// A named record: the write `id`, at `hlc`.
+    fn named(hlc: u64, v: Option<&'static [u8]>, id: u128) -> Record {
+        let mut r = rec(hlc, v);
+        r.marks.push(crate::record::Mark {
+            id: crate::record::WriteId(id),
+            version: r.version,
+        });
+        r
+    }
+
+    #[tokio::test]
+    async fn a_named_write_takes_effect_once_whatever_its_version() {
+        use crate::record::WriteId;
+        let d = tempfile::tempdir().unwrap();
+        let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
+        let s = Store::open(db, 64, true, None);
+        let k = Bytes::from_static(b"k");
+        // Write 1 applied, then a later write 2 over it, unnamed.
+        assert_eq!(
+            s.apply(k.clone(), named(10, Some(b"one"), 1))
+                .await
+                .unwrap(),
+            Outcome::Applied
+        );
+        assert_eq!(
+            s.apply(k.clone(), rec(20, Some(b"two"))).await.unwrap(),
+            Outcome::Applied
+        );
+        // Write 1 again, stamped anew past write 2 (a coordinator that did
+        // not know): done here already, write 2 stays.
+        assert_eq!(
+            s.apply(k.clone(), named(30, Some(b"one"), 1))
+                .await
+                .unwrap(),
+            Outcome::Applied
+        );
+        let now = s.read(b"k").unwrap().unwrap();
+        assert_eq!(now.value.as_deref(), Some(&b"two"[..]));
+        assert_eq!(now.applied(WriteId(1)), Some(Version { hlc: 10, node: 1 }));
+        // A different write under the same key at that version is applied.
+        assert_eq!(
+            s.apply(k.clone(), named(30, Some(b"three"), 3))
+                .await
+                .unwrap(),
+            Outcome::Applied
+        );
+        let now = s.read(b"k").unwrap().unwrap();
+        assert_eq!(now.value.as_deref(), Some(&b"three"[..]));
+        assert!(now.applied(WriteId(1)).is_some() && now.applied(WriteId(3)).is_some());
+        // A named write that arrives after something newer is superseded,
+        // and the replica remembers it reached it.
+        assert_eq!(
+            s.apply(k.clone(), named(25, Some(b"late"), 4))
+                .await
+                .unwrap(),
+            Outcome::Superseded(Version { hlc: 30, node: 1 })
+        );
+        let now = s.read(b"k").unwrap().unwrap();
+        assert_eq!(now.value.as_deref(), Some(&b"three"[..]));
+        assert_eq!(now.applied(WriteId(4)), Some(Version { hlc: 25, node: 1 }));
+        // Repeating a write the replica never saw applies it as usual; a
+        // tombstone carries the marks on.
+        assert_eq!(
+            s.apply(k.clone(), named(40, None, 5)).await.unwrap(),
+            Outcome::Applied
+        );
+        let now = s.read(b"k").unwrap().unwrap();
+        assert!(now.is_tombstone());
+        for id in [1, 3, 4, 5] {
+            assert!(now.applied(WriteId(id)).is_some(), "write {id}");
+        }
     }
 
     #[tokio::test]

@@ -14,6 +14,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use strata_api::timing::{ServerTiming, Stage};
+use strata_cluster::record::WriteId;
 use strata_cluster::trace::Trace;
 use strata_cluster::{Cluster, ClusterError, Replication};
 
@@ -486,6 +487,24 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
         ));
     }
     let (ack, from) = (q.number("ack")?, q.number("from")?);
+    let wid = match req.headers().get(strata_api::headers::WRITE_ID) {
+        None => None,
+        Some(_) if method == Method::GET => {
+            return Err(text(
+                StatusCode::BAD_REQUEST,
+                "strata-write-id names a write: a GET takes none",
+            ))
+        }
+        Some(v) => match strata_api::headers::parse_write_id(v.as_bytes()) {
+            Some(w) => Some(WriteId(w)),
+            None => {
+                return Err(text(
+                    StatusCode::BAD_REQUEST,
+                    "strata-write-id must be 32 hex digits (a random 128-bit id, the same on every attempt of one write)",
+                ))
+            }
+        },
+    };
     node.cluster.ready().await;
     let rep: Replication = node.cluster.replication(ack, from).map_err(cluster_error)?;
     let max = node.config.max_value_bytes;
@@ -544,7 +563,7 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
             probes::persist__start!(|| id);
             let (r, trace) = node
                 .cluster
-                .write_traced(id, Bytes::from(key), Some(value), rep)
+                .write_traced(id, (Bytes::from(key), wid), Some(value), rep)
                 .await;
             probes::persist__done!(|| id);
             add_trace(&mut st, &trace);
@@ -558,7 +577,7 @@ async fn entity(node: &Arc<Node>, id: u64, req: Request<Incoming>, waited: Durat
             probes::persist__start!(|| id);
             let (r, trace) = node
                 .cluster
-                .write_traced(id, Bytes::from(key), None, rep)
+                .write_traced(id, (Bytes::from(key), wid), None, rep)
                 .await;
             probes::persist__done!(|| id);
             add_trace(&mut st, &trace);

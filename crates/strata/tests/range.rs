@@ -40,6 +40,7 @@ fn million_key_range_streams_in_bounded_memory() {
         let value = strata_cluster::record::Record {
             version: strata_cluster::record::Version { hlc: 1, node: 1 },
             value: Some(vec![b'v'; 100].into()),
+            marks: Vec::new(),
         }
         .encode();
         for chunk in 0..N / 1000 {

@@ -8,8 +8,9 @@
 //! `id` pairs an answer with its request, so one connection carries many
 //! operations at once; `hlc` is the sender's clock, which the receiver
 //! observes (so every message moves clocks forward). Requests: `WRITE` (key,
-//! record), `READ` (key), `VERSION` (key: its newest version only, no
-//! value: a write's first phase), `PING`, `SCAN` (a page of records), and
+//! record), `READ` (key), `VERSION` (key, and a write id when the write
+//! is named: the newest version only, no value, and the version at which
+//! the named write was applied if it was: a write's first phase), `PING`, `SCAN` (a page of records), and
 //! anti-entropy's `HASHES` (a level of a home set's Merkle tree), `KEYS`
 //! (keys and versions in some leaves, a page at a time), `FETCH` (records
 //! by key) and `PUSH` (records to apply as repairs). Answers set the high
@@ -20,7 +21,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::layout::{LayoutState, StreamStats};
-use crate::record::{Record, Version};
+use crate::record::{Record, Version, WriteId};
 use crate::store::Outcome;
 use crate::trace::LocalTiming;
 
@@ -74,9 +75,11 @@ pub enum Request {
         key: Bytes,
     },
     /// The newest version held of `key` (a tombstone's too), without its
-    /// value: what a write learns before it is stamped.
+    /// value, and whether the write named `write` was applied here: what a
+    /// write learns before it is stamped.
     Version {
         key: Bytes,
+        write: Option<WriteId>,
     },
     Ping,
     /// Up to `limit` records with `start <= key < end`, tombstones included.
@@ -126,8 +129,9 @@ pub enum Response {
     /// does not report them).
     Written(Outcome, LocalTiming),
     Read(Option<Record>),
-    /// `None`: nothing stored for the key.
-    Version(Option<Version>),
+    /// The newest version (`None`: nothing stored for the key), and the
+    /// version the asked-about named write was applied at, if it was.
+    Version(Option<Version>, Option<Version>),
     Pong,
     /// A page of records; `more` if the range goes on after the last one.
     Scanned {
@@ -195,14 +199,17 @@ pub fn encode_request(out: &mut BytesMut, id: u64, hlc: u64, req: &Request) {
             put_record(out, record);
             finish(out, at);
         }
-        Request::Read { key } | Request::Version { key } => {
-            let kind = if matches!(req, Request::Read { .. }) {
-                READ
-            } else {
-                VERSION
-            };
-            let at = begin(out, id, kind, hlc);
+        Request::Read { key } => {
+            let at = begin(out, id, READ, hlc);
             put_bytes(out, key);
+            finish(out, at);
+        }
+        Request::Version { key, write } => {
+            let at = begin(out, id, VERSION, hlc);
+            put_bytes(out, key);
+            if let Some(w) = write {
+                out.put_u128_le(w.0);
+            }
             finish(out, at);
         }
         Request::Ping => {
@@ -305,15 +312,17 @@ pub fn encode_response(out: &mut BytesMut, id: u64, hlc: u64, resp: &Response) {
             }
             finish(out, at);
         }
-        Response::Version(v) => {
+        Response::Version(v, applied) => {
             let at = begin(out, id, VERSION_ANSWER, hlc);
-            match v {
-                Some(v) => {
-                    out.put_u8(1);
-                    out.put_u64_le(v.hlc);
-                    out.put_u64_le(v.node);
+            for v in [v, applied] {
+                match v {
+                    Some(v) => {
+                        out.put_u8(1);
+                        out.put_u64_le(v.hlc);
+                        out.put_u64_le(v.node);
+                    }
+                    None => out.put_u8(0),
                 }
-                None => out.put_u8(0),
             }
             finish(out, at);
         }
@@ -436,9 +445,15 @@ pub fn decode_request(kind: u8, mut b: Bytes) -> Result<Request, BadFrame> {
         READ => Request::Read {
             key: get_bytes(&mut b)?,
         },
-        VERSION => Request::Version {
-            key: get_bytes(&mut b)?,
-        },
+        VERSION => {
+            let key = get_bytes(&mut b)?;
+            let write = match b.remaining() {
+                0 => None,
+                16 => Some(WriteId(b.get_u128_le())),
+                _ => return Err(bad("a version request's write id is not 16 bytes")),
+            };
+            Request::Version { key, write }
+        }
         PING => Request::Ping,
         SCAN => {
             if b.remaining() < 4 {
@@ -548,13 +563,24 @@ pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
                 _ => Response::Read(Some(get_record(&mut b)?)),
             }
         }
-        VERSION_ANSWER => match get_u8(&mut b)? {
-            0 => Response::Version(None),
-            _ => Response::Version(Some(Version {
-                hlc: get_u64(&mut b)?,
-                node: get_u64(&mut b)?,
-            })),
-        },
+        VERSION_ANSWER => {
+            let get = |b: &mut Bytes| -> Result<Option<Version>, BadFrame> {
+                Ok(match get_u8(b)? {
+                    0 => None,
+                    _ => Some(Version {
+                        hlc: get_u64(b)?,
+                        node: get_u64(b)?,
+                    }),
+                })
+            };
+            let newest = get(&mut b)?;
+            let applied = if b.has_remaining() {
+                get(&mut b)?
+            } else {
+                None
+            };
+            Response::Version(newest, applied)
+        }
         PONG => Response::Pong,
         SCANNED => {
             if b.remaining() < 5 {

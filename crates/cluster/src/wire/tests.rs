@@ -6,6 +6,7 @@ fn rec(v: Option<&'static [u8]>) -> Record {
     Record {
         version: Version { hlc: 99, node: 7 },
         value: v.map(Bytes::from_static),
+        marks: Vec::new(),
     }
 }
 
@@ -29,6 +30,11 @@ fn every_message_round_trips_through_a_byte_stream() {
         },
         Request::Version {
             key: Bytes::from_static(b"k3"),
+            write: None,
+        },
+        Request::Version {
+            key: Bytes::from_static(b"k3"),
+            write: Some(crate::record::WriteId(u128::MAX - 1)),
         },
         Request::Ping,
         Request::Scan {
@@ -91,11 +97,18 @@ fn every_message_round_trips_through_a_byte_stream() {
         ),
         Response::Read(None),
         Response::Read(Some(rec(Some(b"x")))),
-        Response::Version(None),
-        Response::Version(Some(Version {
-            hlc: u64::MAX,
-            node: 3,
-        })),
+        Response::Version(None, None),
+        Response::Version(
+            Some(Version {
+                hlc: u64::MAX,
+                node: 3,
+            }),
+            None,
+        ),
+        Response::Version(
+            Some(Version { hlc: 9, node: 3 }),
+            Some(Version { hlc: 7, node: 2 }),
+        ),
         Response::Pong,
         Response::Scanned {
             entries: vec![(Bytes::from_static(b"a"), rec(None))],

@@ -541,6 +541,12 @@ impl StateCollector {
         )?;
         counter(
             e,
+            "strata_cluster_repeated_writes_total",
+            "Writes sent again by a client (the same Strata-Write-Id) whose first phase found an earlier attempt applied: finished at its version, not applied twice",
+            get(&st.repeated_writes),
+        )?;
+        counter(
+            e,
             "strata_cluster_stamped_past_newer_total",
             "Writes stamped past a version newer than this node's clock (found by their first phase, or by a replica holding it)",
             get(&st.stamped_past_newer),

@@ -335,6 +335,7 @@ pub fn write_behind_the_back(dir: &Path, entries: &[(Vec<u8>, Vec<u8>, u64)]) {
                 node: 0x5eed,
             },
             value: Some(v.clone().into()),
+            marks: Vec::new(),
         };
         batch.put(k, &r.encode());
     }
