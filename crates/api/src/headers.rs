@@ -40,7 +40,7 @@ mod tests {
         }
         assert_eq!(
             parse_write_id(b"ABCDEF0123456789abcdef0123456789"),
-            Some(0xABCDEF0123456789abcdef0123456789)
+            Some(0xabcdef0123456789abcdef0123456789)
         );
         for bad in [
             &b""[..],

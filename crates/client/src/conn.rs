@@ -9,7 +9,11 @@
 //! It says whether a failed request could have reached the server
 //! (`sent`): a reused connection the server has closed is found before the
 //! request is written, so a dead node's idle connections never leave a
-//! write in doubt. Owns the wire; must not decide what to send or when.
+//! write in doubt. A request that meets a reused connection the server
+//! closed is sent once more on a new one only when that cannot apply it
+//! twice: a GET, a write named with `strata-write-id` (the nodes apply it
+//! once), or a write that was not written whole the first time. Owns the
+//! wire; must not decide what to send or when.
 
 use std::io;
 
@@ -56,6 +60,9 @@ pub struct Conn {
 }
 
 const READ_BUF: usize = 64 * 1024;
+/// The largest chunk `next_chunk` reads: a range entry of the largest key
+/// and value a node takes (`--max-value-bytes` at most 32 MiB) and more.
+pub const MAX_CHUNK: u64 = 40 << 20;
 const MAX_HEADERS: usize = 32;
 
 impl Conn {
@@ -138,7 +145,19 @@ impl Conn {
     /// once more; any other failure is an error (and the connection is
     /// dropped).
     pub async fn request(&mut self, method: &str, path: &str, body: &[u8]) -> io::Result<Answer> {
-        self.send(method, path, body, None).await
+        self.send((method, path, None), body, None).await
+    }
+
+    /// As `request_into` (when `out` is given) or `request`, for a write
+    /// named `write_id` (`strata_api::headers::WRITE_ID`; `None`: unnamed).
+    pub async fn request_named(
+        &mut self,
+        (method, path): (&str, &str),
+        write_id: Option<u128>,
+        body: &[u8],
+        out: Option<&mut Vec<u8>>,
+    ) -> io::Result<Answer> {
+        self.send((method, path, write_id), body, out).await
     }
 
     /// As `request`, and the answer's body (its data bytes, chunk framing
@@ -150,7 +169,7 @@ impl Conn {
         body: &[u8],
         out: &mut Vec<u8>,
     ) -> io::Result<Answer> {
-        self.send(method, path, body, Some(out)).await
+        self.send((method, path, None), body, Some(out)).await
     }
 
     /// Whether the last request was sent a second time on a new connection
@@ -163,8 +182,7 @@ impl Conn {
 
     async fn send(
         &mut self,
-        method: &str,
-        path: &str,
+        (method, path, write_id): (&str, &str, Option<u128>),
         body: &[u8],
         mut out: Option<&mut Vec<u8>>,
     ) -> io::Result<Answer> {
@@ -177,6 +195,14 @@ impl Conn {
         if let Some(t) = &self.target.token {
             self.wbuf.extend_from_slice(b"\r\nAuthorization: Bearer ");
             self.wbuf.extend_from_slice(t.as_bytes());
+        }
+        if let Some(id) = write_id {
+            self.wbuf.extend_from_slice(b"\r\n");
+            self.wbuf
+                .extend_from_slice(strata_api::headers::WRITE_ID.as_bytes());
+            self.wbuf.extend_from_slice(b": ");
+            self.wbuf
+                .extend_from_slice(strata_api::headers::format_write_id(id).as_bytes());
         }
         if !body.is_empty() || method == "PUT" || method == "POST" {
             self.wbuf.extend_from_slice(b"\r\nContent-Length: ");
@@ -196,7 +222,14 @@ impl Conn {
         }
         match self.exchange(body, out.as_deref_mut()).await {
             Ok(a) => Ok(a),
-            Err(e) if reused && e.kind() == io::ErrorKind::ConnectionAborted => {
+            // Safe to send again: a read, a named write, or a write whose
+            // bytes did not all go out (the server had closed: it read
+            // none of them as a request).
+            Err(e)
+                if reused
+                    && e.kind() == io::ErrorKind::ConnectionAborted
+                    && (method == "GET" || write_id.is_some() || !self.sent) =>
+            {
                 self.stream = None;
                 self.resent = true;
                 // `exchange` may have appended a small body to the head.
@@ -279,9 +312,96 @@ impl Conn {
         Ok(())
     }
 
-    async fn read_answer(&mut self, out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
+    /// Send `GET path` and read the answer's head only, for a body read
+    /// one chunk at a time (`next_chunk`): a range's entries. A status
+    /// other than 200 has its body read (its words in `error_body`) and
+    /// nothing is left to read; a 200 that is not chunked is an error.
+    pub async fn open_chunks(&mut self, path: &str) -> io::Result<u16> {
+        self.wbuf.clear();
+        self.wbuf.extend_from_slice(b"GET ");
+        self.wbuf.extend_from_slice(path.as_bytes());
+        self.wbuf.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        self.wbuf.extend_from_slice(self.target.host.as_bytes());
+        if let Some(t) = &self.target.token {
+            self.wbuf.extend_from_slice(b"\r\nAuthorization: Bearer ");
+            self.wbuf.extend_from_slice(t.as_bytes());
+        }
+        self.wbuf.extend_from_slice(b"\r\n\r\n");
+        if self.stream.is_none() {
+            self.open().await?;
+        }
+        let s = self.stream.as_mut().expect("open");
+        s.write_all(&self.wbuf).await?;
+        self.sent = true;
+        let (status, head_len, body, _) = self.read_head().await?;
+        self.start += head_len;
+        if status != 200 {
+            let mut err = std::mem::take(&mut self.error_body);
+            err.clear();
+            let r = match body.len {
+                Some(n) => self.skip(n, Some(&mut err)).await,
+                None => self.skip_chunked(Some(&mut err)).await,
+            };
+            err.truncate(ERROR_BODY);
+            self.error_body = err;
+            r?;
+            return Ok(status);
+        }
+        if body.len.is_some() {
+            self.stream = None;
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a streamed answer that is not chunked",
+            ));
+        }
+        Ok(status)
+    }
+
+    /// The next chunk of the answer `open_chunks` opened, in `out`
+    /// (replaced); `false` after the last. A chunk larger than
+    /// `MAX_CHUNK` is an error.
+    pub async fn next_chunk(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        out.clear();
+        let size = loop {
+            match httparse::parse_chunk_size(&self.rbuf[self.start..self.end]) {
+                Ok(httparse::Status::Complete((used, size))) => {
+                    self.start += used;
+                    break size;
+                }
+                Ok(httparse::Status::Partial) => self.fill(false).await?,
+                Err(_) => return Err(io::Error::new(io::ErrorKind::InvalidData, "bad chunk size")),
+            }
+        };
+        if size > MAX_CHUNK {
+            self.stream = None;
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a chunk of {size} bytes, more than {MAX_CHUNK}"),
+            ));
+        }
+        if size == 0 {
+            loop {
+                let buf = &self.rbuf[self.start..self.end];
+                if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
+                    self.start += i + 2;
+                    if i == 0 {
+                        return Ok(false);
+                    }
+                } else {
+                    self.fill(false).await?;
+                }
+            }
+        }
+        self.skip(size, Some(out)).await?;
+        self.skip(2, None).await?;
+        Ok(true)
+    }
+
+    /// Read an answer's head: its status, its length, whether it carried
+    /// `strata-not-applied`, and the head's length in the buffer.
+    async fn read_head(&mut self) -> io::Result<(u16, usize, BodyKind, bool)> {
         let mut first = true;
-        let (status, head_len, body, not_applied) = loop {
+        loop {
             if self.end > self.start {
                 let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut resp = httparse::Response::new(&mut headers);
@@ -299,7 +419,7 @@ impl Conn {
                                 not_applied = true;
                             }
                         }
-                        break (status, n, body, not_applied);
+                        return Ok((status, n, body, not_applied));
                     }
                     Ok(httparse::Status::Partial) => {}
                     Err(e) => {
@@ -309,7 +429,11 @@ impl Conn {
             }
             self.fill(first).await?;
             first = false;
-        };
+        }
+    }
+
+    async fn read_answer(&mut self, out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
+        let (status, head_len, body, not_applied) = self.read_head().await?;
         self.start += head_len;
         // A failed answer's words are kept when the caller keeps no body.
         let mut err = std::mem::take(&mut self.error_body);
@@ -543,10 +667,10 @@ mod tests {
         assert!(!c.resent());
     }
 
-    #[tokio::test]
-    async fn a_resent_put_carries_its_body_once() {
-        // First connection: answer one request, then close. Second: echo
-        // the bytes of the request that arrives, as the body.
+    /// A server that answers one request on its first connection and
+    /// closes it; on its second, answers with the bytes of the request
+    /// that arrives as the body.
+    async fn closes_then_echoes() -> std::net::SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         tokio::spawn(async move {
@@ -575,22 +699,43 @@ mod tests {
             s.write_all(head.as_bytes()).await.unwrap();
             s.write_all(&got).await.unwrap();
         });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_resent_named_put_carries_its_name_and_body_once() {
+        let addr = closes_then_echoes().await;
         let mut c = Conn::new(Target::parse(&format!("http://{addr}")).unwrap());
         assert_eq!(c.request("PUT", "/a", b"value").await.unwrap().status, 201);
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let mut body = Vec::new();
         let a = c
-            .request_into("PUT", "/b", b"value", &mut body)
+            .request_named(("PUT", "/b"), Some(0xabc), b"value", Some(&mut body))
             .await
             .unwrap();
         assert_eq!(a.status, 200);
         assert!(c.resent());
+        let text = String::from_utf8_lossy(&body);
         assert!(body.starts_with(b"PUT /b HTTP/1.1\r\n"));
         assert!(
-            body.ends_with(b"\r\n\r\nvalue"),
-            "{:?}",
-            String::from_utf8_lossy(&body)
+            text.contains("\r\nstrata-write-id: 00000000000000000000000000000abc\r\n"),
+            "{text:?}"
         );
+        assert!(body.ends_with(b"\r\n\r\nvalue"), "{text:?}");
+    }
+
+    #[tokio::test]
+    async fn an_unnamed_put_the_server_may_have_read_is_not_sent_again() {
+        let addr = closes_then_echoes().await;
+        let mut c = Conn::new(Target::parse(&format!("http://{addr}")).unwrap());
+        assert_eq!(c.request("PUT", "/a", b"value").await.unwrap().status, 201);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let e = c.request("PUT", "/b", b"value").await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted, "{e}");
+        assert!(c.sent(), "written whole: in doubt");
+        assert!(!c.resent());
+        // (A GET meeting such a connection is sent again:
+        // `a_closed_idle_connection_is_reopened_once`.)
     }
 
     #[test]

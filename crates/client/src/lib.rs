@@ -1,8 +1,13 @@
 //! A client of a Strata cluster, for applications and for the lab's load.
-//! `Client::connect` learns the members from the nodes' cluster views
-//! (`members`) and keeps them current; each task then sends through a
-//! `Session` (`session`), which holds its connections (`conn`, over `stream`) and, for
-//! each request:
+//!
+//! An application builds one with [`Client::builder`] (seed URLs,
+//! credentials, timeouts, the default `ack`/`from`) and calls
+//! [`Client::put`], [`Client::get`], [`Client::delete`] and
+//! [`Client::range`] (`ops`, `builder`); scripts use the same from
+//! [`blocking::Client`]. Underneath, and for the lab's load: the client
+//! learns the members from the nodes' cluster views (`members`) and keeps
+//! them current; each task sends through a `Session` (`session`), which
+//! holds its connections (`conn`, over `stream`) and, for each request:
 //!
 //! 1. orders the members for the key: its replicas first (`route`, by the
 //!    nodes' own placement, so the request saves the forward hop), members
@@ -13,20 +18,31 @@
 //!    and the other is dropped (`hedge`); a member that loses its races
 //!    in a row counts as failing;
 //! 3. on a refused connection, a reset, a timeout or a 503 fails over to
-//!    the next member when the request is safe to repeat: a GET always, a
-//!    PUT or DELETE only when the node cannot have applied it (the
-//!    connection never opened, or a 503 marked `strata-not-applied`), and
-//!    only while the retry budget allows (`budget`).
+//!    the next member when the request is safe to repeat: a GET, and a
+//!    PUT or DELETE named with a write id (`ids`; the nodes apply it
+//!    once), always; an unnamed write only when the node cannot have
+//!    applied it (the connection never opened, or a 503 marked
+//!    `strata-not-applied`); and only while the retry budget allows
+//!    (`budget`).
 //!
 //! Owns routing, failover, hedging and the members' health; must not pace
 //! load or record latencies (the lab does), nor decide replication (the
 //! nodes do).
 
+/// The crate's README: its example is compiled with the crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctest;
+
+pub mod blocking;
 pub mod budget;
+mod builder;
 pub mod conn;
 pub mod health;
 pub mod hedge;
+pub mod ids;
 pub mod members;
+pub mod ops;
 pub mod session;
 pub mod stream;
 
@@ -34,9 +50,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+pub use builder::Builder;
+pub use bytes::Bytes;
 pub use conn::{Answer, Conn};
+pub use ops::{Options, Range};
 pub use session::{Method, Reply, Request, Session};
-pub use stream::Target;
+pub use stream::{Access, Target};
 
 use budget::{Budget, BudgetConfig};
 use health::HealthConfig;
@@ -67,6 +86,11 @@ pub struct Config {
     pub health: HealthConfig,
     /// How often the members are fetched again.
     pub refresh: Duration,
+    /// The client's own credentials (empty: the process's).
+    pub access: Access,
+    /// The `ack`/`from` of every request that does not say (`None`: the
+    /// nodes' own defaults).
+    pub replication: Option<(usize, usize)>,
 }
 
 impl Default for Config {
@@ -82,6 +106,8 @@ impl Default for Config {
             budget: BudgetConfig::default(),
             health: HealthConfig::default(),
             refresh: Duration::from_secs(5),
+            access: Access::default(),
+            replication: None,
         }
     }
 }
@@ -95,10 +121,26 @@ pub enum Error {
     NotStrata(String),
     /// The members report different member lists for one layout.
     Disagree(String),
-    /// A view the client could not use.
+    /// A view the client could not use, or a URL or setting it could not
+    /// parse.
     View(String),
+    /// The node wants credentials, or refused the ones shown (`401`), in
+    /// the node's words.
+    Unauthorized { url: String, reason: String },
+    /// The credentials are good but may not do this (`403`), in the
+    /// node's words.
+    Forbidden { url: String, reason: String },
+    /// Every member tried failed: what each attempt came to, in order.
+    /// `sent`: the last attempt's request went out whole, so an unnamed
+    /// write may have been applied (a named one, `Request::new`, was
+    /// applied at most once either way).
+    Unavailable { tried: Vec<String>, sent: bool },
+    /// The node answered the request with an error status (`400` a bad
+    /// request, `413`/`414` past a limit, `503` overloaded, `504` too few
+    /// replicas answered, ...), in its words.
+    Status { status: u16, reason: String },
     /// One attempt failed (the request may or may not have been applied
-    /// when `sent`).
+    /// when `sent`): what a `Session` returns.
     Request { message: String, sent: bool },
 }
 
@@ -107,8 +149,40 @@ impl std::fmt::Display for Error {
         match self {
             Error::Unreachable(m) => write!(f, "no node reachable: {m}"),
             Error::NotStrata(m) | Error::Disagree(m) | Error::View(m) => f.write_str(m),
+            Error::Unauthorized { url, reason } => {
+                write!(f, "{url} refused the request: unauthorized (401): {reason}")
+            }
+            Error::Forbidden { url, reason } => {
+                write!(f, "{url} refused the request: forbidden (403): {reason}")
+            }
+            Error::Unavailable { tried, .. } => {
+                write!(
+                    f,
+                    "no member could serve the request; tried {}",
+                    tried.join("; ")
+                )
+            }
+            Error::Status { status, reason } => write!(f, "the node answered {status}: {reason}"),
             Error::Request { message, .. } => f.write_str(message),
         }
+    }
+}
+
+/// What a node said in an answer's body, as one line: at most 300
+/// characters, cut at a word.
+pub(crate) fn said(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        return "(no reason given)".into();
+    }
+    if text.chars().count() <= 300 {
+        return text;
+    }
+    let cut: String = text.chars().take(300).collect();
+    match cut.rfind(' ') {
+        Some(i) => format!("{}…", &cut[..i]),
+        None => format!("{cut}…"),
     }
 }
 
@@ -148,10 +222,14 @@ impl Stats {
     }
 }
 
-/// A client of one cluster, shared by its sessions (cheap to clone).
+/// A client of one cluster, shared by its sessions and its tasks (cheap to
+/// clone: clones share the members, the connections and the budget).
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
+    /// Idle sessions for the typed calls (`ops`); `None` in the sessions
+    /// the pool itself holds, so that they do not hold the pool.
+    pool: Option<Arc<ops::Pool>>,
 }
 
 struct Shared {
@@ -178,7 +256,7 @@ impl Client {
         let mut views = Vec::new();
         let mut last_err = None;
         for s in seeds {
-            let t = Target::parse(s).map_err(|e| Error::View(format!("{s}: {e}")))?;
+            let t = Target::parse_with(s, &cfg.access).map_err(Error::View)?;
             // A node that never answers must not hang the client.
             let fetched = tokio::time::timeout(cfg.timeout, members::fetch(&t, s))
                 .await
@@ -190,7 +268,12 @@ impl Client {
                 });
             match fetched {
                 Ok(v) => views.push((s.clone(), v)),
-                Err(e @ (Error::NotStrata(_) | Error::Disagree(_))) => return Err(e),
+                Err(
+                    e @ (Error::NotStrata(_)
+                    | Error::Disagree(_)
+                    | Error::Unauthorized { .. }
+                    | Error::Forbidden { .. }),
+                ) => return Err(e),
                 Err(e) => last_err = Some(e),
             }
         }
@@ -199,7 +282,7 @@ impl Client {
         }
         let origin = Instant::now();
         let head = members::choose(&views)?;
-        let m = Members::from_view(head, None, origin, &cfg.health)?;
+        let m = Members::from_view(head, None, origin, (&cfg.health, &cfg.access))?;
         Ok(Client {
             shared: Arc::new(Shared {
                 window: hedge::Window::new(cfg.hedge.unwrap_or(0.95), cfg.hedge_floor),
@@ -212,7 +295,20 @@ impl Client {
                 refreshing: AtomicBool::new(false),
                 stats: Stats::default(),
             }),
+            pool: Some(Arc::new(ops::Pool::default())),
         })
+    }
+
+    /// This client without its pool (what a pooled session holds).
+    pub(crate) fn core(&self) -> Client {
+        Client {
+            shared: self.shared.clone(),
+            pool: None,
+        }
+    }
+
+    pub(crate) fn pool(&self) -> Option<&Arc<ops::Pool>> {
+        self.pool.as_ref()
     }
 
     /// `connect` from outside an async runtime (on a thread of its own, so
@@ -301,9 +397,12 @@ impl Client {
         }
         if let Some((_, v)) = views.first() {
             if v.layout.version != m.version || v.layout.version == 0 {
-                if let Ok(new) =
-                    Members::from_view(v, Some(&m), self.shared.origin, &self.shared.cfg.health)
-                {
+                if let Ok(new) = Members::from_view(
+                    v,
+                    Some(&m),
+                    self.shared.origin,
+                    (&self.shared.cfg.health, &self.shared.cfg.access),
+                ) {
                     *self
                         .shared
                         .members

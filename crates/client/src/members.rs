@@ -13,7 +13,7 @@ use strata_api::view::ClusterHead;
 
 use crate::conn::Conn;
 use crate::health::{Health, HealthConfig};
-use crate::stream::Target;
+use crate::stream::{Access, Target};
 use crate::Error;
 
 /// The members of one layout, with what routing needs.
@@ -41,7 +41,7 @@ impl Members {
         v: &ClusterHead,
         previous: Option<&Members>,
         origin: std::time::Instant,
-        health: &HealthConfig,
+        (health, access): (&HealthConfig, &Access),
     ) -> Result<Members, Error> {
         let mut urls: Vec<String> = v
             .layout
@@ -69,7 +69,9 @@ impl Members {
         }
         let mut targets = Vec::with_capacity(urls.len());
         for u in &urls {
-            targets.push(Target::parse(u).map_err(|e| Error::View(format!("member {u}: {e}")))?);
+            targets.push(
+                Target::parse_with(u, access).map_err(|e| Error::View(format!("member {e}")))?,
+            );
         }
         let health = urls
             .iter()
@@ -143,11 +145,22 @@ pub async fn fetch(target: &Target, url: &str) -> Result<ClusterHead, Error> {
     let not_strata = |why: String| {
         Error::NotStrata(format!("{url} is not a Strata node: GET /v0/cluster {why}"))
     };
-    if a.status != 200 {
-        let start = String::from_utf8_lossy(&body[..body.len().min(80)])
-            .trim()
-            .to_string();
-        return Err(not_strata(format!("answered {} ({start})", a.status)));
+    let said = || crate::said(&body);
+    match a.status {
+        200 => {}
+        401 => {
+            return Err(Error::Unauthorized {
+                url: url.to_string(),
+                reason: said(),
+            })
+        }
+        403 => {
+            return Err(Error::Forbidden {
+                url: url.to_string(),
+                reason: said(),
+            })
+        }
+        s => return Err(not_strata(format!("answered {s}: {}", said()))),
     }
     serde_json::from_slice::<ClusterHead>(&body).map_err(|e| {
         not_strata(format!(
@@ -226,7 +239,7 @@ mod tests {
             &v,
             None,
             std::time::Instant::now(),
-            &HealthConfig::default(),
+            (&HealthConfig::default(), &Access::default()),
         )
         .unwrap();
         let nodes = Placement::new(urls.iter().map(|u| member_id(u)).collect());

@@ -32,13 +32,35 @@ impl Method {
 }
 
 /// One request: its key (for routing), its path with the query (as the
-/// node reads it), and its body.
+/// node reads it), its body, and for a write its name (`write_id`, sent
+/// as `strata-write-id`): a named write is safe to send again, and the
+/// session does when an attempt fails in doubt; an unnamed one is not.
+/// `Request::new` names every write with a fresh id.
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
     pub method: Method,
     pub key: &'a [u8],
     pub path: &'a str,
     pub body: &'a [u8],
+    pub write_id: Option<u128>,
+}
+
+impl<'a> Request<'a> {
+    /// A request; a PUT or DELETE is named with a fresh write id.
+    pub fn new(method: Method, key: &'a [u8], path: &'a str, body: &'a [u8]) -> Request<'a> {
+        Request {
+            method,
+            key,
+            path,
+            body,
+            write_id: (method != Method::Get).then(crate::ids::next),
+        }
+    }
+
+    /// Whether sending it again cannot apply it twice.
+    pub fn repeatable(&self) -> bool {
+        self.method == Method::Get || self.write_id.is_some()
+    }
 }
 
 /// What came back, and from whom.
@@ -79,6 +101,8 @@ pub struct Session {
     /// Whether the last answer's request went out twice.
     resent: bool,
     hedge_buf: Vec<u8>,
+    /// What each failed attempt of the last request came to.
+    tried: Vec<String>,
 }
 
 /// What one attempt came to.
@@ -103,7 +127,14 @@ impl Session {
             error_body: Vec::new(),
             resent: false,
             hedge_buf: Vec::new(),
+            tried: Vec::new(),
         }
+    }
+
+    /// What each attempt of the last request that did not answer it came
+    /// to ("URL: why"), in order: a failover's story.
+    pub fn tried(&self) -> &[String] {
+        &self.tried
     }
 
     /// The last answer's `Server-Timing` header value.
@@ -216,6 +247,7 @@ impl Session {
         }
         self.reload();
         self.probes();
+        self.tried.clear();
         let order = self.order(r);
         let began = Instant::now();
         let mut attempt_began = began;
@@ -256,16 +288,21 @@ impl Session {
                 Attempt::Answer(ans, i) => {
                     self.members.health[*i].success(&cfg.health);
                     // A refusal: another member may serve it, if it is safe.
-                    let retry = ans.status == 503 && (r.method == Method::Get || ans.not_applied);
-                    if !retry {
+                    let retry = ans.status == 503 && (r.repeatable() || ans.not_applied);
+                    if retry {
+                        let said = crate::said(&self.error_body);
+                        self.tried
+                            .push(format!("{}: answered 503: {said}", self.members.urls[*i]));
+                    } else {
                         let before = (attempts > 1).then(|| (order[0], attempt_began - began));
                         return Ok(self.reply(*ans, *i, attempts, hedged, before));
                     }
                 }
                 Attempt::Failed(e, i) => {
                     self.members.health[*i].failure(&cfg.health);
+                    self.tried.push(e.to_string());
                     let sent = matches!(e, Error::Request { sent: true, .. });
-                    if sent && r.method != Method::Get {
+                    if sent && !r.repeatable() {
                         client
                             .stats()
                             .unsafe_to_retry
@@ -467,8 +504,6 @@ async fn exchange(
     r: &Request<'_>,
     out: Option<&mut Vec<u8>>,
 ) -> std::io::Result<Answer> {
-    match out {
-        Some(o) => c.request_into(r.method.as_str(), r.path, r.body, o).await,
-        None => c.request(r.method.as_str(), r.path, r.body).await,
-    }
+    c.request_named((r.method.as_str(), r.path), r.write_id, r.body, out)
+        .await
 }

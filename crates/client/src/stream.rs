@@ -1,7 +1,9 @@
-//! How the lab's clients reach a node: where it is (`Target`, from its
-//! URL), and a TCP connection to it, wrapped in TLS
-//! for an https:// URL (trusting the certificate authority given once with
-//! `--tls-ca`, or the system's). The load generator's connections (async)
+//! How clients reach a node: where it is (`Target`, from its URL), with
+//! what credentials (`Access`: a client's own token and TLS configuration,
+//! or the process's, set once by the lab's flags), and a TCP connection to
+//! it, wrapped in TLS for an https:// URL (trusting the client's
+//! certificate authority, else the one given once with `--tls-ca`, else
+//! the system's). The load generator's connections (async)
 //! offer plain HTTP/1.1; control requests and scrapes (blocking) offer the
 //! priority protocol, as their paths do on a plain port. Owns opening a
 //! connection; must not speak HTTP (`client`, `cluster::http` and `scrape`
@@ -19,6 +21,24 @@ use strata_tls::rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+/// A client's own credentials, for every node it reaches: a bearer token
+/// and a TLS configuration (trust, and a client certificate to present).
+/// Empty, the process's (`credentials`, `trust`) apply.
+#[derive(Clone, Default)]
+pub struct Access {
+    pub token: Option<Arc<str>>,
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field("token", &self.token.as_ref().map(|_| "(set)"))
+            .field("tls", &self.tls.as_ref().map(|_| "(own)"))
+            .finish()
+    }
+}
+
 /// Where requests go: the address to connect to, the `Host` header, and
 /// TLS for an https:// URL.
 #[derive(Clone, Debug)]
@@ -32,11 +52,22 @@ pub struct Target {
 }
 
 impl Target {
-    /// Parse `http://host:port[/...]` or `https://host:port[/...]`.
+    /// Parse `http://host:port[/...]` or `https://host:port[/...]`, with
+    /// the process's credentials.
     pub fn parse(url: &str) -> Result<Target, String> {
+        Target::parse_with(url, &Access::default())
+    }
+
+    /// As `parse`, with a client's own credentials where it has them.
+    pub fn parse_with(url: &str, access: &Access) -> Result<Target, String> {
         let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
             (Some(rest), _) => (rest, false),
             (_, Some(rest)) => (rest, true),
+            _ if !url.contains("://") => {
+                return Err(format!(
+                    "{url}: not a URL: give the scheme, http://{url} or https://{url}"
+                ))
+            }
             _ => {
                 return Err(format!(
                     "{url}: only http:// and https:// URLs are supported"
@@ -48,16 +79,19 @@ impl Target {
             .map_err(|e| format!("{hostport}: {e}"))?
             .next()
             .ok_or_else(|| format!("{hostport}: no address"))?;
-        let tls = if https {
-            Some(Tls::new(hostport).map_err(|e| format!("{url}: {e}"))?)
-        } else {
-            None
+        let tls = match (https, &access.tls) {
+            (false, _) => None,
+            (true, Some(own)) => Some(Tls {
+                name: strata_tls::server_name(hostport).map_err(|e| format!("{url}: {e}"))?,
+                config: Some(own.clone()),
+            }),
+            (true, None) => Some(Tls::new(hostport).map_err(|e| format!("{url}: {e}"))?),
         };
         Ok(Target {
             addr,
             host: hostport.to_string(),
             tls,
-            token: token_for(hostport),
+            token: access.token.clone().or_else(|| token_for(hostport)),
         })
     }
 }
@@ -111,10 +145,12 @@ pub fn trust(ca: Option<std::path::PathBuf>) {
     strata_tls::trust(ca);
 }
 
-/// What a TLS target needs: the name its certificate must carry.
+/// What a TLS target needs: the name its certificate must carry, and the
+/// client's own configuration (`None`: the process's).
 #[derive(Clone, Debug)]
 pub struct Tls {
     pub name: ServerName<'static>,
+    pub config: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Tls {
@@ -124,6 +160,7 @@ impl Tls {
         strata_tls::lab_client(false)?;
         Ok(Tls {
             name: strata_tls::server_name(hostport)?,
+            config: None,
         })
     }
 }
@@ -141,7 +178,10 @@ pub async fn connect(t: &Target) -> io::Result<NodeStream> {
     match &t.tls {
         None => Ok(NodeStream::Plain(s)),
         Some(tls) => {
-            let config = strata_tls::lab_client(false).map_err(io::Error::other)?;
+            let config = match &tls.config {
+                Some(own) => own.clone(),
+                None => strata_tls::lab_client(false).map_err(io::Error::other)?,
+            };
             let s = tokio_rustls::TlsConnector::from(config)
                 .connect(tls.name.clone(), s)
                 .await?;

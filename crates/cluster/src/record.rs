@@ -125,7 +125,7 @@ impl Record {
         if self.marks.is_empty() {
             return;
         }
-        self.marks.sort_by(|a, b| b.version.cmp(&a.version));
+        self.marks.sort_by_key(|m| std::cmp::Reverse(m.version));
         let floor = self.marks[0]
             .version
             .millis()

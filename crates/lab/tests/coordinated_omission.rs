@@ -116,6 +116,7 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
         clients: 0,
         think: 0.0,
         hdr: None,
+        objective: Default::default(),
         during: Default::default(),
     }
 }

@@ -81,6 +81,7 @@ fn args(addr: std::net::SocketAddr, max_connections: usize) -> LoadArgs {
         clients: 0,
         think: 0.0,
         hdr: None,
+        objective: Default::default(),
         during: Default::default(),
     }
 }

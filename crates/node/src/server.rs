@@ -162,6 +162,13 @@ async fn serve_until(
     let listener =
         listen(config.listen).map_err(|e| format!("listen on {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    // Listening on port 0 (a single node; a joining one needs a port):
+    // the URL the node's cluster view advertises is the port it got, so
+    // that a client that learns the members from the view reaches it.
+    let mut config = config;
+    if let Some(host) = config.cluster.advertise.strip_suffix(":0") {
+        config.cluster.advertise = format!("{host}:{}", addr.port());
+    }
     let events = Arc::new(EngineEvents::default());
     let mut opts = config.engine_options();
     opts.listener = Some(events.clone());

@@ -1,11 +1,14 @@
 //! The `strata` binary: parses the command line and hands each subcommand to
-//! the crate that owns it. No logic lives here.
+//! the crate that owns it (`kv`: the client library's calls, printed). No
+//! other logic lives here.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+
+mod kv;
 
 // mimalloc: the engine allocates a skiplist node and key/value handles per
 // write on one thread and frees them on the flush thread; glibc malloc spends
@@ -99,6 +102,9 @@ enum Cmd {
     Demo(strata_lab::experiment::demo::DemoArgs),
     /// Run a node: the v0 HTTP API on a local store.
     Serve(Box<strata_node::ServeArgs>),
+    /// Put, get, delete a key or print a range, through the client
+    /// library (failover, named writes), with the global credentials.
+    Kv(kv::KvArgs),
     /// Load against a node: open loop at a constant or Poisson rate
     /// (latency from intended send times) or closed-loop clients; writes a
     /// report directory.
@@ -290,23 +296,31 @@ fn main() -> ExitCode {
         (Err(e), _) | (_, Err(e)) => return exit("strata", Err(e)),
     };
     strata_client::stream::credentials(
-        token,
+        token.clone(),
         cli.tls_client_cert.clone().zip(cli.tls_client_key.clone()),
     );
     strata_lab::report::scrape::set_metrics_token(metrics_token.as_deref());
     match cli.cmd {
+        Cmd::Kv(a) => kv::run(
+            &a,
+            kv::Credentials {
+                token,
+                tls_ca: cli.tls_ca.clone(),
+                cert_and_key: cli.tls_client_cert.clone().zip(cli.tls_client_key.clone()),
+            },
+        ),
         Cmd::Serve(mut a) => exit("strata serve", {
             a.tls_ca = cli.tls_ca.or(a.tls_ca);
             strata_node::Config::resolve(&a).and_then(strata_node::run)
         }),
-        Cmd::Load(a) => exit("strata load", strata_lab::experiment::trial::main(&a)),
+        Cmd::Load(a) => end("strata load", strata_lab::experiment::trial::main(&a)),
         Cmd::Demo(a) => exit(
             "strata demo",
             std::env::current_exe()
                 .map_err(|e| format!("cannot find own executable: {e}"))
                 .and_then(|exe| strata_lab::experiment::demo::run(&a, Command::new(exe))),
         ),
-        Cmd::Sweep(a) => exit("strata sweep", strata_lab::experiment::sweep::main(&a)),
+        Cmd::Sweep(a) => end("strata sweep", strata_lab::experiment::sweep::main(&a)),
         Cmd::Soak(a) => exit(
             "strata soak",
             own_exe().and_then(|exe| strata_lab::experiment::soak::main(&a, Command::new(exe))),
@@ -350,6 +364,20 @@ fn main() -> ExitCode {
 }
 
 /// The exit code of a subcommand, its error on stderr.
+/// A run judged against its objective: 0 met, `EXIT_UNMET` (3) not met or
+/// nothing succeeded, 1 an error.
+fn end(what: &str, r: Result<strata_lab::experiment::slo::Ending, String>) -> ExitCode {
+    use strata_lab::experiment::slo::{Ending, EXIT_UNMET};
+    match r {
+        Ok(Ending::Met) => ExitCode::SUCCESS,
+        Ok(Ending::Unmet(why)) => {
+            eprintln!("{what}: {why}");
+            ExitCode::from(EXIT_UNMET)
+        }
+        Err(e) => exit(what, Err(e)),
+    }
+}
+
 fn exit(what: &str, r: Result<(), String>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -190,17 +190,18 @@ fn every_dashboard_query_and_alert_rule_returns_data_from_a_real_cluster() {
     assert!(empty.is_empty(), "no data for:\n{}", empty.join("\n"));
 
     // The panels rendered from that data (`strata report dashboard`, no
-    // Grafana here): every panel drawn, with its lines.
+    // Grafana here): every panel drawn, with its lines. Run from another
+    // directory and without --dashboard: the shipped dashboard is found
+    // wherever the binary runs.
     let svg = std::env::var_os("STRATA_DASHBOARD_SVG")
         .map(PathBuf::from)
         .unwrap_or_else(|| tmp.path().join("dashboard.svg"));
     let o = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(["report", "dashboard", "--prometheus"])
         .arg(format!("http://{}", p.addr))
-        .arg("--dashboard")
-        .arg(repo().join("deploy/grafana/strata.json"))
         .args(["--last", "40s", "--out"])
         .arg(&svg)
+        .current_dir(tmp.path())
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&o.stdout);

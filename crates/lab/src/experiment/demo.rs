@@ -144,6 +144,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
                 clients: 0,
                 think: 0.0,
                 hdr: None,
+                objective: Default::default(),
                 during: DuringArgs {
                     faults,
                     check: true,

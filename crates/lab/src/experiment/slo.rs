@@ -1,6 +1,11 @@
 //! Service-level objectives a sweep holds each trial to: latency bounds at
 //! percentiles (`p99<=10ms,p50<=2ms`), an error budget (`0.1%`), and the
-//! rule that a trial must achieve 95% of what it offered. Owns parsing and judging one trial; must not run anything.
+//! rule that a trial must achieve 95% of what it offered; `strata load`'s
+//! optional objective (`LoadObjective`); and how a run ended against its
+//! objective (`Ending`: the process's exit status, `EXIT_UNMET` when it
+//! was not met or no request succeeded, as k6 exits on failed
+//! thresholds). Owns parsing and judging one trial; must not run
+//! anything.
 
 use crate::report::model::Trial;
 
@@ -26,6 +31,54 @@ pub const MIN_ACHIEVED: f64 = 0.95;
 /// already in the latencies (they run from the intended send time), so it
 /// does not fail a trial by itself; the table and the verdict say it.
 pub const MAX_LATE: f64 = 0.01;
+
+/// The exit status of a run whose objective was not met, or in which no
+/// request succeeded (`docs/lab.md`, "Exit status").
+pub const EXIT_UNMET: u8 = 3;
+
+/// How a run ended against its objective.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Met,
+    /// Not met, and why (printed before the process exits `EXIT_UNMET`).
+    Unmet(String),
+}
+
+/// `strata load`'s objective, when given: judged on the whole run.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LoadObjective {
+    /// Latency objective of the run, such as p99<=10ms,p99.9<=50ms; when
+    /// it is not met (or the run achieved less than 95% of the offered
+    /// rate), the command exits with status 3.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Error budget of the run (5xx answers and failed connections), such
+    /// as 0.1%; past it, the command exits with status 3.
+    #[arg(long)]
+    pub max_errors: Option<String>,
+}
+
+impl LoadObjective {
+    /// The objective, if one was given.
+    pub fn parse(&self) -> Result<Option<Slo>, String> {
+        let max_errors = self.max_errors.as_deref().unwrap_or("100%");
+        match &self.slo {
+            Some(latency) => Slo::parse(latency, max_errors).map(Some),
+            None if self.max_errors.is_some() => Ok(Some(Slo {
+                bounds: Vec::new(),
+                max_errors: parse_fraction(max_errors)?,
+            })),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Why a run counts as failed whatever its objective: none of its
+/// requests succeeded.
+pub fn nothing_succeeded(requests: u64, errors: u64) -> Option<String> {
+    (requests == 0 || errors >= requests)
+        .then(|| format!("no request succeeded ({requests} sent, {errors} failed)"))
+}
 
 /// A latency bound in milliseconds: the simulator's duration syntax, but
 /// the unit may not be left out (is "10" seconds or milliseconds?) and the
@@ -121,11 +174,12 @@ impl Slo {
             .iter()
             .map(|b| format!("{}<={}ms", b.name, fmt_num(b.limit_ms)))
             .collect();
-        format!(
-            "{}, errors<={}%",
-            b.join(", "),
-            fmt_num(self.max_errors * 100.0)
-        )
+        let errors = format!("errors<={}%", fmt_num(self.max_errors * 100.0));
+        if b.is_empty() {
+            errors
+        } else {
+            format!("{}, {errors}", b.join(", "))
+        }
     }
 
     /// Why `t` fails (empty if it passes). `latency_ms(q)` reads the

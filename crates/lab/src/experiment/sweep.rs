@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::experiment::slo::{fmt_num, positive, SloArgs};
+use crate::experiment::slo::{fmt_num, nothing_succeeded, positive, Ending, SloArgs};
 use crate::experiment::trial::{rfc3339, run_trial, Progress, TargetArgs};
 use crate::experiment::verdict::{verdict, Evidence, Machine};
 use crate::load::search::Search;
@@ -314,8 +314,10 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     Ok((report, scrapes))
 }
 
-/// `strata sweep`: run, print the table and verdict, write the report.
-pub fn main(a: &SweepArgs) -> Result<(), String> {
+/// `strata sweep`: run, print the table and verdict, write the report; not
+/// met when no rate met the objective or no request of any trial
+/// succeeded, or the consistency check failed.
+pub fn main(a: &SweepArgs) -> Result<Ending, String> {
     let json = a.target.json;
     let (report, scrapes) = run(a, &mut |line| {
         if !json {
@@ -333,10 +335,31 @@ pub fn main(a: &SweepArgs) -> Result<(), String> {
     } else {
         println!("Report: {}", dir.join("report.html").display());
     }
-    if report.check.as_ref().is_some_and(|c| !c.passed) {
-        return Err("the consistency check failed (see the report's section)".into());
+    let (requests, errors) = report
+        .trials
+        .iter()
+        .fold((0, 0), |(r, e), t| (r + t.requests, e + t.errors));
+    if let Some(why) = nothing_succeeded(requests, errors) {
+        return Ok(Ending::Unmet(why));
     }
-    Ok(())
+    if report.breaking_point.is_none() {
+        let lowest = report
+            .trials
+            .iter()
+            .filter_map(|t| t.offered_rate)
+            .fold(f64::INFINITY, f64::min);
+        return Ok(Ending::Unmet(format!(
+            "no rate met the objective ({}), down to {} req/s",
+            report.slo.as_deref().unwrap_or("?"),
+            fmt_num(lowest)
+        )));
+    }
+    if report.check.as_ref().is_some_and(|c| !c.passed) {
+        return Ok(Ending::Unmet(
+            "the consistency check failed (see the report's section)".into(),
+        ));
+    }
+    Ok(Ending::Met)
 }
 
 /// The runs at each rate taken together: their merged latencies, requests

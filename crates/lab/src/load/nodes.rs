@@ -137,7 +137,7 @@ impl Nodes {
                 return Err(format!("{which} is empty in {list:?}"));
             }
             let url = e.trim_end_matches('/').to_string();
-            let t = Target::parse(&url).map_err(|err| format!("{which} ({e}): {err}"))?;
+            let t = Target::parse(&url).map_err(|err| format!("{which}: {err}"))?;
             if urls.contains(&url) {
                 return Err(format!("{which} ({e}) is listed twice"));
             }

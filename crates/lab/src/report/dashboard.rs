@@ -12,14 +12,19 @@ use plotters::prelude::*;
 use super::charts::NODES;
 use strata_ctl::http;
 
+/// The dashboard shipped in `deploy/grafana/`, as built into the binary.
+pub const SHIPPED: &str = include_str!("../../../../deploy/grafana/strata.json");
+
 #[derive(clap::Args, Clone, Debug)]
 pub struct DashboardArgs {
     /// The Prometheus that scrapes the nodes, e.g. http://127.0.0.1:9090.
     #[arg(long)]
     pub prometheus: String,
-    /// The dashboard's JSON model.
-    #[arg(long, default_value = "deploy/grafana/strata.json")]
-    pub dashboard: std::path::PathBuf,
+    /// A dashboard's JSON model to draw instead of the shipped one
+    /// (`deploy/grafana/strata.json`, built into the binary, so it is found
+    /// wherever `strata` runs from).
+    #[arg(long)]
+    pub dashboard: Option<std::path::PathBuf>,
     /// How far back to draw (10m; a bare number is seconds).
     #[arg(long, default_value = "10m", value_parser = crate::units::duration)]
     pub last: Duration,
@@ -275,10 +280,14 @@ fn short(v: f64) -> String {
 
 /// Run `strata report dashboard`.
 pub fn run(a: &DashboardArgs) -> Result<(), String> {
-    let text = std::fs::read_to_string(&a.dashboard)
-        .map_err(|e| format!("{}: {e}", a.dashboard.display()))?;
-    let d: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.dashboard.display()))?;
+    let (text, name) = match &a.dashboard {
+        Some(p) => (
+            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+            p.display().to_string(),
+        ),
+        None => (SHIPPED.to_string(), "the shipped dashboard".to_string()),
+    };
+    let d: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{name}: {e}"))?;
     let rows = fetch(&a.prometheus, &d, a.last)?;
     let title = d["title"].as_str().unwrap_or("dashboard");
     let svg = render(&format!("{title}: the last {:?}", a.last), &rows)?;

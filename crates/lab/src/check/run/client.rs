@@ -150,16 +150,14 @@ impl Client {
         let mut pending = self
             .log
             .invoke(kind, key, value, &ctx.nodes[node], final_read);
-        let r = Request {
-            method: match kind {
-                Kind::Read => Method::Get,
-                Kind::Write => Method::Put,
-                Kind::Delete => Method::Delete,
-            },
-            key,
-            path: &self.path,
-            body: value.unwrap_or_default(),
+        let method = match kind {
+            Kind::Read => Method::Get,
+            Kind::Write => Method::Put,
+            Kind::Delete => Method::Delete,
         };
+        // A write is named: the session sends it again after an attempt
+        // that failed in doubt, and the nodes apply it once.
+        let r = Request::new(method, key, &self.path, value.unwrap_or_default());
         let answer =
             tokio::time::timeout(ctx.cfg.timeout, session.send(&r, Some(&mut self.body))).await;
         let (outcome, status) = match answer {
@@ -167,8 +165,11 @@ impl Client {
                 if let Some(n) = ctx.nodes.get(reply.member) {
                     pending.served_by(n);
                 }
+                // A refusal after more than one copy went out does not
+                // say the write was not applied by an earlier one.
+                let repeated = reply.resent || reply.attempts > 1;
                 (
-                    Outcome::of_status(kind, reply.status, reply.resent),
+                    Outcome::of_status(kind, reply.status, repeated),
                     Some(reply.status),
                 )
             }

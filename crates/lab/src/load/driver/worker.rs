@@ -115,12 +115,9 @@ impl Worker {
                 .await
                 .map(|a| a.status),
             Some(s) => {
-                let r = Request {
-                    method,
-                    key,
-                    path: &self.path,
-                    body,
-                };
+                // Writes named, as the client names them for an
+                // application: safe to send again after a failure in doubt.
+                let r = Request::new(method, key, &self.path, body);
                 let reply = s.send(&r, None).await.map_err(std::io::Error::other)?;
                 // The members are the run's nodes, in order (`Nodes::discover`);
                 // a member that joined since counts as the last node.
