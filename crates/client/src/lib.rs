@@ -4,7 +4,7 @@
 //! credentials, timeouts, the default `ack`/`from`) and calls
 //! [`Client::put`], [`Client::get`], [`Client::delete`] and
 //! [`Client::range`] (`ops`, `builder`); scripts use the same from
-//! [`blocking::Client`]. Underneath, and for the lab's load: the client
+//! [`blocking::Client`] (`blocking`). Underneath, and for the lab's load: the client
 //! learns the members from the nodes' cluster views (`members`) and keeps
 //! them current; each task sends through a `Session` (`session`), which
 //! holds its connections (`conn`, over `stream`) and, for each request:

@@ -106,13 +106,14 @@ impl Client {
         p
     }
 
-    /// Send one single-key request; the answer's status and body.
+    /// Send one single-key request; the answer's status, its body, and
+    /// the member that gave it.
     async fn call(
         &self,
         method: Method,
         (key, value): (&[u8], &[u8]),
         o: &Options,
-    ) -> Result<(u16, Vec<u8>), Error> {
+    ) -> Result<(u16, Vec<u8>, String), Error> {
         let path = self.entity_path(key, o);
         let r = Request::new(method, key, &path, value);
         let mut b = self.borrow();
@@ -134,7 +135,10 @@ impl Client {
         };
         b.finished = true;
         match res {
-            Ok(reply) => Ok((reply.status, body)),
+            Ok(reply) => {
+                let url = s.members().urls.get(reply.member).cloned();
+                Ok((reply.status, body, url.unwrap_or_default()))
+            }
             Err(Error::Request { message, sent }) => {
                 let mut tried = s.tried().to_vec();
                 if tried.last() != Some(&message) {
@@ -147,17 +151,11 @@ impl Client {
     }
 
     /// The error for an answer that is not the call's success.
-    fn refused(&self, status: u16, body: &[u8], key: &[u8]) -> Error {
-        let reason = crate::said(body);
-        let url = || {
-            let m = self.members();
-            let mut p = String::new();
-            encode_into(&mut p, key);
-            format!("{} (key {p})", m.urls.first().cloned().unwrap_or_default())
-        };
+    fn refused((status, body, url): (u16, Vec<u8>, String)) -> Error {
+        let reason = crate::said(&body);
         match status {
-            401 => Error::Unauthorized { url: url(), reason },
-            403 => Error::Forbidden { url: url(), reason },
+            401 => Error::Unauthorized { url, reason },
+            403 => Error::Forbidden { url, reason },
             _ => Error::Status { status, reason },
         }
     }
@@ -177,8 +175,8 @@ impl Client {
     ) -> Result<(), Error> {
         let key = key.as_ref();
         match self.call(Method::Put, (key, value.as_ref()), o).await? {
-            (201, _) => Ok(()),
-            (s, body) => Err(self.refused(s, &body, key)),
+            (201, ..) => Ok(()),
+            other => Err(Client::refused(other)),
         }
     }
 
@@ -196,9 +194,9 @@ impl Client {
     ) -> Result<Option<Bytes>, Error> {
         let key = key.as_ref();
         match self.call(Method::Get, (key, b""), o).await? {
-            (200, body) => Ok(Some(Bytes::from(body))),
-            (404, _) => Ok(None),
-            (s, body) => Err(self.refused(s, &body, key)),
+            (200, body, _) => Ok(Some(Bytes::from(body))),
+            (404, ..) => Ok(None),
+            other => Err(Client::refused(other)),
         }
     }
 
@@ -211,8 +209,8 @@ impl Client {
     pub async fn delete_with(&self, key: impl AsRef<[u8]>, o: &Options) -> Result<(), Error> {
         let key = key.as_ref();
         match self.call(Method::Delete, (key, b""), o).await? {
-            (202, _) => Ok(()),
-            (s, body) => Err(self.refused(s, &body, key)),
+            (202, ..) => Ok(()),
+            other => Err(Client::refused(other)),
         }
     }
 

@@ -136,7 +136,8 @@ fn a_bad_url_in_the_list_is_refused_by_name() {
     ]);
     assert!(!ok, "{stdout}");
     assert!(
-        stderr.contains("node URL 2 of 2 (ftp://127.0.0.1:2)"),
+        stderr.contains("node URL 2 of 2: ftp://127.0.0.1:2: only http://")
+            && stderr.matches("ftp://127.0.0.1:2").count() == 1,
         "{stderr}"
     );
     let (ok, _, stderr) = strata(&["sweep", "http://127.0.0.1:1,,http://127.0.0.1:2"]);

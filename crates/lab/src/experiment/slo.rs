@@ -80,6 +80,35 @@ pub fn nothing_succeeded(requests: u64, errors: u64) -> Option<String> {
         .then(|| format!("no request succeeded ({requests} sent, {errors} failed)"))
 }
 
+/// How `strata load` ended: not met when no request succeeded, when the
+/// objective given (`--slo`, `--max-errors`) failed over the whole run
+/// (`latency_ms(q)`: its latency at quantile q), or when the consistency
+/// check failed.
+pub fn load_ending(
+    objective: Option<&Slo>,
+    t: &Trial,
+    latency_ms: &dyn Fn(f64) -> f64,
+    check_failed: bool,
+) -> Ending {
+    if let Some(why) = nothing_succeeded(t.requests, t.errors) {
+        return Ending::Unmet(why);
+    }
+    if let Some(slo) = objective {
+        let why = slo.judge(t, latency_ms);
+        if !why.is_empty() {
+            return Ending::Unmet(format!(
+                "the objective ({}) was not met: {}",
+                slo.describe(),
+                why.join("; ")
+            ));
+        }
+    }
+    if check_failed {
+        return Ending::Unmet("the consistency check failed (see the report's section)".into());
+    }
+    Ending::Met
+}
+
 /// A latency bound in milliseconds: the simulator's duration syntax, but
 /// the unit may not be left out (is "10" seconds or milliseconds?) and the
 /// bound must be above zero.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::experiment::slo::{nothing_succeeded, Ending};
+use crate::experiment::slo::{load_ending, Ending};
 use crate::load::driver::{self, Outcome, Pace, Plan};
 use crate::load::nodes::Nodes;
 use crate::load::schedule::Arrivals;
@@ -243,7 +243,6 @@ pub struct LoadArgs {
     /// Faults and the consistency checker alongside the load.
     #[command(flatten)]
     pub during: crate::nemesis::during::DuringArgs,
-    /// What the run must achieve, if anything (the exit status says).
     #[command(flatten)]
     pub objective: crate::experiment::slo::LoadObjective,
 }
@@ -586,10 +585,8 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
 }
 
 /// `strata load`: run, print, write the report directory.
-/// `strata load`: run, print the summary, write the report, and say
-/// whether the run met its objective: `--slo`/`--max-errors` when given,
-/// the consistency check when run, and always that some request
-/// succeeded.
+/// `strata load`: run, print the summary, write the report, and say how
+/// the run ended against its objective (`slo::load_ending`).
 pub fn main(a: &LoadArgs) -> Result<Ending, String> {
     let objective = a.objective.parse()?;
     let r = run(a)?;
@@ -609,26 +606,12 @@ pub fn main(a: &LoadArgs) -> Result<Ending, String> {
         );
         println!("  Report: {}", dir.join("report.html").display());
     }
-    let t = r.trial();
-    if let Some(why) = nothing_succeeded(t.requests, t.errors) {
-        return Ok(Ending::Unmet(why));
-    }
-    if let Some(slo) = objective {
-        let why = slo.judge(t, &|q| r.outcome.all.value_at_quantile(q) as f64 / 1000.0);
-        if !why.is_empty() {
-            return Ok(Ending::Unmet(format!(
-                "the objective ({}) was not met: {}",
-                slo.describe(),
-                why.join("; ")
-            )));
-        }
-    }
-    if r.report.check.as_ref().is_some_and(|c| !c.passed) {
-        return Ok(Ending::Unmet(
-            "the consistency check failed (see the report's section)".into(),
-        ));
-    }
-    Ok(Ending::Met)
+    Ok(load_ending(
+        objective.as_ref(),
+        r.trial(),
+        &|q| r.outcome.all.value_at_quantile(q) as f64 / 1000.0,
+        r.report.check.as_ref().is_some_and(|c| !c.passed),
+    ))
 }
 
 /// A wrk2-style summary of one trial.

@@ -163,9 +163,18 @@ impl Nodes {
         if c.mode != "smart" {
             return Ok(nodes);
         }
-        let client = match strata_client::Client::connect_blocking(&nodes.urls, cfg) {
+        let client = match strata_client::Client::connect_blocking(&nodes.urls, cfg.clone()) {
             Ok(client) => client,
-            Err(e @ strata_client::Error::Disagree(_)) => return Err(e.to_string()),
+            // Nodes that are each a cluster of their own (single nodes)
+            // list different members, and are driven directly; members of
+            // one cluster that disagree are an error.
+            Err(e @ strata_client::Error::Disagree(_)) => {
+                let alone = nodes.urls.iter().all(|u| {
+                    strata_client::Client::connect_blocking(std::slice::from_ref(u), cfg.clone())
+                        .is_ok_and(|c| c.members().len() == 1)
+                });
+                return if alone { Ok(nodes) } else { Err(e.to_string()) };
+            }
             Err(_) => return Ok(nodes),
         };
         let m = client.members();
