@@ -21,5 +21,5 @@ for mode in smart direct; do
     echo "--client $mode:"
     "$B" load "$urls" --rate 1000 --duration 30 --fault kill:3@8s+10s --check \
         --cluster-dir "$work/cluster" --client "$mode" --quiet --out "$work/$mode" "$@" |
-        grep -E "Status codes|Client:|Check:|Fault "
+        grep -E "Status codes|Client:|Check:|Linearizability:|Fault "
 done

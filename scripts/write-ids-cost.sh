@@ -3,26 +3,21 @@
 # a replica of every key), PUTs at a steady rate through the client library
 # (--client smart: every write carries a strata-write-id, stored as a mark
 # in its record and looked up by the first phase) and straight to the nodes
-# (--client direct: unnamed writes), alternated, each run RUNS times.
-# Prints the nodes' CPU per PUT (µs, summed over the three) for each.
+# (--client direct: unnamed writes), alternated, each RUNS times. Prints
+# the nodes' CPU per PUT (µs, summed over the three) for each.
 #
 #   RATE=2000 DURATION=15 RUNS=2 scripts/write-ids-cost.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rate=${RATE:-2000} duration=${DURATION:-15} runs=${RUNS:-2}
-cargo build --release -p strata >/dev/null 2>&1
-B=$PWD/target/release/strata
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-"$B" cluster up --nodes 3 --base-port 0 --data-dir "$work/cluster" >"$work/up.out" 2>&1 &
-for _ in $(seq 60); do grep -q "Faults during a run" "$work/up.out" 2>/dev/null && break; sleep 0.5; done
-urls=$(grep -oE 'node-[0-9]+ +http://[0-9.:]+' "$work/up.out" | awk '{print $2}' | paste -sd, -)
-echo "cluster: $urls; PUT at $rate req/s for ${duration}s, nothing pinned"
+source scripts/lib/cluster.sh
+cluster_up "$TMP/c"
+echo "cluster: $URLS; PUT at $rate req/s for ${duration}s, nothing pinned"
 for i in $(seq "$runs"); do
     for mode in smart direct; do
-        "$B" load "$urls" --rate "$rate" --duration "$duration" --workload put \
-            --client "$mode" --quiet --out "$work/$mode$i" >/dev/null
-        python3 - "$work/$mode$i/report.json" "$mode" <<'PY'
+        "$STRATA_BIN" load "$URLS" --rate "$rate" --duration "$duration" --workload put \
+            --client "$mode" --quiet --out "$TMP/$mode$i" >/dev/null
+        python3 - "$TMP/$mode$i/report.json" "$mode" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))["trials"][0]
 us = t["server_cpu_cores"] / t["achieved_rate"] * 1e6

@@ -362,16 +362,7 @@ impl Conn {
     /// `MAX_CHUNK` is an error.
     pub async fn next_chunk(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         out.clear();
-        let size = loop {
-            match httparse::parse_chunk_size(&self.rbuf[self.start..self.end]) {
-                Ok(httparse::Status::Complete((used, size))) => {
-                    self.start += used;
-                    break size;
-                }
-                Ok(httparse::Status::Partial) => self.fill(false).await?,
-                Err(_) => return Err(io::Error::new(io::ErrorKind::InvalidData, "bad chunk size")),
-            }
-        };
+        let size = self.chunk_size().await?;
         if size > MAX_CHUNK {
             self.stream = None;
             return Err(io::Error::new(
@@ -380,21 +371,41 @@ impl Conn {
             ));
         }
         if size == 0 {
-            loop {
-                let buf = &self.rbuf[self.start..self.end];
-                if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
-                    self.start += i + 2;
-                    if i == 0 {
-                        return Ok(false);
-                    }
-                } else {
-                    self.fill(false).await?;
-                }
-            }
+            self.trailers().await?;
+            return Ok(false);
         }
         self.skip(size, Some(out)).await?;
         self.skip(2, None).await?;
         Ok(true)
+    }
+
+    /// Consume the next chunk's size line; its size.
+    async fn chunk_size(&mut self) -> io::Result<u64> {
+        loop {
+            match httparse::parse_chunk_size(&self.rbuf[self.start..self.end]) {
+                Ok(httparse::Status::Complete((used, size))) => {
+                    self.start += used;
+                    return Ok(size);
+                }
+                Ok(httparse::Status::Partial) => self.fill(false).await?,
+                Err(_) => return Err(io::Error::new(io::ErrorKind::InvalidData, "bad chunk size")),
+            }
+        }
+    }
+
+    /// Consume the trailers after the last chunk: lines until an empty one.
+    async fn trailers(&mut self) -> io::Result<()> {
+        loop {
+            let buf = &self.rbuf[self.start..self.end];
+            if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
+                self.start += i + 2;
+                if i == 0 {
+                    return Ok(());
+                }
+            } else {
+                self.fill(false).await?;
+            }
+        }
     }
 
     /// Read an answer's head: its status, its length, whether it carried
@@ -481,31 +492,10 @@ impl Conn {
     async fn skip_chunked(&mut self, mut out: Option<&mut Vec<u8>>) -> io::Result<u64> {
         let mut total = 0;
         loop {
-            let size = loop {
-                match httparse::parse_chunk_size(&self.rbuf[self.start..self.end]) {
-                    Ok(httparse::Status::Complete((used, size))) => {
-                        self.start += used;
-                        break size;
-                    }
-                    Ok(httparse::Status::Partial) => self.fill(false).await?,
-                    Err(_) => {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))
-                    }
-                }
-            };
+            let size = self.chunk_size().await?;
             if size == 0 {
-                // Trailers: lines until an empty one.
-                loop {
-                    let buf = &self.rbuf[self.start..self.end];
-                    if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
-                        self.start += i + 2;
-                        if i == 0 {
-                            return Ok(total);
-                        }
-                    } else {
-                        self.fill(false).await?;
-                    }
-                }
+                self.trailers().await?;
+                return Ok(total);
             }
             self.skip(size, out.as_deref_mut()).await?;
             self.skip(2, None).await?;

@@ -8,7 +8,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{test_secret, NodeProc};
+use support::{new_token, test_secret, NodeProc};
 
 fn strata(args: &[&str]) -> (Option<i32>, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_strata"))
@@ -78,13 +78,7 @@ fn load_and_sweep_exit_3_when_their_objective_fails() {
 fn load_exits_3_when_every_request_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("tokens");
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["token", "new", "read", "reader", "--append"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let reader = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let reader = new_token(&file, "read");
     let n = NodeProc::start(
         &tmp.path().join("d"),
         &[

@@ -11,17 +11,7 @@ mod support;
 use std::io::{Read, Write};
 
 use strata_client::{Client, Error};
-use support::{test_secret, NodeProc};
-
-fn token(file: &std::path::Path, role: &str) -> String {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["token", "new", role, &format!("{role}-holder"), "--append"])
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap().trim().to_string()
-}
+use support::{new_token, test_secret, NodeProc};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -35,7 +25,7 @@ fn rt() -> tokio::runtime::Runtime {
 fn refusals_are_typed_with_the_nodes_whole_reason_and_credentials_are_per_client() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("tokens");
-    let (read, write) = (token(&file, "read"), token(&file, "readwrite"));
+    let (read, write) = (new_token(&file, "read"), new_token(&file, "readwrite"));
     let n = NodeProc::start(
         &tmp.path().join("d"),
         &[

@@ -68,13 +68,7 @@ fn the_examples_run_against_real_nodes() {
     // A node that wants a token: the example shows the refusal, then
     // uses its own token.
     let file = tmp.path().join("tokens");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["token", "new", "readwrite", "example", "--append"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let token = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let token = support::new_token(&file, "readwrite");
     let secured_node = NodeProc::start(
         &tmp.path().join("secured"),
         &[

@@ -253,7 +253,8 @@ mod tests {
         assert_eq!(two.len(), 2);
         assert!(two.all_loopback());
         let e = Nodes::parse("http://127.0.0.1:7001,ftp://x:1").unwrap_err();
-        assert!(e.contains("node URL 2 of 2 (ftp://x:1)"), "{e}");
+        assert!(e.contains("node URL 2 of 2: ftp://x:1: "), "{e}");
+        assert_eq!(e.matches("ftp://x:1").count(), 1, "each thing once: {e}");
         assert!(e.contains("only http://"), "{e}");
         let e = Nodes::parse("http://127.0.0.1:7001,").unwrap_err();
         assert!(e.contains("node URL 2 of 2 is empty"), "{e}");

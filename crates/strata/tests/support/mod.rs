@@ -160,6 +160,18 @@ pub fn test_secret() -> &'static str {
     SECRET.get_or_init(strata_cluster::auth::Secret::generate_hex)
 }
 
+/// A new token of `role` appended to the tokens file `file`
+/// (`strata token new`), returned.
+pub fn new_token(file: &Path, role: &str) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["token", "new", role, &format!("{role}-holder"), "--append"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
 /// The operator token of a cluster started with `test_secret()`.
 pub fn operator_token() -> String {
     strata_api::access::operator_token(test_secret().as_bytes())
