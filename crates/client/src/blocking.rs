@@ -14,6 +14,13 @@ use crate::builder::Builder;
 use crate::ops::Options;
 use crate::Error;
 
+impl Builder {
+    /// A blocking client with these settings (for scripts and tools).
+    pub fn connect_blocking(self) -> Result<Client, Error> {
+        Client::connect(self)
+    }
+}
+
 /// A blocking client (`Client::builder().connect_blocking()`); cheap to
 /// clone, clones share the runtime and the connections.
 #[derive(Clone)]

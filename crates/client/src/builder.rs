@@ -125,10 +125,4 @@ impl Builder {
         self.config.access = self.access()?;
         Client::connect(&self.seeds, self.config).await
     }
-
-    /// A blocking client with these settings (for scripts and tools; see
-    /// [`crate::blocking`]).
-    pub fn connect_blocking(self) -> Result<crate::blocking::Client, Error> {
-        crate::blocking::Client::connect(self)
-    }
 }
