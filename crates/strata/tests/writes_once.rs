@@ -111,6 +111,11 @@ fn a_write_sent_again_takes_effect_once_through_any_node() {
         c.node(0).request("GET", "/v0/entity?id=bad", b"").status,
         404
     );
+    // A read names no write.
+    let r = c
+        .node(0)
+        .request_with("GET", "/v0/entity?id=once", &[("strata-write-id", ID)], b"");
+    assert_eq!(r.status, 400);
 }
 
 #[test]
