@@ -403,7 +403,8 @@ fn cpu_crossed(n: &str, c: &Context) -> bool {
 /// The node's own work: stopped, short of memory, short of cores (the
 /// machine's, when it shares all of them with the generator; its own),
 /// one thread, a disk under its reads; else a queue behind what drains
-/// it (its WAL, its stalls, its admission limit); else its CPU, not full.
+/// it (its WAL, its stalls, its admission limit); else, the generator
+/// starved beside it (`bursts`); else its CPU, not full.
 fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
     for r in ["pause", "memory"] {
         if let Some(r) = c.crossed(r, Some(n)) {
@@ -461,8 +462,47 @@ fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
             ));
         }
     }
+    if let Some(cause) = ms.and_then(|ms| bursts(n, ms, c)) {
+        return Some(cause);
+    }
     let r = cpu_of(n, c)?;
     Some(c.cause(r, r.quote.clone()))
+}
+
+/// A queue at node `n` that nothing on the node explains (its CPU with
+/// room, its threads not starved, nothing it waited behind crossed): a
+/// server with room queues only arrivals that come together, and an
+/// open-loop generator sends together when it was starved itself (its
+/// late sends go out at once when it runs again). The generator's, when
+/// it was starved beside the node enough to hold `ms`, and not by the
+/// nodes (then their work is why); the machine's when they share it.
+fn bursts(n: &str, ms: f64, c: &Context) -> Option<Cause> {
+    let ns = index(n)
+        .and_then(|i| readings::node_starvation(c.trial, i))
+        .unwrap_or_default();
+    let gs = readings::generator_starvation(c.trial)?;
+    if !starved(&gs, &ns, ms) || starved_by_nodes(c) {
+        return None;
+    }
+    let why = format!(
+        "requests queued at {n} with its CPU at room, as arrivals that came together: the generator's threads waited for a CPU {:.0}% of the time they were ready to run, {n}'s {:.0}%, and an open-loop generator that gets a core late sends what it owes at once",
+        gs.share * 100.0,
+        ns.share * 100.0
+    );
+    if let Some(m) = shared_machine(c) {
+        return Some(c.cause(
+            m,
+            format!(
+                "{why}; it shares the machine's cores with the nodes: {}",
+                m.quote
+            ),
+        ));
+    }
+    let g = c.get("generator", None)?;
+    Some(Cause {
+        crossed: true,
+        ..c.cause(g, format!("{why}: {}", g.quote))
+    })
 }
 
 /// `n`'s CPU: the machine's when it may run on every core of the machine

@@ -41,6 +41,35 @@ fn unread_answers_at_a_starved_generator_are_the_generators() {
     assert_eq!(v.cause, "generator", "{}", v.text);
 }
 
+/// A queue in a node's socket while its core had room and its threads
+/// hardly waited: arrivals bunched by a generator starved on its busy
+/// core (the diagnosis test `a_starved_generator_is_named`, 2026-11-28:
+/// node 39 % busy, waiting 7 %; generator waiting 49 %, 40 % late).
+#[test]
+fn a_queue_at_a_node_with_room_beside_a_starved_generator_is_the_generators() {
+    let mut t = trial(1500.0, 1, |_, x| {
+        x.cpus = Some(1.0);
+        x.cpu_cores = Some(0.32);
+        x.run_queue_cores = Some(0.025);
+    });
+    t.generator_late_sends = t.requests * 40 / 100;
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.45, 0.45)]);
+    t.slowest = Some(slow(&[
+        ("queue", Some("node-1"), 0.74),
+        ("body", Some("node-1"), 0.02),
+        ("generator", None, 0.24),
+    ]));
+    let v = judge(&[t.clone()], None);
+    assert_eq!(v.cause, "generator", "{}", v.text);
+    assert!(v.text.contains("came together"), "{}", v.text);
+    // The same queue with the generator on a core of its own, not
+    // starved: the node's.
+    t.generator_threads = threads(&[("strata-load-0", 1, 0.45, 0.01)]);
+    t.generator_late_sends = 0;
+    let v = judge(&[t], None);
+    named(&v, "cpu", Some("node-1"));
+}
+
 #[test]
 fn a_node_that_stopped_holds_the_time_in_flight() {
     let mut t = trial(800.0, 3, |i, x| {
