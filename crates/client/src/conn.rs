@@ -15,7 +15,7 @@
 //! once), or a write that was not written whole the first time. Owns the
 //! wire; must not decide what to send or when.
 
-use std::io;
+use std::io::{self, Write as _};
 
 use crate::stream::NodeStream;
 use strata_api::headers::NOT_APPLIED;
@@ -180,12 +180,9 @@ impl Conn {
         self.resent
     }
 
-    async fn send(
-        &mut self,
-        (method, path, write_id): (&str, &str, Option<u128>),
-        body: &[u8],
-        mut out: Option<&mut Vec<u8>>,
-    ) -> io::Result<Answer> {
+    /// Write a request's head into `wbuf`: the request line, `Host`, the
+    /// token, the write's name, the body's length.
+    fn head(&mut self, (method, path, write_id): (&str, &str, Option<u128>), body: &[u8]) {
         self.wbuf.clear();
         self.wbuf.extend_from_slice(method.as_bytes());
         self.wbuf.push(b' ');
@@ -200,9 +197,8 @@ impl Conn {
             self.wbuf.extend_from_slice(b"\r\n");
             self.wbuf
                 .extend_from_slice(strata_api::headers::WRITE_ID.as_bytes());
-            self.wbuf.extend_from_slice(b": ");
-            self.wbuf
-                .extend_from_slice(strata_api::headers::format_write_id(id).as_bytes());
+            // Written in place: no allocation on the sending path.
+            let _ = write!(self.wbuf, ": {id:032x}");
         }
         if !body.is_empty() || method == "PUT" || method == "POST" {
             self.wbuf.extend_from_slice(b"\r\nContent-Length: ");
@@ -210,6 +206,15 @@ impl Conn {
                 .extend_from_slice(itoa(body.len() as u64, &mut [0u8; 20]));
         }
         self.wbuf.extend_from_slice(b"\r\n\r\n");
+    }
+
+    async fn send(
+        &mut self,
+        (method, path, write_id): (&str, &str, Option<u128>),
+        body: &[u8],
+        mut out: Option<&mut Vec<u8>>,
+    ) -> io::Result<Answer> {
+        self.head((method, path, write_id), body);
         let head = self.wbuf.len();
         self.sent = false;
         if self.stale_check && self.stream.is_some() && self.start == self.end && self.stale() {
@@ -317,16 +322,7 @@ impl Conn {
     /// other than 200 has its body read (its words in `error_body`) and
     /// nothing is left to read; a 200 that is not chunked is an error.
     pub async fn open_chunks(&mut self, path: &str) -> io::Result<u16> {
-        self.wbuf.clear();
-        self.wbuf.extend_from_slice(b"GET ");
-        self.wbuf.extend_from_slice(path.as_bytes());
-        self.wbuf.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-        self.wbuf.extend_from_slice(self.target.host.as_bytes());
-        if let Some(t) = &self.target.token {
-            self.wbuf.extend_from_slice(b"\r\nAuthorization: Bearer ");
-            self.wbuf.extend_from_slice(t.as_bytes());
-        }
-        self.wbuf.extend_from_slice(b"\r\n\r\n");
+        self.head(("GET", path, None), b"");
         if self.stream.is_none() {
             self.open().await?;
         }

@@ -91,15 +91,7 @@ fn operator_endpoints_refuse_anonymous_callers_and_change_nothing() {
 
 /// A tokens file with one token of each role, written by `strata token new`.
 fn tokens(file: &std::path::Path) -> [String; 4] {
-    ["read", "readwrite", "monitor", "operator"].map(|role| {
-        let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(["token", "new", role, &format!("{role}-holder"), "--append"])
-            .arg(file)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8(o.stdout).unwrap().trim().to_string()
-    })
+    ["read", "readwrite", "monitor", "operator"].map(|role| support::new_token(file, role))
 }
 
 #[test]

@@ -475,7 +475,7 @@ fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
 /// open-loop generator sends together when it was starved itself (its
 /// late sends go out at once when it runs again). The generator's, when
 /// it was starved beside the node enough to hold `ms`, and not by the
-/// nodes (then their work is why); the machine's when they share it.
+/// nodes (then their work is why).
 fn bursts(n: &str, ms: f64, c: &Context) -> Option<Cause> {
     let ns = index(n)
         .and_then(|i| readings::node_starvation(c.trial, i))
@@ -489,15 +489,6 @@ fn bursts(n: &str, ms: f64, c: &Context) -> Option<Cause> {
         gs.share * 100.0,
         ns.share * 100.0
     );
-    if let Some(m) = shared_machine(c) {
-        return Some(c.cause(
-            m,
-            format!(
-                "{why}; it shares the machine's cores with the nodes: {}",
-                m.quote
-            ),
-        ));
-    }
     let g = c.get("generator", None)?;
     Some(Cause {
         crossed: true,

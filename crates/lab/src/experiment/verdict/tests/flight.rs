@@ -70,6 +70,34 @@ fn a_queue_at_a_node_with_room_beside_a_starved_generator_is_the_generators() {
     named(&v, "cpu", Some("node-1"));
 }
 
+/// The same rule, another way to starve the generator: four sending
+/// threads on one core, competing among themselves, before a cluster of
+/// three whose nodes have cores to spare; the queue is node-2's, in
+/// reading the requests that came together.
+#[test]
+fn a_queue_behind_a_generator_short_of_its_own_cores_is_the_generators() {
+    let mut t = trial(3000.0, 3, |_, x| {
+        x.cpus = Some(2.0);
+        x.cpu_cores = Some(0.4);
+        x.run_queue_cores = Some(0.02);
+    });
+    t.generator_late_sends = t.requests * 25 / 100;
+    t.generator_threads = threads(&[
+        ("strata-load-0", 1, 0.25, 0.6),
+        ("strata-load-1", 1, 0.25, 0.6),
+        ("strata-load-2", 1, 0.25, 0.6),
+        ("strata-load-3", 1, 0.25, 0.6),
+    ]);
+    t.slowest = Some(slow(&[
+        ("read", Some("node-2"), 0.65),
+        ("fsync", Some("node-1"), 0.1),
+        ("generator", None, 0.25),
+    ]));
+    let v = judge(&[t], Some(8.0));
+    assert_eq!(v.cause, "generator", "{}", v.text);
+    assert!(v.text.contains("queued at node-2"), "{}", v.text);
+}
+
 #[test]
 fn a_node_that_stopped_holds_the_time_in_flight() {
     let mut t = trial(800.0, 3, |i, x| {
