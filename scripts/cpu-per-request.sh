@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Server CPU per request at a steady rate, Strata against Redis in the same
-# run (issue 28). Every server is pinned to core 1 (a cluster's three nodes
-# share it), every client to core 0; each runs at RATE req/s over
-# CONNECTIONS connections for DURATION seconds. The CPU of each server process
+# run (issues 28, 46). As users deploy, nothing is pinned: each server and
+# each client run where the scheduler puts them (`unpinned`, the rows that
+# count). `pinned` rows (PINNINGS, by default both) pin every server to core
+# 1 (a cluster's three nodes share it) and every client to core 0. Each runs
+# at RATE req/s over CONNECTIONS connections for DURATION seconds. The CPU of each server process
 # (utime + stime from /proc/<pid>/stat, all its threads) is read just before
 # and just after the load, and divided by the requests served.
 #
@@ -17,12 +19,16 @@
 #               CASES)
 #
 # Strata is driven by `strata load` (its smart client routes each key to a
-# replica), Redis by resp-load (crates/respload, open loop, one thread per
-# connection). Keys: KEYS (default 1000000 for PUT; GET_KEYS, default
+# replica; open loop, one sending thread here), Redis by resp-load
+# (crates/respload, open loop) with RESP_THREADS sending threads (default 1,
+# as light as `strata load` at this rate; RESP_THREADS=$CONNECTIONS gives one
+# thread per connection, the client of the figures before 2026-11-28). Keys: KEYS (default 1000000 for PUT; GET_KEYS, default
 # 200000, are written first), values 100 bytes. ROUNDS (default 2) repeats
 # the whole comparison; each round prints its ratios.
 # Knobs: RATE (2000), CONNECTIONS (16), DURATION (15 s), ROUNDS, KEYS,
-# GET_KEYS, CASES ("put-sync put-none get cluster"), STRATA_BIN.
+# GET_KEYS, CASES ("put-sync put-none get cluster"), PINNINGS ("unpinned
+# pinned"), RESP_THREADS (1), RUNTIMES ("shared per-core": each Strata case
+# runs once per `--runtime`, beside the same Redis figure), STRATA_BIN.
 # Installs redis-server with apt-get when missing.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -35,6 +41,9 @@ ROUNDS=${ROUNDS:-2}
 KEYS=${KEYS:-1000000}
 GET_KEYS=${GET_KEYS:-200000}
 CASES=${CASES:-put-sync put-none get cluster}
+PINNINGS=${PINNINGS:-unpinned pinned}
+RUNTIMES=${RUNTIMES:-shared per-core}
+RESP_THREADS=${RESP_THREADS:-1}
 log() { printf '==> %s\n' "$*" >&2; }
 
 if ! command -v redis-server >/dev/null; then
@@ -46,6 +55,17 @@ RESP=target/release/resp-load
 # shellcheck source=scripts/lib/cluster.sh
 . scripts/lib/cluster.sh
 TCK=$(getconf CLK_TCK)
+SERVER=()
+CLIENT=()
+pin() { # unpinned|pinned
+    if [[ $1 == pinned ]]; then
+        SERVER=(taskset -c 1)
+        CLIENT=(taskset -c 0)
+    else
+        SERVER=()
+        CLIENT=()
+    fi
+}
 
 ticks() { # pid... -> summed utime+stime ticks
     local sum=0 p
@@ -60,7 +80,7 @@ us_per() { # ticks requests -> µs
 
 redis_start() { # appendfsync
     rm -rf "$TMP/redis" && mkdir -p "$TMP/redis"
-    taskset -c 1 redis-server --port 16379 --bind 127.0.0.1 --dir "$TMP/redis" --save "" \
+    "${SERVER[@]}" redis-server --port 16379 --bind 127.0.0.1 --dir "$TMP/redis" --save "" \
         --appendonly yes --appendfsync "$1" --daemonize no --logfile "$TMP/redis.log" &
     REDIS=$!
     PIDS+=("$REDIS")
@@ -73,16 +93,16 @@ redis_stop() { kill "$REDIS"; wait "$REDIS" 2>/dev/null || true; }
 redis_run() { # op keys -> "µs"
     local before after sent
     before=$(ticks "$REDIS")
-    sent=$(taskset -c 0 "$RESP" --addr 127.0.0.1:16379 --op "$1" --rate "$RATE" \
-        --connections "$CONNECTIONS" --seconds "$DURATION" --keys "$2" | sed -n 's/^sent=\([0-9]*\).*/\1/p')
+    sent=$("${CLIENT[@]}" "$RESP" --addr 127.0.0.1:16379 --op "$1" --rate "$RATE" \
+        --connections "$CONNECTIONS" --threads "$RESP_THREADS" --seconds "$DURATION" --keys "$2" | sed -n 's/^sent=\([0-9]*\).*/\1/p')
     after=$(ticks "$REDIS")
     us_per $((after - before)) "$sent"
 }
 
 strata_start() { # durability
     rm -rf "$TMP/node"
-    taskset -c 1 "$STRATA_BIN" serve --listen 127.0.0.1:0 --data-dir "$TMP/node" --log-level warn \
-        --durability "$1" >"$TMP/node.out" 2>&1 &
+    "${SERVER[@]}" "$STRATA_BIN" serve --listen 127.0.0.1:0 --data-dir "$TMP/node" --log-level warn \
+        --durability "$1" --runtime "$runtime" >"$TMP/node.out" 2>&1 &
     NODE=$!
     PIDS+=("$NODE")
     for _ in $(seq 50); do
@@ -99,32 +119,36 @@ strata_run() { # urls workload keys pids... -> "µs"
     local urls=$1 workload=$2 keys=$3 before after n
     shift 3
     before=$(ticks "$@")
-    taskset -c 0 "$STRATA_BIN" load "$urls" --workload "$workload" --keys "$keys" --rate "$RATE" \
+    "${CLIENT[@]}" "$STRATA_BIN" load "$urls" --workload "$workload" --keys "$keys" --rate "$RATE" \
         --connections "$CONNECTIONS" --duration "$DURATION" --quiet --json >"$TMP/load.json"
     after=$(ticks "$@")
     n=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trials"][0]; print(t["requests"] - t["errors"])' "$TMP/load.json")
     us_per $((after - before)) "$n"
 }
 
-printf '| round | request | Strata µs | Redis µs | ratio |\n| ---: | --- | ---: | ---: | ---: |\n' >"$TMP/table"
+printf '| round | pinning | runtime | request | Strata µs | Redis µs | ratio |\n| ---: | --- | --- | --- | ---: | ---: | ---: |\n' >"$TMP/table"
 row() { # round name strata redis
-    awk -v r="$1" -v n="$2" -v s="$3" -v d="$4" 'BEGIN { printf "| %s | %s | %.0f | %.0f | %.2f× |\n", r, n, s, d, s / d }' |
+    awk -v r="$1" -v p="$pinning" -v t="$runtime" -v n="$2" -v s="$3" -v d="$4" 'BEGIN { printf "| %s | %s | %s | %s | %.0f | %.0f | %.2f× |\n", r, p, t, n, s, d, s / d }' |
         tee -a "$TMP/table" >&2
 }
 
 for round in $(seq "$ROUNDS"); do
+  for pinning in $PINNINGS; do
+    pin "$pinning"
+    runtime=
     redis_sync=
     for c in $CASES; do
         case $c in
         put-sync | cluster | cluster-old)
             if [[ -z $redis_sync ]]; then
-                log "round $round: Redis SET, appendfsync always"
+                log "round $round ($pinning): Redis SET, appendfsync always"
                 redis_start always
                 redis_sync=$(redis_run set "$KEYS")
                 redis_stop
             fi
+            for runtime in $RUNTIMES; do
             if [[ $c == put-sync ]]; then
-                log "round $round: Strata PUT, sync"
+                log "round $round ($pinning, $runtime): Strata PUT, sync"
                 strata_start sync
                 s=$(strata_run "$URL" put "$KEYS" "$NODE")
                 strata_stop
@@ -132,9 +156,9 @@ for round in $(seq "$ROUNDS"); do
             else
                 extra=()
                 [[ $c == cluster-old ]] && extra=(--versions-from-quorum=false)
-                log "round $round: Strata PUT, 3 nodes, ack=2&from=3, sync ${extra[*]}"
+                log "round $round ($pinning, $runtime): Strata PUT, 3 nodes, ack=2&from=3, sync ${extra[*]}"
                 rm -rf "$TMP/cluster"
-                CLUSTER_CPUS=1 cluster_up "$TMP/cluster" -- --durability sync "${extra[@]}"
+                CLUSTER_CPUS=${SERVER[2]:-} cluster_up "$TMP/cluster" -- --durability sync --runtime "$runtime" "${extra[@]}"
                 mapfile -t nodes < <(pgrep -f "serve .*$TMP/cluster/data")
                 ((${#nodes[@]} == 3)) || { echo "expected 3 node processes, found ${#nodes[@]}" >&2; exit 1; }
                 s=$(strata_run "$URLS" put "$KEYS" "${nodes[@]}")
@@ -142,37 +166,43 @@ for round in $(seq "$ROUNDS"); do
                 three=$(awk -v r="$redis_sync" 'BEGIN { print 3 * r }')
                 row "$round" "PUT, 3 nodes ack=2 from=3, sync${extra[*]:+, ${extra[*]}}, summed (Redis: 3 fsynced SETs)" "$s" "$three"
             fi
+            done
             ;;
         put-none)
-            log "round $round: Redis SET, appendfsync no"
+            log "round $round ($pinning): Redis SET, appendfsync no"
             redis_start no
             d=$(redis_run set "$KEYS")
             redis_stop
-            log "round $round: Strata PUT, none"
-            strata_start none
-            s=$(strata_run "$URL" put "$KEYS" "$NODE")
-            strata_stop
-            row "$round" "PUT, none" "$s" "$d"
+            for runtime in $RUNTIMES; do
+                log "round $round ($pinning, $runtime): Strata PUT, none"
+                strata_start none
+                s=$(strata_run "$URL" put "$KEYS" "$NODE")
+                strata_stop
+                row "$round" "PUT, none" "$s" "$d"
+            done
             ;;
         get)
-            log "round $round: Redis GET over $GET_KEYS filled keys"
+            log "round $round ($pinning): Redis GET over $GET_KEYS filled keys"
             redis_start no
-            taskset -c 0 "$RESP" --addr 127.0.0.1:16379 --op fill --keys "$GET_KEYS" >/dev/null
+            "${CLIENT[@]}" "$RESP" --addr 127.0.0.1:16379 --op fill --keys "$GET_KEYS" >/dev/null
             d=$(redis_run get "$GET_KEYS")
             redis_stop
-            log "round $round: Strata GET over $GET_KEYS preloaded keys"
-            strata_start none
-            taskset -c 0 "$STRATA_BIN" load "$URL" --workload get --keys "$GET_KEYS" --preload \
-                --rate 1 --duration 0.1 --quiet --out "$TMP/preload" >/dev/null
-            s=$(strata_run "$URL" get "$GET_KEYS" "$NODE")
-            strata_stop
-            row "$round" "GET" "$s" "$d"
+            for runtime in $RUNTIMES; do
+                log "round $round ($pinning, $runtime): Strata GET over $GET_KEYS preloaded keys"
+                strata_start none
+                "${CLIENT[@]}" "$STRATA_BIN" load "$URL" --workload get --keys "$GET_KEYS" --preload \
+                    --rate 1 --duration 0.1 --quiet --out "$TMP/preload" >/dev/null
+                s=$(strata_run "$URL" get "$GET_KEYS" "$NODE")
+                strata_stop
+                row "$round" "GET" "$s" "$d"
+            done
             ;;
         *) echo "unknown case $c" >&2; exit 2 ;;
         esac
     done
+  done
 done
 echo
-echo "Server CPU per request at $RATE req/s over $CONNECTIONS connections, ${DURATION}s each ($(date -u +%Y-%m-%d))"
+echo "Server CPU per request at $RATE req/s over $CONNECTIONS connections, ${DURATION}s each ($(date -u +%Y-%m-%d)); resp-load with $RESP_THREADS thread(s)"
 echo
 cat "$TMP/table"

@@ -93,6 +93,18 @@ pub enum CallError {
     Protocol,
 }
 
+/// The connection slot of the calling thread among `n`: each thread is
+/// numbered at its first call and keeps slot `number % n`. A connection is
+/// opened by the first thread to need its slot and its tasks run on that
+/// thread's runtime, so with one runtime per thread (the node's per-core
+/// runtimes, one slot each) a call, its frame's write and the answer's
+/// wake-up stay on the caller's thread.
+fn thread_slot(n: usize) -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static MINE: usize = NEXT.fetch_add(1, Ordering::Relaxed));
+    MINE.with(|m| *m % n.max(1))
+}
+
 /// What the client side shares with every connection.
 pub struct Ctx {
     pub dialer: Arc<dyn Dialer>,
@@ -108,7 +120,6 @@ pub struct Peer {
     pub id: u64,
     ctx: Arc<Ctx>,
     slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
-    next: AtomicUsize,
     /// Called with every answer's arrival (failure detector).
     on_answer: Arc<dyn Fn() + Send + Sync>,
 }
@@ -145,7 +156,6 @@ impl Peer {
             id,
             ctx,
             slots,
-            next: AtomicUsize::new(0),
             on_answer,
         }
     }
@@ -163,7 +173,7 @@ impl Peer {
     }
 
     async fn conn(&self) -> Result<Arc<Conn>, CallError> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let i = thread_slot(self.slots.len());
         let mut slot = self.slots[i].lock().await;
         if let Some(c) = slot.as_ref() {
             if c.alive.load(Ordering::Acquire) {
@@ -178,6 +188,8 @@ impl Peer {
         Ok(c)
     }
 
+    /// Open a connection; its writer and reader run as tasks of the
+    /// calling thread's runtime.
     async fn open(&self) -> Result<Arc<Conn>, CallError> {
         let mut s = self
             .ctx
@@ -489,5 +501,20 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(peer.call(Request::Ping, t).await, Ok(Response::Pong));
         }
+    }
+
+    /// A thread keeps its slot; two threads take different ones while
+    /// there are slots enough.
+    #[test]
+    fn each_thread_keeps_a_slot_of_its_own() {
+        let slots: Vec<(usize, usize)> = (0..2)
+            .map(|_| std::thread::spawn(|| (thread_slot(1 << 20), thread_slot(1 << 20))))
+            .map(|t| t.join().unwrap())
+            .collect();
+        for (first, again) in &slots {
+            assert_eq!(first, again, "a thread keeps its slot");
+        }
+        assert_ne!(slots[0].0, slots[1].0, "two threads, two slots");
+        assert_eq!(thread_slot(1), 0);
     }
 }

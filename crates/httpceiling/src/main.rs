@@ -12,8 +12,11 @@
 //! core left beside the generator, hyper would be the limit, not the
 //! generator.
 //!
-//! Usage: `http-ceiling [--listen ADDR] [--threads N] [--raw]`
-//! (defaults 127.0.0.1:8090 and 2 worker threads).
+//! With `--current-thread`, one current-thread runtime serves everything
+//! (the node's per-core shape, one core's worth).
+//!
+//! Usage: `http-ceiling [--listen ADDR] [--threads N] [--raw]
+//! [--current-thread]` (defaults 127.0.0.1:8090 and 2 worker threads).
 
 use std::convert::Infallible;
 
@@ -34,11 +37,15 @@ async fn handle(_req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infall
 
 fn main() {
     let (mut listen, mut threads) = ("127.0.0.1:8090".to_string(), 2usize);
-    let mut raw = false;
+    let (mut raw, mut current) = (false, false);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "--raw" {
             raw = true;
+            continue;
+        }
+        if flag == "--current-thread" {
+            current = true;
             continue;
         }
         let value = args
@@ -50,11 +57,17 @@ fn main() {
             _ => usage(&format!("unknown flag {flag}")),
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let runtime = if current {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .enable_all()
+            .build()
+    }
+    .expect("tokio runtime");
     runtime.block_on(async {
         let listener = TcpListener::bind(&listen).await.expect("bind");
         eprintln!("http-ceiling listening on {listen} with {threads} worker threads");

@@ -65,10 +65,17 @@ pub struct Node {
     pub serving: AtomicBool,
     /// The bytes of request bodies held at once (`body.rs`).
     pub bodies: Bodies,
+    /// The runtimes connections are served on (`shards.rs`).
+    pub shards: Arc<crate::shards::Shards>,
 }
 
 impl Node {
-    pub fn new(cluster: Arc<Cluster>, config: Config, mut metrics: Metrics) -> Self {
+    pub fn new(
+        cluster: Arc<Cluster>,
+        config: Config,
+        mut metrics: Metrics,
+        shards: Arc<crate::shards::Shards>,
+    ) -> Self {
         let admission = Arc::new(Admission::new(
             config.admission,
             config.max_in_service,
@@ -90,8 +97,10 @@ impl Node {
             guard.clone(),
             heads.clone(),
             cluster.clone(),
+            &shards,
         );
         Node {
+            shards,
             bodies: Bodies::new(BODY_BUDGET.max(2 * config.max_value_bytes)),
             admission,
             guard,

@@ -98,6 +98,12 @@ pub struct ServeArgs {
     /// Runtime worker threads [default: the number of cores].
     #[arg(long, env = "STRATA_WORKER_THREADS")]
     pub worker_threads: Option<usize>,
+    /// How the worker threads serve connections: shared (one
+    /// multi-threaded runtime) or per-core (one runtime per thread, a
+    /// connection served on one thread from accept to close) [default:
+    /// shared].
+    #[arg(long, env = "STRATA_RUNTIME")]
+    pub runtime: Option<String>,
     /// Log level: error, warn, info, debug or trace [default: info].
     #[arg(long, env = "STRATA_LOG_LEVEL")]
     pub log_level: Option<String>,
@@ -208,7 +214,8 @@ pub struct ServeArgs {
     /// loopback) [default: required with --auth-tokens, else loopback].
     #[arg(long, env = "STRATA_CLIENT_AUTH")]
     pub client_auth: Option<String>,
-    /// Internal connections per peer [default: 2].
+    /// Internal connections per peer [default: one per worker thread, at
+    /// least 2].
     #[arg(long, env = "STRATA_PEER_CONNECTIONS")]
     pub peer_connections: Option<usize>,
     /// Test only: shift this node's clock by this many ms (signed).
@@ -298,6 +305,7 @@ pub struct Config {
     /// Test only: `/debug/clock` may move the wall clock.
     pub test_clock_hook: bool,
     pub worker_threads: usize,
+    pub runtime: crate::shards::Shape,
     pub log_level: String,
     pub cluster: strata_cluster::ClusterConfig,
     /// `None`: plain HTTP.
@@ -390,6 +398,7 @@ impl Config {
             test_write_spin: Duration::from_micros(pick!(test_write_spin_us, 0)),
             test_clock_hook: pick!(test_clock_hook, false),
             worker_threads: pick!(worker_threads, cores),
+            runtime: pick!(runtime, "shared".to_string()).parse()?,
             log_level: pick!(log_level, "info".to_string()),
             cluster: strata_cluster::ClusterConfig::default(),
             tls: None,
@@ -519,7 +528,9 @@ impl Config {
                 rate: pick!(hint_rate, defaults.rate),
             },
             transport: strata_cluster::TransportConfig {
-                pool: pick!(peer_connections, 2).max(1),
+                // One per runtime thread: each thread's calls to a peer
+                // travel on a connection served by that thread.
+                pool: pick!(peer_connections, pick!(worker_threads, cores).max(2)).max(1),
                 ..Default::default()
             },
             reaper: strata_cluster::ReaperConfig {
@@ -612,5 +623,23 @@ mod tests {
             .contains("no_such_option"));
         std::fs::write(&f, "durability = \"fast\"\n").unwrap();
         assert!(Config::resolve(&args).is_err());
+    }
+
+    #[test]
+    fn the_runtime_is_shared_unless_asked_otherwise() {
+        use crate::shards::Shape;
+        let c = Config::resolve(&ServeArgs::default()).unwrap();
+        assert_eq!(c.runtime, Shape::Shared);
+        let per_core = ServeArgs {
+            runtime: Some("per-core".into()),
+            ..Default::default()
+        };
+        assert_eq!(Config::resolve(&per_core).unwrap().runtime, Shape::PerCore);
+        let bad = ServeArgs {
+            runtime: Some("fast".into()),
+            ..Default::default()
+        };
+        let e = Config::resolve(&bad).unwrap_err();
+        assert!(e.contains("per-core or shared"), "{e}");
     }
 }

@@ -24,6 +24,7 @@ use crate::arrival::TimedStream;
 use crate::config::Config;
 use crate::metrics::{EngineEvents, Metrics};
 use crate::overload::{self, Guard};
+use crate::shards::{Runtimes, Shards, THREAD_NAME};
 
 /// Largest request head (request line and headers) accepted: the longest
 /// URI the HTTP stack parses (65,534 bytes, which the longest key allowed
@@ -35,8 +36,18 @@ pub fn run(config: Config) -> Result<(), String> {
     init_logging(&config.log_level);
     no_transparent_huge_pages();
     let rt = runtime(&config)?;
-    // The signal handlers need the runtime: registered inside it.
-    rt.block_on(async { serve_until(config, shutdown_signal(), |_| {}).await })
+    // The main runtime's thread is one of the serving threads (per core,
+    // the first shard): named as the others are, not as the process.
+    std::thread::Builder::new()
+        .name(THREAD_NAME.into())
+        .spawn(move || {
+            let shards = rt.shards();
+            // The signal handlers need the runtime: registered inside it.
+            rt.block_on(async { serve_until(config, shards, shutdown_signal(), |_| {}).await })
+        })
+        .map_err(|e| format!("spawn the node's thread: {e}"))?
+        .join()
+        .map_err(|_| "the node's thread panicked".to_string())?
 }
 
 /// Turn transparent huge pages off for this process, as Redis and most
@@ -107,8 +118,10 @@ pub fn spawn(config: Config) -> Result<Spawned, String> {
         .spawn(move || {
             let rt = runtime(&config)?;
             let ready = ready_tx.clone();
+            let shards = rt.shards();
             let r = rt.block_on(serve_until(
                 config,
+                shards,
                 async {
                     let _ = stop_rx.await;
                 },
@@ -139,23 +152,20 @@ pub fn spawn(config: Config) -> Result<Spawned, String> {
     }
 }
 
-fn runtime(config: &Config) -> Result<tokio::runtime::Runtime, String> {
+fn runtime(config: &Config) -> Result<Runtimes, String> {
     crate::probes::register();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.worker_threads)
-        .max_blocking_threads(config.max_in_service + 16)
-        .enable_all()
-        // Workers and the blocking pool alike (tokio names them from one
-        // function, and which thread serves as a worker is its own).
-        .thread_name("strata-runtime")
-        .build()
-        .map_err(|e| format!("runtime: {e}"))
+    Runtimes::build(
+        config.runtime,
+        config.worker_threads,
+        config.max_in_service + 16,
+    )
 }
 
 /// Open the store, serve until `shutdown` resolves, then drain and close;
 /// `listening` learns the address once the node listens.
 async fn serve_until(
     config: Config,
+    shards: Arc<Shards>,
     shutdown: impl std::future::Future<Output = ()>,
     listening: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), String> {
@@ -190,7 +200,7 @@ async fn serve_until(
     )?);
     let _ = dialer.cluster.set(cluster.clone());
     cluster.start();
-    let node = Arc::new(Node::new(cluster.clone(), config, metrics));
+    let node = Arc::new(Node::new(cluster.clone(), config, metrics, shards));
     if matches!(node.admission.mode(), Mode::Adaptive { .. }) {
         let n = node.clone();
         tokio::spawn(async move {
@@ -508,26 +518,6 @@ fn start(
     ));
     let peer = Arc::new(Peer::new(addr, None));
     let node2 = node.clone();
-    let (stream, arrival) = TimedStream::new(stream);
-    let (peer2, open2, awaiting2) = (peer.clone(), open.clone(), awaiting.clone());
-    let service = service_fn(move |req| {
-        let node = node2.clone();
-        let arrival = arrival.clone();
-        if !awaiting2.has_arrived() {
-            awaiting2.arrived();
-            open2.retake();
-        }
-        let conn = Conn {
-            peer: peer2.clone(),
-            open: open2.clone(),
-        };
-        async move {
-            match stale {
-                Some(age) => Ok(refuse_stale(&node, age, req).await),
-                None => handle(node, req, arrival, conn).await,
-            }
-        }
-    });
     let (header_timeout, tls) = (
         node.config.header_timeout,
         node.config.tls.as_ref().map(|t| t.server.clone()),
@@ -539,8 +529,28 @@ fn start(
         .guard
         .target()
         .unwrap_or(std::time::Duration::from_millis(5));
-    tokio::spawn(async move {
+    node.shards.serve(stream, move |stream| async move {
         let _permit = permit;
+        let (stream, arrival) = TimedStream::new(stream);
+        let (peer2, open2, awaiting2) = (peer.clone(), open.clone(), awaiting.clone());
+        let service = service_fn(move |req| {
+            let node = node2.clone();
+            let arrival = arrival.clone();
+            if !awaiting2.has_arrived() {
+                awaiting2.arrived();
+                open2.retake();
+            }
+            let conn = Conn {
+                peer: peer2.clone(),
+                open: open2.clone(),
+            };
+            async move {
+                match stale {
+                    Some(age) => Ok(refuse_stale(&node, age, req).await),
+                    None => handle(node, req, arrival, conn).await,
+                }
+            }
+        });
         let serve = async {
             match tls {
                 None => serve_http(stream, service, header_timeout, stop_rx).await,

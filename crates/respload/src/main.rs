@@ -2,12 +2,15 @@
 //! scripts/cpu-per-request.sh, which compares the server CPU a Strata
 //! request costs against a Redis command at the same rate.
 //!
-//! Each of `--connections` threads owns one connection and sends on its own
-//! schedule (the rate split evenly, phases staggered): a send waits for its
-//! time, never for the previous answer's lateness to be forgiven, so the
-//! server sees the same arrivals whether it is fast or slow (the answer is
-//! read before the next send; at 2,000 req/s over 16 connections a
-//! connection sends every 8 ms, far above either server's latency).
+//! Each of `--connections` connections sends on its own schedule (the rate
+//! split evenly, phases staggered), and `--threads` threads share them (by
+//! default one, as light as `strata load` is at these rates; `--threads`
+//! equal to `--connections` gives each connection a thread, the client of
+//! the figures before 2026-11-28). A send waits for its time, never for
+//! the previous answer's lateness to be forgiven, so the server sees the
+//! same arrivals whether it is fast or slow (the answer is read before the
+//! thread's next send; at 2,000 req/s a send is due every 500 µs, far
+//! above either server's latency).
 //!
 //! Commands: `SET key value` with `--value-bytes` random-looking bytes, or
 //! `GET key`, keys drawn uniformly from `--keys`; `fill` SETs every key
@@ -15,7 +18,8 @@
 //! `sent=N errors=N late=N` (late: sends more than 1 ms past their time).
 //!
 //! Usage: `resp-load --addr 127.0.0.1:6379 --op set|get|fill --rate 2000
-//! --connections 16 --seconds 10 [--keys 1000000] [--value-bytes 100]`
+//! --connections 16 --seconds 10 [--threads 1] [--keys 1000000]
+//! [--value-bytes 100]`
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -34,6 +38,7 @@ struct Args {
     op: Op,
     rate: f64,
     connections: usize,
+    threads: usize,
     seconds: f64,
     keys: u64,
     value_bytes: usize,
@@ -45,6 +50,7 @@ fn parse() -> Result<Args, String> {
         op: Op::Set,
         rate: 2000.0,
         connections: 16,
+        threads: 1,
         seconds: 10.0,
         keys: 1_000_000,
         value_bytes: 100,
@@ -65,15 +71,17 @@ fn parse() -> Result<Args, String> {
             }
             "--rate" => a.rate = v.parse().map_err(|e| bad(&e))?,
             "--connections" => a.connections = v.parse().map_err(|e| bad(&e))?,
+            "--threads" => a.threads = v.parse().map_err(|e| bad(&e))?,
             "--seconds" => a.seconds = v.parse().map_err(|e| bad(&e))?,
             "--keys" => a.keys = v.parse().map_err(|e| bad(&e))?,
             "--value-bytes" => a.value_bytes = v.parse().map_err(|e| bad(&e))?,
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
-    if a.rate <= 0.0 || a.connections == 0 || a.keys == 0 {
-        return Err("--rate, --connections and --keys must be positive".into());
+    if a.rate <= 0.0 || a.connections == 0 || a.keys == 0 || a.threads == 0 {
+        return Err("--rate, --connections, --threads and --keys must be positive".into());
     }
+    a.threads = a.threads.min(a.connections);
     Ok(a)
 }
 
@@ -92,29 +100,64 @@ struct Count {
     late: u64,
 }
 
-fn connection(a: &Args, index: usize, start: Instant) -> Result<Count, String> {
-    let stream = TcpStream::connect(&a.addr).map_err(|e| format!("{}: {e}", a.addr))?;
-    stream.set_nodelay(true).map_err(|e| e.to_string())?;
-    let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
-    let mut reader = BufReader::new(stream);
-    let interval = Duration::from_secs_f64(a.connections as f64 / a.rate);
-    let phase = interval.mul_f64(index as f64 / a.connections as f64);
+/// One connection's stream and buffers.
+struct Link {
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
+    seed: u64,
+}
+
+impl Link {
+    fn open(a: &Args, index: usize) -> Result<Link, String> {
+        let stream = TcpStream::connect(&a.addr).map_err(|e| format!("{}: {e}", a.addr))?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        let writer = stream.try_clone().map_err(|e| e.to_string())?;
+        Ok(Link {
+            writer,
+            reader: BufReader::new(stream),
+            seed: 0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1),
+        })
+    }
+}
+
+/// Thread `t` of `a.threads`: connections `t`, `t + threads`, ... Sends
+/// `k` of the whole run go out at `start + k / rate` on connection
+/// `k % connections` (that connection's phase, then every
+/// `connections / rate`); this thread takes the ones on its connections.
+/// Under `fill` each connection SETs the keys equal to its index modulo
+/// `connections`, as fast as answers come.
+fn sender(a: &Args, t: usize, start: Instant) -> Result<Count, String> {
+    let mine: Vec<usize> = (t..a.connections).step_by(a.threads).collect();
+    let mut links = mine
+        .iter()
+        .map(|&i| Link::open(a, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let step = Duration::from_secs_f64(1.0 / a.rate);
     let end = start + Duration::from_secs_f64(a.seconds);
-    let mut seed = 0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1);
     let mut count = Count::default();
     let mut out = Vec::with_capacity(256 + a.value_bytes);
     let mut line = String::new();
     let mut bulk = Vec::new();
-    let mut fill = index as u64;
-    for i in 0u32.. {
-        let n = if a.op == Op::Fill {
-            if fill >= a.keys {
+    let mut fill: Vec<u64> = mine.iter().map(|&i| i as u64).collect();
+    let mut turn = 0usize;
+    for k in 0u64.. {
+        let (slot, n) = if a.op == Op::Fill {
+            // Round robin over this thread's connections until each ran out.
+            let Some(slot) = (0..links.len())
+                .map(|j| (turn + j) % links.len())
+                .find(|&j| fill[j] < a.keys)
+            else {
                 break;
-            }
-            fill += a.connections as u64;
-            fill - a.connections as u64
+            };
+            turn = slot + 1;
+            fill[slot] += a.connections as u64;
+            (slot, fill[slot] - a.connections as u64)
         } else {
-            let due = start + phase + interval * i;
+            let c = (k % a.connections as u64) as usize;
+            if c % a.threads != t {
+                continue;
+            }
+            let due = start + step.mul_f64(k as f64);
             if due >= end {
                 break;
             }
@@ -124,13 +167,15 @@ fn connection(a: &Args, index: usize, start: Instant) -> Result<Count, String> {
             } else if now - due > Duration::from_millis(1) {
                 count.late += 1;
             }
-            next(&mut seed) % a.keys
+            let slot = c / a.threads;
+            (slot, next(&mut links[slot].seed) % a.keys)
         };
+        let link = &mut links[slot];
         let key = format!("key{n:012}");
         out.clear();
         if a.op != Op::Get {
             let value: Vec<u8> = (0..a.value_bytes)
-                .map(|_| b'a' + (next(&mut seed) % 26) as u8)
+                .map(|_| b'a' + (next(&mut link.seed) % 26) as u8)
                 .collect();
             write!(
                 out,
@@ -145,10 +190,12 @@ fn connection(a: &Args, index: usize, start: Instant) -> Result<Count, String> {
             write!(out, "*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len())
                 .map_err(|e| e.to_string())?;
         }
-        writer.write_all(&out).map_err(|e| e.to_string())?;
+        link.writer.write_all(&out).map_err(|e| e.to_string())?;
         count.sent += 1;
         line.clear();
-        reader.read_line(&mut line).map_err(|e| e.to_string())?;
+        link.reader
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
         match line.as_bytes().first() {
             Some(b'+') => {}
             Some(b'$') => {
@@ -158,7 +205,9 @@ fn connection(a: &Args, index: usize, start: Instant) -> Result<Count, String> {
                     .map_err(|e| format!("reply {line:?}: {e}"))?;
                 if n >= 0 {
                     bulk.resize(n as usize + 2, 0);
-                    reader.read_exact(&mut bulk).map_err(|e| e.to_string())?;
+                    link.reader
+                        .read_exact(&mut bulk)
+                        .map_err(|e| e.to_string())?;
                 }
             }
             _ => count.errors += 1,
@@ -177,10 +226,10 @@ fn main() {
     };
     let start = Instant::now() + Duration::from_millis(50);
     let total = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..a.connections)
-            .map(|i| {
+        let handles: Vec<_> = (0..a.threads)
+            .map(|t| {
                 let a = &a;
-                s.spawn(move || connection(a, i, start))
+                s.spawn(move || sender(a, t, start))
             })
             .collect();
         let mut total = Count::default();

@@ -1,8 +1,9 @@
 //! The cluster on real processes and loopback ports, on 2 and on 3 nodes:
 //! replication parameters, quorums that cannot be met (a node killed or
 //! frozen), reads and writes at different `ack`, a node away while keys
-//! change and level again by itself, exact copy counts; and tombstones
-//! dropped only once every replica holds them.
+//! change and level again by itself, exact copy counts (reads and writes
+//! at every `ack` on per-core runtimes too); and tombstones dropped only
+//! once every replica holds them.
 
 mod support;
 
@@ -145,7 +146,20 @@ fn a_stopped_node_makes_full_ack_a_prompt_504() {
 #[test]
 fn writes_at_low_ack_read_back_at_high_ack_and_the_reverse() {
     for n in [2usize, 3] {
-        let c = ClusterProcs::start(n, &[]);
+        writes_at_low_ack_and_high(n, &[]);
+    }
+}
+
+/// The same on per-core runtimes (`--runtime per-core`), two threads a
+/// node: connections and each thread's replica traffic on that thread.
+#[test]
+fn per_core_runtimes_read_back_what_they_wrote_at_every_ack() {
+    writes_at_low_ack_and_high(3, &["--runtime", "per-core", "--worker-threads", "2"]);
+}
+
+fn writes_at_low_ack_and_high(n: usize, extra: &[&str]) {
+    {
+        let c = ClusterProcs::start(n, extra);
         let (low, high) = (format!("&ack=1&from={n}"), format!("&ack={n}&from={n}"));
         for i in 0..30 {
             let k = format!("low{i}");

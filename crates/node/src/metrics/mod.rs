@@ -217,6 +217,7 @@ impl Metrics {
         guard: Arc<Guard>,
         heads: Arc<crate::heads::Heads>,
         cluster: Arc<Cluster>,
+        shards: &crate::shards::Shards,
     ) {
         let (service, wait) = admission.histograms();
         self.registry.register_with_unit(
@@ -238,15 +239,13 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             pauses.lateness.clone(),
         );
-        let runtime = tokio::runtime::Handle::try_current()
-            .ok()
-            .map(|h| h.metrics());
+        let runtimes = shards.handles().iter().map(|h| h.metrics()).collect();
         self.registry.register_collector(Box::new(StateCollector {
             admission,
             guard,
             heads,
             cluster,
-            runtime,
+            runtimes,
             pauses,
         }));
     }

@@ -21,8 +21,8 @@ pub(super) struct StateCollector {
     pub(super) guard: Arc<Guard>,
     pub(super) heads: Arc<crate::heads::Heads>,
     pub(super) cluster: Arc<Cluster>,
-    /// The runtime serving HTTP, when the node was built inside one.
-    pub(super) runtime: Option<tokio::runtime::RuntimeMetrics>,
+    /// The runtimes serving HTTP (one, or one per core).
+    pub(super) runtimes: Vec<tokio::runtime::RuntimeMetrics>,
     pub(super) pauses: Arc<crate::evidence::Pauses>,
 }
 
@@ -393,26 +393,32 @@ impl Collector for StateCollector {
             )?;
         }
 
-        if let Some(rt) = &self.runtime {
-            let n = rt.num_workers();
+        if !self.runtimes.is_empty() {
+            let workers = || {
+                self.runtimes
+                    .iter()
+                    .flat_map(|rt| (0..rt.num_workers()).map(move |w| (rt, w)))
+            };
             gauge(
                 &mut e,
                 "strata_runtime_workers",
-                "Worker threads of the runtime that serves HTTP",
-                n as f64,
+                "Worker threads of the runtimes that serve HTTP (all runtimes)",
+                workers().count() as f64,
             )?;
             counter(
                 &mut e,
                 "strata_runtime_worker_parks_total",
                 "Times a runtime worker went idle (parked) waiting for work, all workers",
-                (0..n).map(|w| rt.worker_park_count(w)).sum::<u64>() as f64,
+                workers()
+                    .map(|(rt, w)| rt.worker_park_count(w))
+                    .sum::<u64>() as f64,
             )?;
             counter(
                 &mut e,
                 "strata_runtime_worker_busy_seconds_total",
                 "Time runtime workers spent running tasks (not parked), all workers",
-                (0..n)
-                    .map(|w| rt.worker_total_busy_duration(w).as_secs_f64())
+                workers()
+                    .map(|(rt, w)| rt.worker_total_busy_duration(w).as_secs_f64())
                     .sum::<f64>(),
             )?;
         }
