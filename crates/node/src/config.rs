@@ -98,10 +98,9 @@ pub struct ServeArgs {
     /// Runtime worker threads [default: the number of cores].
     #[arg(long, env = "STRATA_WORKER_THREADS")]
     pub worker_threads: Option<usize>,
-    /// How the worker threads serve connections: shared (one
-    /// multi-threaded runtime) or per-core (one runtime per thread, a
-    /// connection served on one thread from accept to close) [default:
-    /// shared].
+    /// How the worker threads serve connections: per-core (one runtime
+    /// per thread, a connection served on one thread from accept to
+    /// close) or shared (one multi-threaded runtime) [default: per-core].
     #[arg(long, env = "STRATA_RUNTIME")]
     pub runtime: Option<String>,
     /// Log level: error, warn, info, debug or trace [default: info].
@@ -398,7 +397,7 @@ impl Config {
             test_write_spin: Duration::from_micros(pick!(test_write_spin_us, 0)),
             test_clock_hook: pick!(test_clock_hook, false),
             worker_threads: pick!(worker_threads, cores),
-            runtime: pick!(runtime, "shared".to_string()).parse()?,
+            runtime: pick!(runtime, "per-core".to_string()).parse()?,
             log_level: pick!(log_level, "info".to_string()),
             cluster: strata_cluster::ClusterConfig::default(),
             tls: None,
@@ -626,15 +625,15 @@ mod tests {
     }
 
     #[test]
-    fn the_runtime_is_shared_unless_asked_otherwise() {
+    fn the_runtime_is_per_core_unless_asked_otherwise() {
         use crate::shards::Shape;
         let c = Config::resolve(&ServeArgs::default()).unwrap();
-        assert_eq!(c.runtime, Shape::Shared);
-        let per_core = ServeArgs {
-            runtime: Some("per-core".into()),
+        assert_eq!(c.runtime, Shape::PerCore);
+        let shared = ServeArgs {
+            runtime: Some("shared".into()),
             ..Default::default()
         };
-        assert_eq!(Config::resolve(&per_core).unwrap().runtime, Shape::PerCore);
+        assert_eq!(Config::resolve(&shared).unwrap().runtime, Shape::Shared);
         let bad = ServeArgs {
             runtime: Some("fast".into()),
             ..Default::default()

@@ -8,8 +8,8 @@
 //! Prometheus metrics, `evidence` measures the process's pauses and its
 //! wait for a CPU, `probes` fires USDT probes, `profile`
 //! serves CPU profiles, `backup` serves checkpoints of the store (taken by
-//! the engine) file by file, `shards` builds the runtimes (one shared, or one
-//! per core) and places each connection on one, `server` runs the process. Must not touch the
+//! the engine) file by file, `shards` builds the runtimes (one per core, or one
+//! shared) and places each connection on one, `server` runs the process. Must not touch the
 //! store's own files directly.
 
 pub mod access;

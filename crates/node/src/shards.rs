@@ -1,15 +1,13 @@
-//! The runtimes that serve connections. Per core (`--runtime per-core`):
-//! one current-thread tokio runtime per worker thread, and each accepted
+//! The runtimes that serve connections. Per core (the default): one
+//! current-thread tokio runtime per worker thread, and each accepted
 //! connection handed to the one serving the fewest connections, where it
 //! stays from its first byte to its close: a request's parsing, its work
 //! and its answer run on one thread, with no wake-up or steal across cores
 //! (a multi-threaded runtime's cost a deployment pays when nothing is
-//! pinned: docs/benchmarks.md, "A request on its core"). Shared (the
-//! default until per-core engages the overload guard in every case the
-//! shared one does; docs/benchmarks.md says which it does not): one
-//! multi-threaded runtime, every connection on it. Owns building the
-//! runtimes, placing connections and stopping the runtimes' threads; must
-//! not interpret requests.
+//! pinned: docs/benchmarks.md, "A request on its core"). Shared
+//! (`--runtime shared`): one multi-threaded runtime, every connection on
+//! it. Owns building the runtimes, placing connections and stopping the
+//! runtimes' threads; must not interpret requests.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
