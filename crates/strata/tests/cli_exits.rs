@@ -8,7 +8,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{new_token, test_secret, NodeProc};
+use support::{new_token, NodeProc};
 
 fn strata(args: &[&str]) -> (Option<i32>, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_strata"))
@@ -79,15 +79,7 @@ fn load_exits_3_when_every_request_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("tokens");
     let reader = new_token(&file, "read");
-    let n = NodeProc::start(
-        &tmp.path().join("d"),
-        &[
-            "--auth-tokens",
-            file.to_str().unwrap(),
-            "--cluster-secret",
-            test_secret(),
-        ],
-    );
+    let n = support::start_with_tokens(&tmp.path().join("d"), &file);
     let out = tmp.path().join("out");
     // A read token writing: every PUT is refused (403).
     let (code, _, err) = strata(&[

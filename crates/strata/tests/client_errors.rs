@@ -11,7 +11,7 @@ mod support;
 use std::io::{Read, Write};
 
 use strata_client::{Client, Error};
-use support::{new_token, test_secret, NodeProc};
+use support::new_token;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -26,15 +26,7 @@ fn refusals_are_typed_with_the_nodes_whole_reason_and_credentials_are_per_client
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("tokens");
     let (read, write) = (new_token(&file, "read"), new_token(&file, "readwrite"));
-    let n = NodeProc::start(
-        &tmp.path().join("d"),
-        &[
-            "--auth-tokens",
-            file.to_str().unwrap(),
-            "--cluster-secret",
-            test_secret(),
-        ],
-    );
+    let n = support::start_with_tokens(&tmp.path().join("d"), &file);
     let rt = rt();
     // No credentials: the node's reason, whole (it is what the node
     // answers a bare request with).

@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{ClusterProcs, NodeProc};
+use support::ClusterProcs;
 
 #[path = "../../client/examples/blocking.rs"]
 mod blocking;
@@ -69,15 +69,7 @@ fn the_examples_run_against_real_nodes() {
     // uses its own token.
     let file = tmp.path().join("tokens");
     let token = support::new_token(&file, "readwrite");
-    let secured_node = NodeProc::start(
-        &tmp.path().join("secured"),
-        &[
-            "--auth-tokens",
-            file.to_str().unwrap(),
-            "--cluster-secret",
-            support::test_secret(),
-        ],
-    );
+    let secured_node = support::start_with_tokens(&tmp.path().join("secured"), &file);
     unsafe {
         std::env::set_var("STRATA_URL", secured_node.url());
         std::env::set_var("STRATA_TOKEN", &token);

@@ -101,15 +101,7 @@ fn tokens_give_exactly_their_roles_and_are_read_again_on_sighup() {
     let [read, readwrite, monitor, operator] = tokens(&file);
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains(&read), "the file holds digests, not tokens");
-    let n = NodeProc::start(
-        &tmp.path().join("d"),
-        &[
-            "--auth-tokens",
-            file.to_str().unwrap(),
-            "--cluster-secret",
-            test_secret(),
-        ],
-    );
+    let n = support::start_with_tokens(&tmp.path().join("d"), &file);
     let calls: [(&str, &str, &[u8]); 5] = [
         ("GET", "/v0/status", b""),
         ("GET", "/v0/entity?id=a", b""),

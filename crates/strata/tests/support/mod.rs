@@ -172,6 +172,20 @@ pub fn new_token(file: &Path, role: &str) -> String {
     String::from_utf8(o.stdout).unwrap().trim().to_string()
 }
 
+/// A node in `dir` that takes its callers' tokens from `tokens` and its
+/// operator's from `test_secret()`.
+pub fn start_with_tokens(dir: &Path, tokens: &Path) -> NodeProc {
+    NodeProc::start(
+        dir,
+        &[
+            "--auth-tokens",
+            tokens.to_str().unwrap(),
+            "--cluster-secret",
+            test_secret(),
+        ],
+    )
+}
+
 /// The operator token of a cluster started with `test_secret()`.
 pub fn operator_token() -> String {
     strata_api::access::operator_token(test_secret().as_bytes())
