@@ -19,7 +19,7 @@ use crate::iterator::{InternalIterator, MergeIterator};
 use crate::key::{self, Kind};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
-use crate::sstable::{Table, TableBuilder};
+use crate::sstable::{Compression, Table, TableBuilder};
 use crate::version::{meta_of, Version};
 
 /// A chosen compaction.
@@ -185,6 +185,7 @@ pub fn run(c: &Compaction, v: &Version, opts: &Options, sink: &dyn TableSink) ->
     let mut builder: Option<(u64, std::path::PathBuf, TableBuilder)> = None;
     let mut last_user: Vec<u8> = Vec::new();
     let mut has_last = false;
+    let mut zeroed: Vec<u8> = Vec::new();
     let mut bytes_written = 0;
     let result = (|| -> Result<()> {
         while it.valid() {
@@ -219,10 +220,28 @@ pub fn run(c: &Compaction, v: &Version, opts: &Options, sink: &dyn TableSink) ->
                     opts.block_size,
                     opts.block_restart_interval,
                     opts.bloom_bits_per_key,
+                    Compression::for_level(&opts.compression, c.output_level),
                 )?;
                 builder = Some((id, path, b));
             }
-            builder.as_mut().unwrap().2.add(k, it.value_ref())?;
+            // A newest version with nothing of its key below it needs no
+            // sequence number: this merge keeps one version per key, so
+            // there is no older one for a snapshot to fall back to, and a
+            // newer version in a level above sorts before sequence 0.
+            // Zeroed, the trailers of a bottom level are alike and
+            // compress away, as RocksDB's bottommost levels do.
+            let b = &mut builder.as_mut().unwrap().2;
+            if c.output_level >= 1
+                && key::trailer_seq(trailer) != 0
+                && key::trailer_kind(trailer) == Some(Kind::Put)
+                && v.is_bottommost_for(c.output_level, user)
+            {
+                zeroed.clear();
+                key::encode_into(&mut zeroed, user, key::trailer(0, Kind::Put));
+                b.add(&zeroed, it.value_ref())?;
+            } else {
+                b.add(k, it.value_ref())?;
+            }
             it.next()?;
         }
         if let Some((id, path, b)) = builder.take() {

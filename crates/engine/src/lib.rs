@@ -12,7 +12,7 @@
 //! and events (`events`); batches of writes (`batch`) and their log
 //! records (`record`); internal keys (`key`) and varint coding (`coding`);
 //! the memtable (`memtable`) over an arena skiplist (`skiplist`); tables
-//! (`sstable`), the live set of tables and its edits (`version`,
+//! (`sstable`, their blocks stored plain, LZ4 or zstd per level), the live set of tables and its edits (`version`,
 //! `manifest`), leveled compaction (`compaction`), merged iteration
 //! (`iterator`), hard-link checkpoints for backups (`checkpoint`), and the
 //! decoders' entry points for the fuzz targets (`fuzzing`), and the
@@ -51,6 +51,7 @@ pub use events::{Event, EventListener, EventLog, StallReason};
 pub use iterator::DbIterator;
 pub use manifest::write_atomically;
 pub use options::{Durability, Options};
+pub use sstable::Compression;
 pub use stats::{LevelStats, StatsSnapshot, WriteTiming};
 
 /// Format constants, for tools and documentation tests.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::events::EventListener;
+use crate::sstable::Compression;
 
 /// When a write counts as durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +80,11 @@ pub struct Options {
     pub block_restart_interval: usize,
     /// Bloom filter bits per key; 0 disables filters.
     pub bloom_bits_per_key: u32,
+    /// How data blocks are stored, per level from level 0; the last entry
+    /// serves every deeper level (`[Lz4]`: LZ4 everywhere, the default;
+    /// `[None, Lz4, Zstd(3)]`: level 0 plain, level 1 LZ4, deeper zstd).
+    /// The block cache holds blocks decompressed.
+    pub compression: Vec<Compression>,
     /// Capacity of the shared block cache in bytes.
     pub block_cache_size: usize,
     /// Level-0 table count that triggers an L0 -> L1 compaction.
@@ -120,6 +126,7 @@ impl Default for Options {
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
+            compression: vec![Compression::Lz4],
             block_cache_size: 64 << 20,
             l0_compaction_trigger: 4,
             l0_slowdown_trigger: 12,
@@ -145,6 +152,10 @@ impl std::fmt::Debug for Options {
             .field("max_immutable_memtables", &self.max_immutable_memtables)
             .field("block_size", &self.block_size)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field(
+                "compression",
+                &crate::sstable::compress::per_level_string(&self.compression),
+            )
             .field("block_cache_size", &self.block_cache_size)
             .field("l0_compaction_trigger", &self.l0_compaction_trigger)
             .field("l0_slowdown_trigger", &self.l0_slowdown_trigger)

@@ -19,6 +19,10 @@
 //! | readseq     | one entry of a full scan (with threads, each scans a key range)  |
 //! | seekrandom  | scan from a random key and read 1..=10 entries                   |
 //!
+//! `--reads` sets the operations of the read benchmarks (db_bench's
+//! flag); `--compression_type` and `--compression_ratio` mean what they
+//! mean to db_bench (values are made as its RandomGenerator makes them).
+//!
 //! Unlike db_bench, `fillseq` and `fillrandom` do not wipe the database when
 //! they start: the database is fresh once, when the run starts (unless
 //! `--use_existing_db`).
@@ -48,7 +52,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 
 pub use backend::{Backend, BackendConfig, StrataBackend};
 #[cfg(feature = "fjall")]
@@ -201,6 +205,27 @@ pub struct BenchArgs {
     #[arg(long = "bloom_bits", default_value_t = 10)]
     pub bloom_bits: u32,
 
+    /// How every engine stores its table blocks: none, lz4 or zstd
+    /// (db_bench's name; fjall has no zstd). Default: lz4, the engine's own.
+    #[arg(long = "compression_type", default_value = "lz4")]
+    pub compression_type: strata_engine::Compression,
+
+    /// Strata only: a codec per level from level 0 (`none,lz4,zstd`),
+    /// overriding `--compression_type`.
+    #[arg(long = "compression_per_level")]
+    pub compression_per_level: Option<String>,
+
+    /// How far values compress, as db_bench makes them: each 100 bytes of
+    /// the value stream are `100 × ratio` random printable bytes repeated
+    /// (0.5, db_bench's default, halves; 1 is incompressible).
+    #[arg(long = "compression_ratio", default_value_t = 0.5)]
+    pub compression_ratio: f64,
+
+    /// Operations of each read benchmark (readrandom, readmissing,
+    /// seekrandom); -1 = `--num` (db_bench's name and default).
+    #[arg(long = "reads", default_value_t = -1, allow_negative_numbers = true)]
+    pub reads: i64,
+
     /// Memtable size in bytes.
     #[arg(long = "write_buffer_size", default_value_t = 64 << 20)]
     pub write_buffer_size: usize,
@@ -239,6 +264,10 @@ impl Default for BenchArgs {
             db: None,
             cache_size: 8 << 20,
             bloom_bits: 10,
+            compression_type: strata_engine::Compression::Lz4,
+            compression_per_level: None,
+            compression_ratio: 0.5,
+            reads: -1,
             write_buffer_size: 64 << 20,
             seed: 0,
             use_existing_db: false,
@@ -280,17 +309,30 @@ pub fn split_range(total: u64, parts: usize, i: usize) -> (u64, u64) {
     (lo, hi)
 }
 
-/// Random value bytes, sliced like db_bench's RandomGenerator.
+/// Value bytes, sliced like db_bench's RandomGenerator: a 1 MiB stream of
+/// 100-byte pieces, each `100 × ratio` random printable bytes repeated to
+/// fill it, so that a codec shrinks values as it would db_bench's.
 struct Values {
     data: Vec<u8>,
     size: usize,
 }
 
 impl Values {
-    fn new(seed: u64, size: usize) -> Self {
+    fn new(seed: u64, size: usize, ratio: f64) -> Self {
         let mut rng = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
-        let mut data = vec![0u8; (1 << 20) + size];
-        rng.fill_bytes(&mut data);
+        let want = (1 << 20) + size;
+        let raw_len = ((100.0 * ratio) as usize).clamp(1, 100);
+        let mut data = Vec::with_capacity(want + 100);
+        let mut raw = vec![0u8; raw_len];
+        while data.len() < want {
+            for b in raw.iter_mut() {
+                *b = b' ' + rng.random_range(0..95u8);
+            }
+            for i in 0..100 {
+                data.push(raw[i % raw_len]);
+            }
+        }
+        data.truncate(want);
         Values { data, size }
     }
 
@@ -412,6 +454,12 @@ fn validate(args: &BenchArgs) -> Result<(), String> {
     if args.benchmarks.is_empty() {
         return Err("--benchmarks is empty".into());
     }
+    if !(args.compression_ratio > 0.0 && args.compression_ratio <= 1.0) {
+        return Err("--compression_ratio must be in (0, 1]".into());
+    }
+    if args.reads == 0 || args.reads < -1 {
+        return Err("--reads must be -1 (= --num) or at least 1".into());
+    }
     Ok(())
 }
 
@@ -443,6 +491,13 @@ fn run_thread(
     let num = args.num;
     let ks = args.key_size;
     let (lo, hi) = split_range(num, args.threads, t);
+    // The read benchmarks' share of `--reads` (their keys still span 0..num).
+    let reads = if args.reads > 0 {
+        args.reads as u64
+    } else {
+        num
+    };
+    let (rlo, rhi) = split_range(reads, args.threads, t);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut key = Vec::with_capacity(ks + 1);
     let mut hist = new_histogram();
@@ -468,7 +523,7 @@ fn run_thread(
             }
         }
         Benchmark::ReadRandom | Benchmark::ReadMissing => {
-            for _ in lo..hi {
+            for _ in rlo..rhi {
                 let n = rng.random_range(0..num);
                 if bench == Benchmark::ReadMissing {
                     make_missing_key(n, ks, &mut key);
@@ -486,7 +541,7 @@ fn run_thread(
             }
         }
         Benchmark::SeekRandom => {
-            for _ in lo..hi {
+            for _ in rlo..rhi {
                 let n = rng.random_range(0..num);
                 let want: usize = rng.random_range(1..=10);
                 make_key(n, ks, &mut key);
@@ -615,6 +670,11 @@ pub fn execute(args: &BenchArgs, out: &mut dyn Write) -> Result<Report, String> 
         write_buffer_size: args.write_buffer_size,
         cache_size: args.cache_size,
         bloom_bits: args.bloom_bits,
+        compression: match &args.compression_per_level {
+            Some(s) => strata_engine::Compression::parse_per_level(s)
+                .map_err(|e| format!("--compression_per_level: {e}"))?,
+            None => vec![args.compression_type],
+        },
         use_existing: args.use_existing_db,
     };
     let p = |out: &mut dyn Write, s: String| -> Result<(), String> {
@@ -625,8 +685,14 @@ pub fn execute(args: &BenchArgs, out: &mut dyn Write) -> Result<Report, String> 
     p(
         out,
         format!(
-            "Values:     {} bytes each (no compression)",
-            args.value_size
+            "Values:     {} bytes each ({} of them random, the rest repeated) | compression {}",
+            args.value_size,
+            args.compression_ratio,
+            cfg.compression
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
         ),
     )?;
     p(out, format!("Entries:    {}", args.num))?;
@@ -647,7 +713,7 @@ pub fn execute(args: &BenchArgs, out: &mut dyn Write) -> Result<Report, String> 
 
     let backend = open_backend(args.engine, dir.path(), &cfg)?;
     let io_start = process_write_bytes();
-    let values = Values::new(seed, args.value_size);
+    let values = Values::new(seed, args.value_size, args.compression_ratio);
     let sh = Shared {
         args,
         backend: backend.as_ref(),

@@ -95,6 +95,11 @@ pub struct ServeArgs {
     /// Block cache size in bytes [default: 268435456 = 256 MiB].
     #[arg(long, env = "STRATA_BLOCK_CACHE_BYTES")]
     pub block_cache_bytes: Option<usize>,
+    /// How table blocks are stored, per level from level 0, comma-separated:
+    /// none, lz4, zstd or zstd:LEVEL; the last serves every deeper level
+    /// (`none,lz4,zstd`) [default: lz4].
+    #[arg(long, env = "STRATA_COMPRESSION")]
+    pub compression: Option<String>,
     /// Runtime worker threads [default: the number of cores].
     #[arg(long, env = "STRATA_WORKER_THREADS")]
     pub worker_threads: Option<usize>,
@@ -298,6 +303,8 @@ pub struct Config {
     pub min_connections: usize,
     pub memtable_bytes: usize,
     pub block_cache_bytes: usize,
+    /// Per level from level 0; the last serves deeper levels.
+    pub compression: Vec<strata_engine::Compression>,
     /// Test only: added to each WAL fsync.
     pub test_fsync_delay: Duration,
     pub test_write_spin: Duration,
@@ -393,6 +400,10 @@ impl Config {
             min_connections: pick!(min_connections, 16),
             memtable_bytes: pick!(memtable_bytes, 64 << 20),
             block_cache_bytes: pick!(block_cache_bytes, 256 << 20),
+            compression: strata_engine::Compression::parse_per_level(&pick!(
+                compression,
+                "lz4".to_string()
+            ))?,
             test_fsync_delay: Duration::from_millis(pick!(test_fsync_delay_ms, 0)),
             test_write_spin: Duration::from_micros(pick!(test_write_spin_us, 0)),
             test_clock_hook: pick!(test_clock_hook, false),
@@ -586,6 +597,7 @@ impl Config {
             durability: self.durability,
             memtable_size: self.memtable_bytes,
             block_cache_size: self.block_cache_bytes,
+            compression: self.compression.clone(),
             test_sync_delay: self.test_fsync_delay,
             test_write_spin: self.test_write_spin,
             ..strata_engine::Options::default()
@@ -622,6 +634,28 @@ mod tests {
             .contains("no_such_option"));
         std::fs::write(&f, "durability = \"fast\"\n").unwrap();
         assert!(Config::resolve(&args).is_err());
+    }
+
+    #[test]
+    fn compression_is_lz4_unless_asked_otherwise() {
+        use strata_engine::Compression;
+        let c = Config::resolve(&ServeArgs::default()).unwrap();
+        assert_eq!(c.engine_options().compression, [Compression::Lz4]);
+        let args = ServeArgs {
+            compression: Some("none,lz4,zstd:6".into()),
+            ..Default::default()
+        };
+        let c = Config::resolve(&args).unwrap();
+        assert_eq!(
+            c.engine_options().compression,
+            [Compression::None, Compression::Lz4, Compression::Zstd(6)]
+        );
+        let args = ServeArgs {
+            compression: Some("snappy".into()),
+            ..Default::default()
+        };
+        let e = Config::resolve(&args).unwrap_err();
+        assert!(e.contains("snappy"), "{e}");
     }
 
     #[test]

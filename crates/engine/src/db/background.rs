@@ -22,6 +22,7 @@ pub(super) fn flush_to_table(
         opts.block_size,
         opts.block_restart_interval,
         opts.bloom_bits_per_key,
+        Compression::for_level(&opts.compression, 0),
     )?;
     let mut last: Vec<u8> = Vec::new();
     let mut first = true;

@@ -40,7 +40,7 @@ use crate::memtable::Memtable;
 use crate::options::{Durability, Options};
 use crate::record::{self, Next, RecordReader};
 use crate::sstable::cache::BlockCache;
-use crate::sstable::{Table, TableBuilder};
+use crate::sstable::{Compression, Table, TableBuilder};
 use crate::stats::{LevelStats, Stats, StatsSnapshot, WriteTiming};
 use crate::version::{meta_of, Version};
 

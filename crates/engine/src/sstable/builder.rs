@@ -11,6 +11,7 @@ use crate::coding::{put_bytes, put_u32, put_u64, put_varint};
 use crate::error::{synced, IoContext, Result};
 use crate::key::{self, Kind};
 use crate::sstable::block::BlockBuilder;
+use crate::sstable::compress::{self, Compression};
 use crate::sstable::table::Props;
 use crate::sstable::{bloom, FORMAT_VERSION, MAGIC};
 
@@ -33,6 +34,12 @@ pub struct TableBuilder {
     /// Handle of the last finished data block, waiting for its index entry.
     pending: Option<(u64, u64)>,
     scratch: Vec<u8>,
+    /// How data blocks are stored (meta blocks never are compressed).
+    compression: Compression,
+    /// A compressed block, reused.
+    packed: Vec<u8>,
+    /// An index key, reused.
+    separator: Vec<u8>,
 }
 
 impl TableBuilder {
@@ -41,6 +48,7 @@ impl TableBuilder {
         block_size: usize,
         restart_interval: usize,
         bloom_bits: u32,
+        compression: Compression,
     ) -> Result<Self> {
         let tmp = path.with_extension("sst.tmp");
         let f = File::create(&tmp).ctx(&tmp)?;
@@ -61,6 +69,9 @@ impl TableBuilder {
             },
             pending: None,
             scratch: Vec::new(),
+            compression,
+            packed: Vec::new(),
+            separator: Vec::new(),
         })
     }
 
@@ -78,7 +89,7 @@ impl TableBuilder {
             self.flush_data_block()?;
         }
         if let Some((off, len)) = self.pending.take() {
-            self.add_index_entry(off, len);
+            self.add_index_entry(off, len, Some(ikey));
         }
         let (user, trailer) = key::split(ikey);
         if self.props.entries == 0 {
@@ -105,12 +116,23 @@ impl TableBuilder {
         Ok(())
     }
 
-    fn add_index_entry(&mut self, off: u64, len: u64) {
+    /// The index entry of the block that ended with `props.last_key`;
+    /// `next` is the first key of the block after it, if any.
+    fn add_index_entry(&mut self, off: u64, len: u64, next: Option<&[u8]>) {
         self.scratch.clear();
         put_varint(&mut self.scratch, off);
         put_varint(&mut self.scratch, len);
         let last = std::mem::take(&mut self.props.last_key);
-        self.index.add(&last, &self.scratch);
+        let mut sep = std::mem::take(&mut self.separator);
+        match next {
+            Some(next) => separator(&last, next, &mut sep),
+            None => {
+                sep.clear();
+                sep.extend_from_slice(&last);
+            }
+        }
+        self.index.add(&sep, &self.scratch);
+        self.separator = sep;
         self.props.last_key = last;
     }
 
@@ -121,20 +143,30 @@ impl TableBuilder {
         self.props.last_key.clear();
         self.props.last_key.extend_from_slice(self.data.last_key());
         let block = self.data.finish();
-        let handle = self.write_block(&block)?;
+        let mut packed = std::mem::take(&mut self.packed);
+        let handle = match compress::compress(self.compression, &block, &mut packed) {
+            Some(kind) => self.write_block_as(&packed, kind)?,
+            None => self.write_block(&block)?,
+        };
+        self.packed = packed;
         self.props.data_blocks += 1;
         self.pending = Some(handle);
         Ok(())
     }
 
     fn write_block(&mut self, block: &[u8]) -> Result<(u64, u64)> {
+        self.write_block_as(block, compress::TYPE_NONE)
+    }
+
+    /// Write a block's stored bytes and its trailer (`kind`, CRC).
+    fn write_block_as(&mut self, block: &[u8], kind: u8) -> Result<(u64, u64)> {
         let off = self.offset;
         let mut h = crc32fast::Hasher::new();
         h.update(block);
-        h.update(&[0u8]);
+        h.update(&[kind]);
         let crc = h.finalize();
         self.w.write_all(block).ctx(&self.tmp)?;
-        self.w.write_all(&[0u8]).ctx(&self.tmp)?;
+        self.w.write_all(&[kind]).ctx(&self.tmp)?;
         self.w.write_all(&crc.to_le_bytes()).ctx(&self.tmp)?;
         self.offset += block.len() as u64 + super::BLOCK_TRAILER_LEN as u64;
         Ok((off, block.len() as u64))
@@ -150,7 +182,7 @@ impl TableBuilder {
     pub fn finish(mut self) -> Result<(u64, Props)> {
         self.flush_data_block()?;
         if let Some((off, len)) = self.pending.take() {
-            self.add_index_entry(off, len);
+            self.add_index_entry(off, len, None);
         }
         if self.props.entries == 0 {
             self.props.min_seq = 0;
@@ -196,6 +228,37 @@ impl TableBuilder {
     }
 }
 
+/// Into `out`, the shortest internal key that is >= `last` and < `next`
+/// (both internal keys, `last` < `next`), as LevelDB's and RocksDB's index
+/// keys are: a block's index entry need only separate it from the next
+/// block, and a short user key (`b"\x12\x35"` between `\x12\x34\xab…` and
+/// `\x12\x37…`) takes a third of the index's bytes a whole key takes. A
+/// shortened user key gets the trailer that sorts first among its own
+/// versions; where no shorter key fits, `last` itself.
+fn separator(last: &[u8], next: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let (a, b) = (key::user_key(last), key::user_key(next));
+    let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    if i < a.len() && i < b.len() {
+        // a[i] < b[i]. Bump a[i] if that stays below b[i]; otherwise bump
+        // the first byte after i that can be (a[..=i] < b[..=i] holds).
+        let j = if a[i] + 1 < b[i] {
+            Some(i)
+        } else {
+            (i + 1..a.len()).find(|&j| a[j] < 0xff)
+        };
+        if let Some(j) = j {
+            if j + 1 < a.len() {
+                out.extend_from_slice(&a[..j]);
+                out.push(a[j] + 1);
+                out.extend_from_slice(&key::seek_trailer(key::MAX_SEQ).to_be_bytes());
+                return;
+            }
+        }
+    }
+    out.extend_from_slice(last);
+}
+
 impl Props {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::new();
@@ -214,5 +277,56 @@ impl Props {
         put_bytes(&mut b, &self.first_key);
         put_bytes(&mut b, &self.last_key);
         b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{encode, trailer, Kind};
+
+    fn sep(a: &[u8], b: &[u8]) -> Vec<u8> {
+        let (a, b) = (
+            encode(a, trailer(7, Kind::Put)),
+            encode(b, trailer(9, Kind::Put)),
+        );
+        let mut out = Vec::new();
+        separator(&a, &b, &mut out);
+        assert!(key::compare(&a, &out).is_le(), "{out:?} below {a:?}");
+        assert!(key::compare(&out, &b).is_lt(), "{out:?} not below {b:?}");
+        out
+    }
+
+    #[test]
+    fn separators_are_short_and_between() {
+        let t = || key::seek_trailer(key::MAX_SEQ).to_be_bytes();
+        let with_t = |u: &[u8]| [u, &t()[..]].concat();
+        assert_eq!(
+            sep(b"\x12\x34\xab\xcd", b"\x12\x37\x00"),
+            with_t(b"\x12\x35")
+        );
+        // b[i] = a[i] + 1: bump a later byte of `a`.
+        assert_eq!(
+            sep(b"\x12\x34\xab\xcd", b"\x12\x35\x00"),
+            with_t(b"\x12\x34\xac")
+        );
+        assert_eq!(
+            sep(b"\x12\x34\xff\xcd\x01", b"\x12\x35"),
+            with_t(b"\x12\x34\xff\xce")
+        );
+        // Nothing shorter fits: the last key itself.
+        let whole = |a: &[u8]| encode(a, trailer(7, Kind::Put));
+        assert_eq!(sep(b"abc", b"abcd"), whole(b"abc"));
+        assert_eq!(sep(b"abc", b"abd"), whole(b"abc"));
+        assert_eq!(sep(b"ab\xff", b"ac"), whole(b"ab\xff"));
+        assert_eq!(sep(b"", b"a"), whole(b""));
+        // The same user key across two blocks.
+        let (a, b) = (
+            encode(b"k", trailer(9, Kind::Put)),
+            encode(b"k", trailer(3, Kind::Put)),
+        );
+        let mut out = Vec::new();
+        separator(&a, &b, &mut out);
+        assert_eq!(out, a);
     }
 }

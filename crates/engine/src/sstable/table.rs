@@ -23,6 +23,7 @@ use crate::iterator::{InternalIterator, Lookup};
 use crate::key::{self, Kind};
 use crate::sstable::block::{Block, BlockIter};
 use crate::sstable::cache::BlockCache;
+use crate::sstable::compress;
 use crate::sstable::{bloom, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, MAGIC};
 use crate::stats::Stats;
 
@@ -95,7 +96,8 @@ impl Table {
             return Err(Error::corruption(path, foff, "footer checksum mismatch"));
         }
         let version = get_u32(&footer[48..52]);
-        if version != FORMAT_VERSION {
+        // Version 1 is version 2 without compressed blocks: still read.
+        if !(1..=FORMAT_VERSION).contains(&version) {
             return Err(Error::corruption(
                 path,
                 foff + 48,
@@ -334,7 +336,7 @@ fn read_at(file: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<()> {
 }
 
 /// Read `len` bytes at `off` plus the block trailer from a table of `size`
-/// bytes and verify the checksum.
+/// bytes, verify the checksum, and decompress what was stored compressed.
 fn read_block(file: &File, size: u64, path: &Path, off: u64, len: u64) -> Result<Bytes> {
     off.checked_add(len)
         .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64))
@@ -352,15 +354,15 @@ fn read_block(file: &File, size: u64, path: &Path, off: u64, len: u64) -> Result
             "block checksum mismatch",
         ));
     }
-    if buf[len] != 0 {
-        return Err(Error::corruption(
-            path,
-            off as u64,
-            "unknown block compression type",
-        ));
+    match buf[len] {
+        compress::TYPE_NONE => {
+            buf.truncate(len);
+            Ok(Bytes::from(buf))
+        }
+        kind => compress::decompress(kind, &buf[..len])
+            .map(Bytes::from)
+            .map_err(|what| Error::corruption(path, off as u64, what)),
     }
-    buf.truncate(len);
-    Ok(Bytes::from(buf))
 }
 
 fn decode_props(b: &[u8]) -> Option<Props> {
@@ -472,11 +474,17 @@ impl InternalIterator for TableIter {
 mod tests {
     use super::*;
     use crate::key::{encode, seek_trailer, trailer};
-    use crate::sstable::TableBuilder;
+    use crate::sstable::{Compression, TableBuilder};
+
+    const CODECS: [Compression; 3] = [Compression::None, Compression::Lz4, Compression::Zstd(3)];
 
     fn build(dir: &Path, n: usize) -> PathBuf {
-        let p = dir.join("000001.sst");
-        let mut b = TableBuilder::create(&p, 256, 4, 10).unwrap();
+        build_with(dir, n, Compression::None)
+    }
+
+    fn build_with(dir: &Path, n: usize, c: Compression) -> PathBuf {
+        let p = dir.join(format!("{}.sst", c.type_byte() + 1));
+        let mut b = TableBuilder::create(&p, 256, 4, 10, c).unwrap();
         for i in 0..n {
             let kind = if i % 10 == 9 { Kind::Delete } else { Kind::Put };
             let v = if kind == Kind::Put {
@@ -500,8 +508,14 @@ mod tests {
 
     #[test]
     fn get_and_iterate() {
+        for c in CODECS {
+            get_and_iterate_with(c);
+        }
+    }
+
+    fn get_and_iterate_with(c: Compression) {
         let d = tempfile::tempdir().unwrap();
-        let p = build(d.path(), 1000);
+        let p = build_with(d.path(), 1000, c);
         let t = open(&p).unwrap();
         assert_eq!(t.props().entries, 1000);
         assert_eq!(t.props().deletes, 100);
@@ -541,7 +555,7 @@ mod tests {
     fn a_block_and_its_trailer_fit_the_block_size() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("000001.sst");
-        let mut b = TableBuilder::create(&p, 4096, 16, 10).unwrap();
+        let mut b = TableBuilder::create(&p, 4096, 16, 10, Compression::None).unwrap();
         for i in 0..5000u64 {
             let v = vec![b'v'; 60 + (i as usize * 37) % 120];
             b.add(
@@ -581,9 +595,112 @@ mod tests {
     }
 
     #[test]
-    fn flipped_bytes_are_reported_with_file_and_offset() {
+    fn compressed_blocks_take_less_room_and_scrub_clean() {
         let d = tempfile::tempdir().unwrap();
-        let p = build(d.path(), 1000);
+        let sizes: Vec<(u64, usize)> = CODECS
+            .iter()
+            .map(|&c| {
+                let t = open(&build_with(d.path(), 3000, c)).unwrap();
+                let stored = (0..t.blocks())
+                    .filter(|&i| {
+                        let e = &t.index[i];
+                        let mut kind = [0u8];
+                        t.file.read_exact_at(&mut kind, e.offset + e.len).unwrap();
+                        kind[0] == c.type_byte()
+                    })
+                    .count();
+                for i in 0..t.blocks() {
+                    t.verify_block(i).unwrap();
+                }
+                (t.props().data_size, stored * 100 / t.blocks())
+            })
+            .collect();
+        // The blocks shrank by the eighth that compression must save (all
+        // but a short last one, perhaps).
+        assert!(sizes[1].1 >= 95, "{sizes:?}");
+        assert!(sizes[2].1 >= 95, "{sizes:?}");
+        assert!(sizes[1].0 < sizes[0].0 * 7 / 8, "{sizes:?}");
+        assert!(sizes[2].0 < sizes[1].0, "{sizes:?}");
+    }
+
+    /// Index keys are separators, not last keys: seeks and lookups of keys
+    /// that fall between two blocks (above one block's last key, below
+    /// the separator) land right.
+    #[test]
+    fn seeks_between_blocks_land_on_the_next_key() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("9.sst");
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut keys: Vec<Vec<u8>> = (0..4000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x.to_be_bytes()[..(3 + x as usize % 6)].to_vec()
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut b = TableBuilder::create(&p, 256, 4, 10, Compression::Lz4).unwrap();
+        for (i, k) in keys.iter().enumerate() {
+            b.add(&encode(k, trailer(i as u64 + 1, Kind::Put)), k)
+                .unwrap();
+        }
+        b.finish().unwrap();
+        let t = open(&p).unwrap();
+        assert!(t.blocks() > 50);
+        let shortened = t.index.iter().filter(|e| e.key_len < 8 + 3).count();
+        assert!(
+            shortened > t.blocks() / 4,
+            "{shortened} of {} index keys shortened",
+            t.blocks()
+        );
+        let mut it = t.iter(true);
+        for probe in 0..3000u64 {
+            let target: Vec<u8> =
+                probe.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes()[..4].to_vec();
+            let want = keys.iter().find(|k| k.as_slice() >= target.as_slice());
+            it.seek(&encode(&target, seek_trailer(1 << 40))).unwrap();
+            let got = it.valid().then(|| key::user_key(it.key()).to_vec());
+            assert_eq!(got.as_ref(), want, "seek to {target:?}");
+            let hit = t.get(&target, bloom::hash(&target), 1 << 40).unwrap();
+            assert_eq!(hit.is_some(), keys.contains(&target), "get {target:?}");
+        }
+        for k in keys.iter().step_by(7) {
+            let hit = t.get(k, bloom::hash(k), 1 << 40).unwrap();
+            assert_eq!(hit, Some(Lookup::Value(Bytes::from(k.clone()))));
+        }
+    }
+
+    #[test]
+    fn a_table_of_format_version_1_still_opens() {
+        let d = tempfile::tempdir().unwrap();
+        let p = build(d.path(), 100);
+        let mut bytes = std::fs::read(&p).unwrap();
+        let f = bytes.len() - FOOTER_LEN;
+        bytes[f + 48..f + 52].copy_from_slice(&1u32.to_le_bytes());
+        let crc = crc32fast::hash(&bytes[f..f + 52]);
+        bytes[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
+        let t = open(&p).unwrap();
+        assert_eq!(t.props().entries, 100);
+        bytes[f + 48..f + 52].copy_from_slice(&3u32.to_le_bytes());
+        let crc = crc32fast::hash(&bytes[f..f + 52]);
+        bytes[f + 52..f + 56].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
+        assert!(matches!(open(&p), Err(Error::Corruption { .. })));
+    }
+
+    #[test]
+    fn flipped_bytes_are_reported_with_file_and_offset() {
+        for c in CODECS {
+            flipped_bytes_are_reported_with(c);
+        }
+    }
+
+    fn flipped_bytes_are_reported_with(c: Compression) {
+        let d = tempfile::tempdir().unwrap();
+        let p = build_with(d.path(), 1000, c);
         let clean = std::fs::read(&p).unwrap();
         let len = clean.len();
         // Each position: early data block, meta region, footer.

@@ -21,6 +21,9 @@ pub struct BackendConfig {
     pub cache_size: usize,
     /// Bloom filter bits per key, 0 = no filters (`--bloom_bits`).
     pub bloom_bits: u32,
+    /// Block codec per level from level 0, the last for deeper levels
+    /// (`--compression_type`, Strata's `--compression_per_level`).
+    pub compression: Vec<strata_engine::Compression>,
     /// Open an existing database only; never create one.
     pub use_existing: bool,
 }
@@ -81,6 +84,7 @@ impl StrataBackend {
             memtable_size: cfg.write_buffer_size,
             bloom_bits_per_key: cfg.bloom_bits,
             block_cache_size: cfg.cache_size,
+            compression: cfg.compression.clone(),
             ..Options::default()
         };
         let db = Db::open(dir, opts).map_err(|e| format!("opening {}: {e}", dir.display()))?;
