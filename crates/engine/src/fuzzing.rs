@@ -85,8 +85,21 @@ pub fn table(dir: &Path, bytes: &[u8]) {
     }
 }
 
-/// `bytes` as one data or index block.
+/// `bytes` as one data or index block, stored as built, and as the stored
+/// bytes of an LZ4 and of a zstd block (decoded, then walked the same way).
 pub fn block(bytes: &[u8]) {
+    walk_block(bytes);
+    for kind in [
+        crate::sstable::compress::TYPE_LZ4,
+        crate::sstable::compress::TYPE_ZSTD,
+    ] {
+        if let Ok(decoded) = crate::sstable::compress::decompress(kind, bytes) {
+            walk_block(&decoded);
+        }
+    }
+}
+
+fn walk_block(bytes: &[u8]) {
     let Some(b) = Block::new(Bytes::copy_from_slice(bytes)) else {
         return;
     };

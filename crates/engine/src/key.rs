@@ -109,6 +109,17 @@ pub fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
 /// prefixes order like the bytes they come from, so most comparisons in the
 /// memtable are one integer comparison without touching the key's heap data.
 #[inline]
+/// The first eight bytes of `k`, zero-padded, as a big-endian number:
+/// `prefix8(a) < prefix8(b)` implies `a < b`. The tables' index searches
+/// an array of these, a fifth of the bytes of its entries.
+#[inline]
+pub fn prefix8(k: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = k.len().min(8);
+    b[..n].copy_from_slice(&k[..n]);
+    u64::from_be_bytes(b)
+}
+
 pub fn prefix(k: &[u8]) -> u128 {
     let mut b = [0u8; 16];
     let n = k.len().min(16);

@@ -34,7 +34,8 @@ pub struct TableBuilder {
     /// Handle of the last finished data block, waiting for its index entry.
     pending: Option<(u64, u64)>,
     scratch: Vec<u8>,
-    /// How data blocks are stored (meta blocks never are compressed).
+    /// How data and index blocks are stored (the filter and properties
+    /// never are compressed).
     compression: Compression,
     /// A compressed block, reused.
     packed: Vec<u8>,
@@ -60,7 +61,9 @@ impl TableBuilder {
             block_size,
             bloom_bits,
             data: BlockBuilder::new(restart_interval),
-            index: BlockBuilder::new(1),
+            // Decoded whole at open, never searched in place: restarts
+            // are needed only for prefix compression to start over.
+            index: BlockBuilder::new(16),
             hashes: Vec::new(),
             last_user: Vec::new(),
             props: Props {
@@ -143,15 +146,22 @@ impl TableBuilder {
         self.props.last_key.clear();
         self.props.last_key.extend_from_slice(self.data.last_key());
         let block = self.data.finish();
-        let mut packed = std::mem::take(&mut self.packed);
-        let handle = match compress::compress(self.compression, &block, &mut packed) {
-            Some(kind) => self.write_block_as(&packed, kind)?,
-            None => self.write_block(&block)?,
-        };
-        self.packed = packed;
+        let handle = self.write_compressed(&block)?;
         self.props.data_blocks += 1;
         self.pending = Some(handle);
         Ok(())
+    }
+
+    /// Write a block with the table's codec (or as built, if it would not
+    /// shrink enough).
+    fn write_compressed(&mut self, block: &[u8]) -> Result<(u64, u64)> {
+        let mut packed = std::mem::take(&mut self.packed);
+        let r = match compress::compress(self.compression, block, &mut packed) {
+            Some(kind) => self.write_block_as(&packed, kind),
+            None => self.write_block(block),
+        };
+        self.packed = packed;
+        r
     }
 
     fn write_block(&mut self, block: &[u8]) -> Result<(u64, u64)> {
@@ -194,8 +204,10 @@ impl TableBuilder {
             Vec::new()
         };
         let filter_h = self.write_block(&filter)?;
+        // The index is stored with the data blocks' codec, as RocksDB's
+        // is: its separators' trailers are all alike.
         let index = self.index.finish();
-        let index_h = self.write_block(&index)?;
+        let index_h = self.write_compressed(&index)?;
         let props = self.props.encode();
         let props_h = self.write_block(&props)?;
         let mut footer = Vec::with_capacity(super::FOOTER_LEN);

@@ -43,10 +43,10 @@ pub struct Props {
     pub last_key: Vec<u8>,
 }
 
-/// One data block in the index. The first 16 bytes of the last user key are
-/// kept inline so that the binary search rarely leaves this array.
+/// One data block in the index: where its index key (a separator: >= its
+/// last key, < the next block's first) lies in `index_keys`, and where the
+/// block lies in the file.
 struct IndexEntry {
-    prefix: u128,
     key_start: usize,
     key_len: usize,
     offset: u64,
@@ -60,7 +60,11 @@ pub struct Table {
     file: File,
     size: u64,
     index: Vec<IndexEntry>,
-    /// Last internal keys of the data blocks, back to back.
+    /// `key::prefix8` of each index key's user key: a lookup binary-searches
+    /// these 8 bytes an entry (a table of 64 MiB: 16k blocks, 128 KiB,
+    /// which the caches keep) and compares whole keys only among equals.
+    index_prefixes: Vec<u64>,
+    /// The index keys of the data blocks, back to back.
     index_keys: Vec<u8>,
     filter: Vec<u8>,
     props: Props,
@@ -126,6 +130,7 @@ impl Table {
         let index_block = Block::new(raw_index)
             .ok_or_else(|| Error::corruption(path, index_h.0, "malformed index block"))?;
         let mut index = Vec::new();
+        let mut index_prefixes = Vec::new();
         let mut index_keys = Vec::new();
         let mut it = index_block.iter();
         it.seek_to_first();
@@ -141,8 +146,8 @@ impl Table {
                     "index entry points outside the file",
                 ));
             }
+            index_prefixes.push(key::prefix8(key::user_key(it.key())));
             index.push(IndexEntry {
-                prefix: key::prefix(key::user_key(it.key())),
                 key_start: index_keys.len(),
                 key_len: it.key().len(),
                 offset,
@@ -160,6 +165,7 @@ impl Table {
             file,
             size,
             index,
+            index_prefixes,
             index_keys,
             filter,
             props,
@@ -243,14 +249,14 @@ impl Table {
         Ok(e.len + BLOCK_TRAILER_LEN as u64)
     }
 
-    /// Index of the first block whose last key is >= `target`.
+    /// Index of the first block whose index key is >= `target`.
     fn find_block(&self, target: &[u8]) -> usize {
-        let p = key::prefix(key::user_key(target));
-        self.index.partition_point(|e| {
-            e.prefix.cmp(&p).then_with(|| {
-                let k = &self.index_keys[e.key_start..e.key_start + e.key_len];
-                key::compare(k, target)
-            }) == Ordering::Less
+        let p = key::prefix8(key::user_key(target));
+        let lo = self.index_prefixes.partition_point(|&x| x < p);
+        let ties = self.index_prefixes[lo..].partition_point(|&x| x == p);
+        lo + self.index[lo..lo + ties].partition_point(|e| {
+            let k = &self.index_keys[e.key_start..e.key_start + e.key_len];
+            key::compare(k, target) == Ordering::Less
         })
     }
 
