@@ -105,10 +105,6 @@ pub fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-/// The first 16 bytes of a key as a big-endian integer, zero padded: equal
-/// prefixes order like the bytes they come from, so most comparisons in the
-/// memtable are one integer comparison without touching the key's heap data.
-#[inline]
 /// The first eight bytes of `k`, zero-padded, as a big-endian number:
 /// `prefix8(a) < prefix8(b)` implies `a < b`. The tables' index searches
 /// an array of these, a fifth of the bytes of its entries.
@@ -120,6 +116,10 @@ pub fn prefix8(k: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// The first 16 bytes of a key as a big-endian integer, zero padded: equal
+/// prefixes order like the bytes they come from, so most comparisons in the
+/// memtable are one integer comparison without touching the key's heap data.
+#[inline]
 pub fn prefix(k: &[u8]) -> u128 {
     let mut b = [0u8; 16];
     let n = k.len().min(16);
