@@ -153,7 +153,8 @@ row() {
     awk -v l="$label" -v s="${s:-0}" -v r="${r:-0}" -v f="${f:-0}" 'BEGIN {
         best = (r > f) ? r : f
         ratio = (best > 0) ? sprintf("%.2f", s / best) : "n/a"
-        printf "| %-40s | %12d | %13d | %11d | %17s |\n", l, s, r, f, ratio
+        fj = (f > 0) ? sprintf("%d", f) : "n/a"
+        printf "| %-40s | %12d | %13d | %11s | %17s |\n", l, s, r, fj, ratio
     }'
 }
 

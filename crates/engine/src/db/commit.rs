@@ -107,6 +107,8 @@ impl Inner {
                     timing.sync = sync.unwrap_or_default();
                     timing.commit = led.elapsed().saturating_sub(timing.sync);
                 });
+                self.last_commit_nanos
+                    .store(led.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 q = self.commit.lock();
                 q.leader = false;
                 if q.buf.capacity() == 0 && buf.capacity() <= 1 << 20 {

@@ -89,6 +89,9 @@ struct Inner {
     sv_lock: Mutex<()>,
     next_file: AtomicU64,
     visible_seq: AtomicU64,
+    /// How long the last commit group took, in nanoseconds: its WAL write,
+    /// its fsync (under `sync`) and its memtable inserts.
+    last_commit_nanos: AtomicU64,
     commit: Mutex<CommitQueue>,
     commit_cv: Condvar,
     wal: Mutex<Wal>,
@@ -189,8 +192,21 @@ impl Db {
     /// worker thread) writes itself only when this is false and hands the
     /// write to a thread of its own otherwise.
     pub fn would_wait(&self) -> bool {
+        self.inner.opts.durability == Durability::Sync || self.would_stall()
+    }
+
+    /// Whether a write now would wait on flush and compaction (a stall or
+    /// a slowdown), whatever the durability.
+    pub fn would_stall(&self) -> bool {
         let i = &self.inner;
-        i.opts.durability == Durability::Sync || i.stall_reason().is_some() || i.slowed()
+        i.stall_reason().is_some() || i.slowed()
+    }
+
+    /// How long the last commit group took to write, fsync (under `sync`)
+    /// and insert: what a caller that commits on its own thread should
+    /// expect to be held for. Zero before the first commit.
+    pub fn last_commit_time(&self) -> Duration {
+        Duration::from_nanos(self.inner.last_commit_nanos.load(Ordering::Relaxed))
     }
 
     /// `write_batches`, and where the call's time went (the stall, the

@@ -236,6 +236,7 @@ impl Db {
             sv_lock: Mutex::new(()),
             next_file,
             visible_seq: AtomicU64::new(last_seq),
+            last_commit_nanos: AtomicU64::new(0),
             commit: Mutex::new(CommitQueue {
                 next_seq: last_seq + 1,
                 buf: Vec::new(),
