@@ -160,7 +160,30 @@ pub fn compress(c: Compression, block: &[u8], out: &mut Vec<u8>) -> Option<u8> {
             out.truncate(start + n);
         }
     }
-    (out.len() < block.len() - block.len() / 8).then(|| c.type_byte())
+    let body = out.len() - varint_len(block.len() as u64);
+    // A block that shrank past what `decompress` accepts (a huge run of
+    // one byte under zstd) is stored as built: costlier on disk, never
+    // unreadable.
+    let decodable = block.len() as u64 <= max_decoded(c.type_byte(), body);
+    (decodable && out.len() < block.len() - block.len() / 8).then(|| c.type_byte())
+}
+
+fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// The most bytes a codec's output of `body` bytes may decode to: a
+/// claimed length beyond it is damage, not a reason to allocate.
+fn max_decoded(kind: u8, body: usize) -> u64 {
+    match kind {
+        TYPE_LZ4 => body as u64 * 255 + 16,
+        _ => body as u64 * 32_768 + 4096,
+    }
 }
 
 /// Decompress a payload stored with trailer byte `kind`. `Err` carries
@@ -168,14 +191,10 @@ pub fn compress(c: Compression, block: &[u8], out: &mut Vec<u8>) -> Option<u8> {
 pub fn decompress(kind: u8, payload: &[u8]) -> Result<Vec<u8>, &'static str> {
     let (len, used) = get_varint(payload).ok_or("malformed compressed block length")?;
     let body = &payload[used..];
-    // A codec cannot make more than this of its input: a length beyond it
-    // is damage that got past the checksum, not a reason to allocate.
-    let bound = match kind {
-        TYPE_LZ4 => body.len() as u64 * 255 + 16,
-        TYPE_ZSTD => body.len() as u64 * 32_768 + 4096,
-        _ => return Err("unknown block compression type"),
-    };
-    if len > bound {
+    if kind != TYPE_LZ4 && kind != TYPE_ZSTD {
+        return Err("unknown block compression type");
+    }
+    if len > max_decoded(kind, body.len()) {
         return Err("compressed block claims an impossible length");
     }
     let len = len as usize;
@@ -264,6 +283,20 @@ mod tests {
             assert!(decompress(kind, &short).is_err(), "{c}");
         }
         assert!(decompress(9, &[0]).is_err());
+    }
+
+    /// 16 MiB of one byte shrinks under zstd to near what the decoder
+    /// believes (32,768 to 1): whatever is stored must read back.
+    #[test]
+    fn blocks_that_shrink_far_still_read_back() {
+        let block = vec![7u8; 16 << 20];
+        let mut out = Vec::new();
+        match compress(Compression::Zstd(3), &block, &mut out) {
+            None => {}
+            Some(kind) => assert_eq!(decompress(kind, &out).unwrap(), block),
+        }
+        let kind = compress(Compression::Lz4, &block, &mut out).expect("LZ4 stays under 255:1");
+        assert_eq!(decompress(kind, &out).unwrap(), block);
     }
 
     #[test]
