@@ -110,10 +110,7 @@ pub fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
 /// an array of these, a fifth of the bytes of its entries.
 #[inline]
 pub fn prefix8(k: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = k.len().min(8);
-    b[..n].copy_from_slice(&k[..n]);
-    u64::from_be_bytes(b)
+    (prefix(k) >> 64) as u64
 }
 
 /// The first 16 bytes of a key as a big-endian integer, zero padded: equal

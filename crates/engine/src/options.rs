@@ -80,7 +80,7 @@ pub struct Options {
     pub block_restart_interval: usize,
     /// Bloom filter bits per key; 0 disables filters.
     pub bloom_bits_per_key: u32,
-    /// How data blocks are stored, per level from level 0; the last entry
+    /// How data and index blocks are stored, per level from level 0; the last entry
     /// serves every deeper level (`[Lz4]`: LZ4 everywhere, the default;
     /// `[None, Lz4, Zstd(3)]`: level 0 plain, level 1 LZ4, deeper zstd).
     /// The block cache holds blocks decompressed.

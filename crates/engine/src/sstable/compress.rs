@@ -1,5 +1,5 @@
-//! Block compression: the codecs a data block may be stored with (none,
-//! LZ4, zstd), the choice per level, and the bytes of a compressed block.
+//! Block compression: the codecs a data or index block may be stored with
+//! (none, LZ4, zstd), the choice per level, and the bytes of a compressed block.
 //! Owns encoding and decoding one block's payload; must not do I/O (the
 //! builder writes, the table reads) and must not choose a level's codec
 //! (the options do).
@@ -16,7 +16,7 @@ use std::str::FromStr;
 
 use crate::coding::{get_varint, put_varint};
 
-/// How the data blocks of one level are stored.
+/// How the data and index blocks of one level's tables are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
     /// As built.
@@ -50,11 +50,7 @@ impl Compression {
     /// `"none,lz4,zstd"`, `"lz4,zstd:6"`); the last one also serves every
     /// deeper level.
     pub fn parse_per_level(s: &str) -> Result<Vec<Compression>, String> {
-        let v = s
-            .split(',')
-            .map(|p| p.parse())
-            .collect::<Result<Vec<Compression>, String>>()?;
-        Ok(v)
+        s.split(',').map(str::parse).collect()
     }
 
     /// The codec for `level` from a per-level list (the last entry serves
