@@ -117,6 +117,7 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
         think: 0.0,
         hdr: None,
         objective: Default::default(),
+        share: Default::default(),
         during: Default::default(),
     }
 }

@@ -82,6 +82,7 @@ fn args(addr: std::net::SocketAddr, max_connections: usize) -> LoadArgs {
         think: 0.0,
         hdr: None,
         objective: Default::default(),
+        share: Default::default(),
         during: Default::default(),
     }
 }

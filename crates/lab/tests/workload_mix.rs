@@ -290,3 +290,63 @@ fn key_prefix_is_prepended() {
         assert_eq!(n.op.key(), format!("user{:016}", n.key_index.unwrap()));
     }
 }
+
+#[test]
+fn shares_of_a_run_preload_insert_and_step_through_the_whole_run_once() {
+    use std::collections::BTreeSet;
+    use strata_lab::load::segment::Segment;
+    let whole = Workload::builtin("get", 1000, 100).unwrap();
+    let all: Vec<(String, usize)> = whole.preload().collect();
+    assert_eq!(all.len(), 1000);
+    // Three shares preload every record once, each with the whole run's size.
+    let mut union = Vec::new();
+    for i in 0..3 {
+        let w = Workload::builtin("get", 1000, 100)
+            .unwrap()
+            .with_segment(Segment::new(i, 3).unwrap())
+            .unwrap();
+        assert!(w.describe().contains(&format!("segment {}/3", i + 1)));
+        union.extend(w.preload());
+    }
+    union.sort();
+    let mut sorted = all.clone();
+    sorted.sort();
+    assert_eq!(union, sorted);
+
+    // Inserts: two shares of 500 each are the whole run's keys 1000..2000.
+    let mut inserted = BTreeSet::new();
+    for i in 0..2 {
+        let w = Workload::builtin("ycsb-d", 1000, 100)
+            .unwrap()
+            .with_segment(Segment::new(i, 2).unwrap())
+            .unwrap();
+        let mut g = w.generator(0, 9);
+        let mut mine = 0;
+        while mine < 500 {
+            let n = g.next(Duration::ZERO);
+            if let (Op::Put { key, .. }, Some(k)) = (&n.op, n.key_index) {
+                if k >= 1000 {
+                    assert!(inserted.insert(key.clone()), "{key} inserted twice");
+                    mine += 1;
+                }
+            }
+        }
+    }
+    let want: BTreeSet<String> = (1000..2000).map(|k| format!("{k:016}")).collect();
+    assert_eq!(inserted, want);
+
+    // A sequential scan: the shares' steps are the whole run's 0, 1, 2, ...
+    let seq =
+        "name = \"seq\"\nkeys = 100\n[mix]\nget = 1.0\n[key]\ndistribution = \"sequential\"\n";
+    let mut steps = Vec::new();
+    for i in 0..4 {
+        let w = Workload::from_toml_str(seq)
+            .unwrap()
+            .with_segment(Segment::new(i, 4).unwrap())
+            .unwrap();
+        let mut g = w.generator(0, 1);
+        steps.extend((0..25).map(|_| g.next(Duration::ZERO).key_index.unwrap()));
+    }
+    steps.sort();
+    assert_eq!(steps, (0..100).collect::<Vec<u64>>());
+}

@@ -122,6 +122,11 @@ fn the_statefulset_wires_the_cluster_the_way_the_node_expects() {
     let merge = std::fs::read_to_string(dir().join("lab-merge-job.yaml")).unwrap();
     let pods = number(&job, "completions: ");
     assert!(job.contains("--hdr=/out/load-$(JOB_COMPLETION_INDEX).hlog"));
+    // Each pod is one share of one run: as many shares as pods, its index
+    // the pod's, one start instant for all.
+    assert!(job.contains("--segment-index=$(JOB_COMPLETION_INDEX)"));
+    assert_eq!(number(&job, "- --segments="), pods, "a share per pod");
+    assert!(job.contains("name: STRATA_START_AT"));
     for i in 0..pods {
         assert!(
             merge.contains(&format!("/out/load-{i}.hlog")),

@@ -145,6 +145,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
                 think: 0.0,
                 hdr: None,
                 objective: Default::default(),
+                share: Default::default(),
                 during: DuringArgs {
                     faults,
                     check: true,

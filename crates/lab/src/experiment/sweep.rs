@@ -13,11 +13,12 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::experiment::slo::{fmt_num, nothing_succeeded, positive, Ending, SloArgs};
-use crate::experiment::trial::{rfc3339, run_trial, Progress, TargetArgs};
+use crate::experiment::trial::{run_trial, Progress, TargetArgs};
 use crate::experiment::verdict::{verdict, Evidence, Machine};
 use crate::load::search::Search;
 use crate::report::model::{Report, RunKind, Trial};
 use crate::report::scrape::{Sampler, Scrapes};
+use crate::units::rfc3339;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SweepArgs {
@@ -310,6 +311,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         verdict_trial_rate: v.trial_rate,
         breaking_range: range,
         unseen,
+        share: None,
     };
     Ok((report, scrapes))
 }

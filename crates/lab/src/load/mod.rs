@@ -19,6 +19,7 @@
 //! | `slowest` | each run's slowest 1 % and their `Server-Timing` |
 //! | `preload` | YCSB's load phase |
 //! | `cpu` | the generator's and the machine's CPU |
+//! | `segment` | a generator's share of a run cut over several machines: its slots of the schedule, its new keys |
 //! | `search` | which rate a sweep offers next: doubling, bisection, repeats, the breaking point's range |
 
 pub mod cpu;
@@ -27,6 +28,7 @@ pub mod nodes;
 pub mod preload;
 pub mod schedule;
 pub mod search;
+pub mod segment;
 pub mod slowest;
 pub mod timer;
 pub mod workload;

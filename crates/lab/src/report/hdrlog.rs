@@ -25,6 +25,9 @@ const HEADER: &str = "strata lab interval log: latency in microseconds from inte
                       times; one histogram per interval and operation (the tag); \
                       the max column is in microseconds too";
 
+/// The comment that names a share of a run: this, then `I/N`.
+const SHARE_COMMENT: &str = "strata share ";
+
 /// Writes an interval log as a run goes, so a run cut short keeps what it
 /// measured.
 pub struct HdrLogWriter {
@@ -37,11 +40,25 @@ impl HdrLogWriter {
     /// Create (truncate) the log at `path`; interval offsets are relative
     /// to `start_time`, which is written as both StartTime and BaseTime.
     pub fn create(path: &Path, start_time: SystemTime) -> io::Result<Self> {
+        Self::create_share(path, start_time, None)
+    }
+
+    /// [`create`](Self::create) for a share of a run (`I/N`, `--segment`),
+    /// said in a comment that `merge` reads to tell which shares it got.
+    pub fn create_share(
+        path: &Path,
+        start_time: SystemTime,
+        segment: Option<&str>,
+    ) -> io::Result<Self> {
         let mut out = BufWriter::new(File::create(path)?);
         let mut serializer = V2DeflateSerializer::new();
-        IntervalLogWriterBuilder::new()
-            .add_comment(HEADER)
-            .with_start_time(start_time)
+        let share = segment.map(|s| format!("{SHARE_COMMENT}{s}"));
+        let mut b = IntervalLogWriterBuilder::new();
+        b.add_comment(HEADER);
+        if let Some(c) = &share {
+            b.add_comment(c);
+        }
+        b.with_start_time(start_time)
             .with_base_time(start_time)
             .begin_log_with(&mut out, &mut serializer)?;
         out.write_all(
@@ -99,6 +116,22 @@ pub struct MergeResult {
     /// From the earliest interval start to the latest interval end, over
     /// all files, in seconds (0 if the logs carry no absolute time).
     pub span_s: f64,
+    /// Each file's StartTime (seconds since the epoch), where it has one.
+    pub starts: Vec<Option<f64>>,
+    /// Each file's share of a run (`I/N`), where it says one.
+    pub shares: Vec<Option<String>>,
+}
+
+/// Which shares of a run cut in `count` the merged logs hold.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+pub struct Shares {
+    pub count: u64,
+    /// Shares (from 1) no log holds.
+    pub missing: Vec<u64>,
+    /// Shares more than one log holds.
+    pub repeated: Vec<u64>,
+    /// Logs that say no share, or a share of another count.
+    pub others: usize,
 }
 
 /// A tag's merged distribution, for `--json`.
@@ -117,6 +150,10 @@ pub struct MergeSummary {
     pub intervals: usize,
     pub span_s: f64,
     pub rate: Option<f64>,
+    /// How far apart the logs' runs started (latest StartTime − earliest).
+    pub start_spread_ms: Option<f64>,
+    /// With logs of shares of a run (`strata load --segment`): which.
+    pub shares: Option<Shares>,
     pub total: TagSummary,
     pub per_tag: Vec<TagSummary>,
 }
@@ -141,12 +178,98 @@ impl MergeResult {
         (self.span_s > 0.0).then(|| self.count() as f64 / self.span_s)
     }
 
+    /// How far apart the logs' runs started, in seconds, when every log
+    /// has a StartTime and there are several.
+    pub fn start_spread_s(&self) -> Option<f64> {
+        let starts: Option<Vec<f64>> = self.starts.iter().copied().collect();
+        let starts = starts.filter(|s| s.len() > 1)?;
+        let lo = starts.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = starts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(hi - lo)
+    }
+
+    /// Which shares of a run the logs hold, when any says it is a share
+    /// (of the count most of them say).
+    pub fn shares(&self) -> Option<Shares> {
+        // (index from 0, count) of each log that says one.
+        let parsed: Vec<Option<(u64, u64)>> = self
+            .shares
+            .iter()
+            .map(|s| s.as_deref().and_then(|s| crate::units::share(s).ok()))
+            .collect();
+        let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
+        for (_, n) in parsed.iter().flatten() {
+            *counts.entry(*n).or_default() += 1;
+        }
+        let (&count, _) = counts.iter().max_by_key(|(_, n)| **n)?;
+        let mut held = vec![0usize; count as usize];
+        let mut others = 0;
+        for s in &parsed {
+            match s {
+                Some((i, n)) if *n == count => held[*i as usize] += 1,
+                _ => others += 1,
+            }
+        }
+        let which = |f: &dyn Fn(usize) -> bool| -> Vec<u64> {
+            (0..count)
+                .filter(|i| f(held[*i as usize]))
+                .map(|i| i + 1)
+                .collect()
+        };
+        Some(Shares {
+            count,
+            missing: which(&|n| n == 0),
+            repeated: which(&|n| n > 1),
+            others,
+        })
+    }
+
+    /// One line on the shares and the starts, if there is anything to say.
+    pub fn shares_line(&self) -> Option<String> {
+        let mut words = Vec::new();
+        if let Some(s) = self.shares() {
+            let list = |v: &[u64]| {
+                v.iter()
+                    .map(|i| format!("{i}/{}", s.count))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            if s.missing.is_empty() && s.repeated.is_empty() && s.others == 0 {
+                words.push(format!("all {} shares of the run", s.count));
+            } else {
+                let mut w = format!("shares of a run cut in {}", s.count);
+                if !s.missing.is_empty() {
+                    w += &format!(
+                        "; MISSING {} (the merge is not the whole run)",
+                        list(&s.missing)
+                    );
+                }
+                if !s.repeated.is_empty() {
+                    w += &format!("; given more than once: {}", list(&s.repeated));
+                }
+                if s.others > 0 {
+                    w += &format!("; {} logs of no share or of another count", s.others);
+                }
+                words.push(w);
+            }
+        }
+        if let Some(d) = self.start_spread_s() {
+            words.push(format!(
+                "the runs started within {:.1} ms of each other",
+                d * 1000.0
+            ));
+        }
+        (!words.is_empty()).then(|| words.join("; "))
+    }
+
     pub fn to_summary(&self) -> MergeSummary {
         MergeSummary {
             files: self.files,
             intervals: self.intervals,
             span_s: self.span_s,
             rate: self.rate(),
+            start_spread_ms: self.start_spread_s().map(|s| s * 1000.0),
+            shares: self.shares(),
             total: tag_summary("all", &self.total),
             per_tag: self
                 .per_tag
@@ -170,6 +293,9 @@ impl MergeResult {
         match self.rate() {
             Some(r) => s += &format!(" over {:.2}s: {r:.0} req/s\n", self.span_s),
             None => s += "\n",
+        }
+        if let Some(l) = self.shares_line() {
+            s += &format!("  {l}\n");
         }
         s += "  Latency Distribution (HdrHistogram - Recorded Latency, ms)\n";
         for q in [0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1.0] {
@@ -316,11 +442,15 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeResult, String> {
         per_tag: BTreeMap::new(),
         total: empty_hist(),
         span_s: 0.0,
+        starts: Vec::new(),
+        shares: Vec::new(),
     };
     let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut absolute = true;
     for path in paths {
+        let mut origin = None;
         let n = for_each_interval(path, |iv| {
+            origin = origin.or(iv.origin_s);
             out.per_tag
                 .entry(iv.tag.to_string())
                 .or_insert_with(empty_hist)
@@ -342,11 +472,30 @@ pub fn merge(paths: &[PathBuf]) -> Result<MergeResult, String> {
             ));
         }
         out.intervals += n;
+        out.starts.push(origin);
+        out.shares.push(share_in(path));
     }
     if absolute && last > first {
         out.span_s = last - first;
     }
     Ok(out)
+}
+
+/// The share of a run a log says it holds (its `strata share I/N`
+/// comment, among the header lines).
+fn share_in(path: &Path) -> Option<String> {
+    use std::io::{BufRead, BufReader};
+    let f = BufReader::new(File::open(path).ok()?);
+    for line in f.lines().take(16) {
+        let line = line.ok()?;
+        if let Some(s) = line
+            .strip_prefix('#')
+            .and_then(|l| l.strip_prefix(SHARE_COMMENT))
+        {
+            return Some(s.trim().to_string());
+        }
+    }
+    None
 }
 
 /// `strata report merge`: add up the interval logs of several load runs.

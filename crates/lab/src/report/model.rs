@@ -62,6 +62,23 @@ pub struct Report {
     /// server figures are missing for that reason, not for want of load.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unseen: Vec<String>,
+    /// A load run that is one share of a run cut over several generators
+    /// (`--segment`, `--start-at`): which share, and when it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<ShareSummary>,
+}
+
+/// One generator's share of a run and its start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShareSummary {
+    /// `I/N`, the I-th (from 1) of N; `1/1` for a whole run.
+    pub segment: String,
+    /// The instant asked for (`--start-at`), RFC 3339 to the millisecond.
+    pub start_at: Option<String>,
+    /// When the run's first send was due.
+    pub started: String,
+    /// How long after `start_at` that was (0 when it waited in time).
+    pub late_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -270,6 +270,7 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
         think: 0.0,
         hdr: Some(hlog.clone()),
         objective: Default::default(),
+        share: Default::default(),
         during: DuringArgs {
             check: true,
             linearizable: a.linearizable,

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use hdrhistogram::Histogram;
 
@@ -105,6 +105,12 @@ pub struct Plan {
     /// Appended to every single-key request's query (`&ack=3&from=3`;
     /// empty: the nodes' defaults).
     pub query: String,
+    /// When the run starts (the warm-up's first send), on the wall clock
+    /// every generator of a run cut in segments shares; `None`: at once.
+    /// The run's share is the workload's (`Workload::segment`): the rate,
+    /// the connections and the clients are the whole run's, and this
+    /// generator takes its share of each.
+    pub start_at: Option<SystemTime>,
 }
 
 /// The default of `Plan::drop_after`.
@@ -338,10 +344,14 @@ fn thread_main(
                 connections,
                 max_connections,
             } => {
-                // Thread t takes every threads-th slot of the constant
-                // schedule, or a Poisson stream at its share of the rate.
-                let share = rate / threads as f64;
-                let first = Duration::from_secs_f64(thread as f64 / rate);
+                // Of the run's constant schedule, cut into segments × threads
+                // lanes, thread t of segment i takes lane i + segments × t
+                // (every lanes-th slot from there), or a Poisson stream at
+                // its share of the rate.
+                let segment = plan.workload.segment();
+                let lanes = segment.count as f64 * threads as f64;
+                let share = rate / lanes;
+                let first = Duration::from_secs_f64(segment.lane(thread) as f64 / rate);
                 let seed = plan.seed ^ (thread as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
                 let pacer = Rc::new(tokio::sync::Mutex::new(Pacer {
                     schedule: Schedule::starting_at(share, arrivals, seed, first),
@@ -474,11 +484,27 @@ pub fn run(
     if plan.nodes.is_empty() {
         return Err("no node to send to".into());
     }
+    // A segment of a run opens its share of the connections (or clients)
+    // and draws its own streams.
+    let segment = plan.workload.segment();
+    let workers = segment.share_of(workers, 1);
     let threads = threads.min(workers);
     let mut plan = Plan {
         threads,
+        seed: segment.seed(plan.seed),
         ..plan.clone()
     };
+    match &mut plan.pace {
+        Pace::Open {
+            connections,
+            max_connections,
+            ..
+        } => {
+            *connections = segment.share_of(*connections, 1);
+            *max_connections = segment.share_of(*max_connections, 1);
+        }
+        Pace::Closed { clients, .. } => *clients = segment.share_of(*clients, 1),
+    }
     if let Pace::Open {
         connections,
         max_connections,
@@ -495,7 +521,7 @@ pub fn run(
             .max(*connections)
             .min(pool::descriptor_cap(per_connection));
     }
-    let start = Instant::now() + Duration::from_millis(50);
+    let (start, started_wall) = start_instant(plan.start_at);
     let counted_start = start + plan.warmup;
     let clock = Arc::new(Clock {
         start,
@@ -662,7 +688,29 @@ pub fn run(
         generator_on_cpu: totals.on_cpu,
         generator_run_queue: totals.run_queue,
         generator_threads: totals.threads,
+        start,
+        started_wall,
     })
+}
+
+/// When a run given `at` will start, on the wall clock: at `at` (every
+/// share of a run waits for the same instant), or 50 ms from now when none
+/// is given or `at` has passed; with how long after `at` that is. A plan
+/// whose `start_at` is the instant this returns starts then.
+pub fn resolve_start(at: Option<SystemTime>) -> (SystemTime, Option<Duration>) {
+    let soon = SystemTime::now() + Duration::from_millis(50);
+    match at {
+        None => (soon, None),
+        Some(at) if at >= soon => (at, Some(Duration::ZERO)),
+        Some(at) => (soon, Some(soon.duration_since(at).unwrap_or_default())),
+    }
+}
+
+/// [`resolve_start`] on the monotonic clock the run is timed by.
+fn start_instant(at: Option<SystemTime>) -> (Instant, SystemTime) {
+    let (wall, _) = resolve_start(at);
+    let now = (Instant::now(), SystemTime::now());
+    (now.0 + wall.duration_since(now.1).unwrap_or_default(), wall)
 }
 
 /// Add `from` into `into` element by element, growing `into` as needed.

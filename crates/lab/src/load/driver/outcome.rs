@@ -69,6 +69,10 @@ pub struct SecondStats {
 
 /// What a run measured.
 pub struct Outcome {
+    /// When its first send was due (the warm-up's, if any).
+    pub start: std::time::Instant,
+    /// The same on the wall clock.
+    pub started_wall: std::time::SystemTime,
     /// Requests counted (after the warm-up).
     pub counted: u64,
     /// Connection errors and 5xx answers.

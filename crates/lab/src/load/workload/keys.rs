@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand::Rng;
 
 use super::zipfian::{Scrambled, Zipfian};
+use crate::load::segment::Segment;
 
 /// How a key index is drawn.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,11 +47,15 @@ impl KeyDist {
 pub struct KeySpace {
     /// Keys that exist before the run (YCSB's record count).
     pub records: u64,
-    /// When the workload inserts: the next key index to insert (starts at
-    /// `records`). The current key space is then `[0, next insert)`.
+    /// When the workload inserts: how many new keys this generator has
+    /// handed out. Its `k`-th new key is `records + segment.stripe(k)`, so
+    /// the current key space is about `[0, records + count × inserts)`.
     pub inserts: Option<AtomicU64>,
-    /// The sequential cursor.
+    /// The sequential cursor (this share's steps; the key is its stripe).
     pub cursor: AtomicU64,
+    /// The generator's share of the run: which new keys and which steps of
+    /// the sequential cursor are its own (the whole run by default).
+    pub segment: Segment,
     /// Prepended to the 16-digit index; empty by default so keys match
     /// what `strata load` has always written.
     pub prefix: String,
@@ -61,28 +66,45 @@ impl KeySpace {
         let records = records.max(1);
         KeySpace {
             records,
-            inserts: inserting.then(|| AtomicU64::new(records)),
+            inserts: inserting.then(|| AtomicU64::new(0)),
             cursor: AtomicU64::new(0),
             prefix,
+            segment: Segment::default(),
         }
     }
 
-    /// Keys that exist now: the records plus the inserts handed out.
+    /// Keys that exist now: the records plus the inserts handed out (by
+    /// every share, each assumed as far along as this one).
     #[inline]
     pub fn current(&self) -> u64 {
         match &self.inserts {
-            Some(c) => c.load(Ordering::Relaxed).max(1),
+            Some(c) => self
+                .records
+                .saturating_add(c.load(Ordering::Relaxed).saturating_mul(self.segment.count))
+                .max(1),
             None => self.records,
         }
     }
 
-    /// Take the next key index to insert (shared by all workers).
+    /// Take the next key index to insert (shared by all workers; the
+    /// shares of a run take every `count`-th one).
     #[inline]
     pub fn next_insert(&self) -> u64 {
         match &self.inserts {
-            Some(c) => c.fetch_add(1, Ordering::Relaxed),
+            Some(c) => self
+                .records
+                .saturating_add(self.segment.stripe(c.fetch_add(1, Ordering::Relaxed))),
             None => self.records,
         }
+    }
+
+    /// The next step of the sequential cursor: 0, 1, 2, ... over the whole
+    /// run, each share taking every `count`-th.
+    #[inline]
+    pub fn next_sequential(&self, n: u64) -> u64 {
+        self.segment
+            .stripe(self.cursor.fetch_add(1, Ordering::Relaxed))
+            % n
     }
 
     #[inline]
@@ -150,7 +172,7 @@ impl KeyChooser {
         let n = space.current();
         match self.dist {
             KeyDist::Uniform => rng.random_range(0..n),
-            KeyDist::Sequential => space.cursor.fetch_add(1, Ordering::Relaxed) % n,
+            KeyDist::Sequential => space.next_sequential(n),
             KeyDist::Zipfian {
                 scrambled: true, ..
             } => {

@@ -25,6 +25,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use crate::load::segment::Segment;
 pub use counter::KeyCounter;
 pub use libri::libri_rate_from_uploads_per_day;
 
@@ -116,6 +117,8 @@ enum Kind {
 #[derive(Clone, Debug)]
 pub struct Workload {
     kind: Kind,
+    /// The generator's share of the run (`load::segment`).
+    segment: Segment,
 }
 
 /// The random stream of worker `index` of a run seeded with `seed`: the
@@ -147,7 +150,10 @@ impl Workload {
                 }
             }
         };
-        Ok(Workload { kind })
+        Ok(Workload {
+            kind,
+            segment: Segment::default(),
+        })
     }
 
     pub fn from_toml_file(path: &Path) -> Result<Workload, String> {
@@ -159,11 +165,39 @@ impl Workload {
         let p = spec::parse_toml(s)?;
         Ok(Workload {
             kind: Kind::Kv(Arc::new(mix::KvSpec::new(p)?)),
+            segment: Segment::default(),
         })
+    }
+
+    /// This workload as `segment`'s share of a run cut in `segment.count`:
+    /// its inserts and sequential steps every `count`-th of the run's, its
+    /// preload every `count`-th record. Call before sharing it.
+    pub fn with_segment(mut self, segment: Segment) -> Result<Workload, String> {
+        if let Kind::Kv(s) = &mut self.kind {
+            Arc::get_mut(s)
+                .ok_or("a workload's segment is set before it is shared")?
+                .space
+                .segment = segment;
+        }
+        self.segment = segment;
+        Ok(self)
+    }
+
+    pub fn segment(&self) -> Segment {
+        self.segment
     }
 
     /// One line for reports.
     pub fn describe(&self) -> String {
+        let whole = self.describe_whole();
+        if self.segment.is_whole() {
+            whole
+        } else {
+            format!("{whole} (segment {})", self.segment)
+        }
+    }
+
+    fn describe_whole(&self) -> String {
         match &self.kind {
             Kind::Kv(s) => s.describe(),
             Kind::Libri(s) => s.describe(),
@@ -210,11 +244,22 @@ impl Workload {
 
     /// Keys to write before the run (YCSB's load phase; the records GETs
     /// should find), each with a value length; empty when none are needed.
+    /// A share of a run writes every `count`-th of them, with the sizes the
+    /// whole run's preload gives them.
     pub fn preload(&self) -> Box<dyn Iterator<Item = (String, usize)> + Send> {
-        match &self.kind {
+        let all: Box<dyn Iterator<Item = (String, usize)> + Send> = match &self.kind {
             Kind::Kv(s) => Box::new(mix::KvPreload::new(s.clone())),
             Kind::HighloadGet { max_id } => Box::new(highload::GetPreload::new(*max_id)),
             _ => Box::new(std::iter::empty()),
+        };
+        if self.segment.is_whole() {
+            return all;
         }
+        let seg = self.segment;
+        Box::new(
+            all.enumerate()
+                .filter(move |(i, _)| seg.owns(*i as u64))
+                .map(|(_, kv)| kv),
+        )
     }
 }
