@@ -118,6 +118,7 @@ fn args(addr: std::net::SocketAddr) -> LoadArgs {
         hdr: None,
         objective: Default::default(),
         share: Default::default(),
+        workers: Default::default(),
         during: Default::default(),
     }
 }

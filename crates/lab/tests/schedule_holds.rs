@@ -83,6 +83,7 @@ fn args(addr: std::net::SocketAddr, max_connections: usize) -> LoadArgs {
         hdr: None,
         objective: Default::default(),
         share: Default::default(),
+        workers: Default::default(),
         during: Default::default(),
     }
 }

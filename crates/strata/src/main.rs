@@ -113,6 +113,11 @@ enum Cmd {
     /// bisection) until a trial fails the SLO; print each trial, a verdict
     /// naming what saturated, and write a report directory.
     Sweep(Box<strata_lab::experiment::sweep::SweepArgs>),
+    /// A load generator a controller reaches over HTTP (`strata sweep
+    /// --workers`, `strata soak --workers`): each trial's share it is
+    /// asked for, sent from the instant named, answered with its
+    /// histograms for the controller to merge. Runs until stopped.
+    Worker(strata_lab::experiment::worker::WorkerArgs),
     /// Simulate a request pipeline in virtual time (a scenario file, or a
     /// running node's model with --from-node): the seed's probe counts and
     /// histograms, utilisation per stage, Little's law, the stage that
@@ -321,6 +326,7 @@ fn main() -> ExitCode {
                 .and_then(|exe| strata_lab::experiment::demo::run(&a, Command::new(exe))),
         ),
         Cmd::Sweep(a) => end("strata sweep", strata_lab::experiment::sweep::main(&a)),
+        Cmd::Worker(a) => exit("strata worker", strata_lab::experiment::worker::main(&a)),
         Cmd::Soak(a) => exit(
             "strata soak",
             own_exe().and_then(|exe| strata_lab::experiment::soak::main(&a, Command::new(exe))),

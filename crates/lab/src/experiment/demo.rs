@@ -113,6 +113,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
         pause: 0.5,
         check: false,
         check_clients: 4,
+        workers: Default::default(),
         repeats: 3,
         tail_samples: 100,
     };
@@ -146,6 +147,7 @@ pub fn run(a: &DemoArgs, strata: Command) -> Result<(), String> {
                 hdr: None,
                 objective: Default::default(),
                 share: Default::default(),
+                workers: Default::default(),
                 during: DuringArgs {
                     faults,
                     check: true,

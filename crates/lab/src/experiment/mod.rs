@@ -4,7 +4,8 @@
 //! trial to objectives (`slo`) and naming why the target broke
 //! (`verdict`); `soak` holds a share of it for hours; `demo` shows all of
 //! it on a local cluster; `calibrate` fits the simulator to a live node;
-//! `check` is `strata cluster check`. Owns running and judging
+//! `check` is `strata cluster check`; `worker` is `strata worker` and the
+//! controller's side of it, a trial split among several generators. Owns running and judging
 //! experiments; must not generate load itself (`load`), inject faults
 //! itself (`nemesis`), render reports (`report`) nor know the node's
 //! internals.
@@ -19,6 +20,7 @@
 //! | `demo` | `strata demo` |
 //! | `calibrate` | `strata calibrate`: a node's (or a cluster's) model for the simulator |
 //! | `check` | `strata cluster check`'s arguments and output |
+//! | `worker` | `strata worker`, and a trial split among workers and merged |
 
 pub mod calibrate;
 pub mod check;
@@ -28,6 +30,7 @@ pub mod soak;
 pub mod sweep;
 pub mod trial;
 pub mod verdict;
+pub mod worker;
 
 #[cfg(test)]
 mod tests {

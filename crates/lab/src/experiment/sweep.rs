@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::experiment::slo::{fmt_num, nothing_succeeded, positive, Ending, SloArgs};
-use crate::experiment::trial::{run_trial, Progress, TargetArgs};
+use crate::experiment::trial::{run_trial, Generators, Progress, TargetArgs};
 use crate::experiment::verdict::{verdict, Evidence, Machine};
 use crate::load::search::Search;
 use crate::report::model::{Report, RunKind, Trial};
@@ -64,6 +64,8 @@ pub struct SweepArgs {
     /// Closed-loop clients of --check (their requests add to the load).
     #[arg(long, default_value_t = 4)]
     pub check_clients: u32,
+    #[command(flatten)]
+    pub workers: crate::experiment::worker::WorkersArgs,
 }
 
 /// The table's header and one row per trial.
@@ -142,6 +144,20 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let t = &a.target;
     let nodes = t.nodes()?;
     let workload = t.workload()?;
+    let workers = a.workers.connect()?;
+    let gen = match &workers {
+        Some(w) => {
+            if !t.quiet && !t.json {
+                eprintln!(
+                    "Each trial split among {} workers: {}",
+                    w.len(),
+                    w.urls.join(", ")
+                );
+            }
+            Generators::Workers(w, t)
+        }
+        None => Generators::Here,
+    };
     t.maybe_preload(&nodes, &workload)?;
     let local = nodes.all_loopback();
     // The machine's cores (all of them: the generator may be pinned to
@@ -195,8 +211,15 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
                     let plan = t.plan(&nodes, &workload, t.open(rate), duration_at(rate), seed);
                     let span = crate::load::cpu::Span::start();
                     let prefix = format!("trial {} at {} req/s: ", trials.len() + 1, fmt_num(rate));
-                    let (outcome, mut trial) =
-                        run_trial(&plan, origin, &progress, &prefix, &mut |_| {}, &sampler)?;
+                    let (outcome, mut trial) = run_trial(
+                        gen,
+                        &plan,
+                        origin,
+                        &progress,
+                        &prefix,
+                        &mut |_| {},
+                        &sampler,
+                    )?;
                     let used = span.end();
                     trial.generator_cpu_cores = used.own;
                     trial.machine_cpu_cores = used.machine.filter(|_| local);

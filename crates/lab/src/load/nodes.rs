@@ -39,7 +39,7 @@ impl std::fmt::Debug for Nodes {
 }
 
 /// How a run's requests reach a cluster.
-#[derive(clap::Args, Clone, Debug)]
+#[derive(clap::Args, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ClientArgs {
     /// `smart`: through Strata's client library when the target is a
     /// cluster of more than one member (its members learned from a node's

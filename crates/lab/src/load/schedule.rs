@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Arrivals {
     Constant,
     Poisson,

@@ -161,6 +161,10 @@ pub struct Trial {
     /// Each of the generator's threads over the trial, busiest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generator_threads: Vec<ThreadRate>,
+    /// With `--workers`: each worker's share of the trial, its lateness,
+    /// its CPU (the generator's evidence, one worker at a time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerReport>,
     /// Failed answers by status code, and what the first failure said
     /// (a connection error's words, or a failed answer's status and
     /// body), with the node it came from.
@@ -631,4 +635,32 @@ pub fn cpu_and_rss(server: &[ServerSample]) -> (Option<f64>, Option<f64>) {
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let mean = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
     (mean, rss)
+}
+
+/// One worker's share of a trial, as the report shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    pub url: String,
+    /// Counted requests it sent.
+    pub requests: u64,
+    /// Its sends more than 1 ms late, those its own timer made late (a
+    /// connection free), and those it dropped.
+    pub late_sends: u64,
+    pub generator_late_sends: u64,
+    pub dropped_sends: u64,
+    pub max_lag_ms: f64,
+    /// Cores its sending threads used, and the share of their runnable
+    /// time they waited for a CPU.
+    pub cpu_cores: f64,
+    pub run_queue_share: Option<f64>,
+    /// How long after the instant named its first send was due.
+    pub started_late_ms: f64,
+}
+
+impl WorkerReport {
+    /// Its share of sends that left late or never: how far it fell behind.
+    pub fn behind(&self) -> f64 {
+        (self.generator_late_sends + self.dropped_sends) as f64
+            / (self.requests + self.dropped_sends).max(1) as f64
+    }
 }

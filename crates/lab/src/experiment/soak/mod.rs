@@ -112,6 +112,9 @@ pub struct SoakArgs {
     /// check each for linearizability (docs/consistency.md).
     #[arg(long)]
     pub linearizable: bool,
+    /// The sweep's trials and the soak itself split among workers.
+    #[command(flatten)]
+    pub workers: crate::experiment::worker::WorkersArgs,
 }
 
 /// What the soak found, as `soak.json` holds it.
@@ -235,6 +238,7 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
                 pause: 1.0,
                 check: false,
                 check_clients: 4,
+                workers: a.workers.clone(),
                 repeats: 3,
                 tail_samples: 100,
             };
@@ -271,6 +275,7 @@ fn soak_on(a: &SoakArgs, urls: &str, max_error_pct: f64) -> Result<Soak, String>
         hdr: Some(hlog.clone()),
         objective: Default::default(),
         share: Default::default(),
+        workers: a.workers.clone(),
         during: DuringArgs {
             check: true,
             linearizable: a.linearizable,

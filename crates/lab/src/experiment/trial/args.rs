@@ -19,7 +19,7 @@ use crate::units::rfc3339;
 pub const MAX_CONNECTIONS: usize = 256;
 
 /// Arguments shared by `load` and `sweep`: where, what, how.
-#[derive(clap::Args, Clone, Debug)]
+#[derive(clap::Args, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TargetArgs {
     /// Base URL of the node, e.g. http://127.0.0.1:8080, or several
     /// nodes' URLs comma-separated (load and sweep): each connection talks
@@ -251,6 +251,9 @@ pub struct LoadArgs {
     /// This run as one share of a run cut over several machines.
     #[command(flatten)]
     pub share: ShareArgs,
+    /// Or this run split among workers (`strata worker`), merged here.
+    #[command(flatten)]
+    pub workers: crate::experiment::worker::WorkersArgs,
 }
 
 /// One generator's share of a run that several run together (k6's
@@ -310,6 +313,14 @@ impl LoadArgs {
                 None => self.rate,
             })
         };
+        if self.workers.workers.is_some()
+            && (self.share.segment.is_some() || self.share.segments.is_some())
+        {
+            return Err(
+                "--workers splits the run among workers itself; --segment is for one share run alone"
+                    .into(),
+            );
+        }
         let workload = t.workload_share(self.share.segment()?)?;
         let mut plan = t.plan(&t.nodes()?, &workload, pace, self.duration, t.seed);
         plan.start_at = self.share.start_at;

@@ -22,6 +22,8 @@ use crate::report::model::{self, NodeSummary, Percentiles, Report, RunKind, Serv
 use crate::report::scrape::{Sampler, Scrapes};
 use crate::units::rfc3339;
 
+use crate::experiment::worker::Workers;
+
 mod args;
 mod progress;
 mod text;
@@ -43,10 +45,19 @@ impl LoadRun {
     }
 }
 
-/// Run one trial of `plan`, with the samples `sampler` (of the plan's
-/// nodes) takes meanwhile (`origin` is the run's time zero for the
-/// report's axes).
+/// Who sends a trial: this process's driver, or workers, each its share
+/// (`strata sweep --workers`), the target as the command line gave it.
+#[derive(Clone, Copy)]
+pub enum Generators<'a> {
+    Here,
+    Workers(&'a Workers, &'a TargetArgs),
+}
+
+/// Run one trial of `plan`, sent by `gen`, with the samples `sampler`
+/// (of the plan's nodes) takes meanwhile (`origin` is the run's time zero
+/// for the report's axes).
 pub fn run_trial(
+    gen: Generators,
     plan: &Plan,
     origin: Instant,
     progress: &Progress,
@@ -57,12 +68,27 @@ pub fn run_trial(
     let client_before = plan.nodes.client.as_ref().map(|c| c.stats().snapshot());
     // The generator's threads from the end of the warm-up on.
     let mut own = crate::load::cpu::OwnThreads::default();
-    let outcome = driver::run(plan, on_second, &mut |s| {
-        if !s.warming {
-            own.mark();
+    let (outcome, workers) = match gen {
+        Generators::Here => {
+            let o = driver::run(plan, on_second, &mut |s| {
+                if !s.warming {
+                    own.mark();
+                }
+                progress.show(prefix, s)
+            })?;
+            (o, Vec::new())
         }
-        progress.show(prefix, s)
-    })?;
+        Generators::Workers(w, target) => {
+            progress.show(
+                prefix,
+                &driver::Snapshot {
+                    warming: true,
+                    ..Default::default()
+                },
+            );
+            w.run(target, plan, on_second)?
+        }
+    };
     let own = own.since(&outcome.generator_threads);
     progress.finish();
     // The counted part's start: the run's first send (which may have
@@ -82,6 +108,14 @@ pub fn run_trial(
     let per_node = sampler.snapshot_nodes().into_iter().map(during).collect();
     let mut trial = to_trial(plan, &outcome, started_s, server, per_node);
     trial.generator_threads = own;
+    if !workers.is_empty() {
+        // The generator is the workers: their threads, their cores.
+        let threads = (plan.threads.max(1) * workers.len()) as f64;
+        trial.generator_run_queue_share = trial
+            .generator_run_queue_share
+            .map(|s| s * plan.threads.max(1) as f64 / threads);
+        trial.workers = workers;
+    }
     for (n, threads) in trial
         .per_node
         .iter_mut()
@@ -206,6 +240,7 @@ pub fn to_trial(
         // Of each thread's wall time, waiting for a CPU.
         client: None,
         generator_threads: Vec::new(),
+        workers: Vec::new(),
         failed_statuses: o.failed_statuses(),
         first_failure: o.first_failure_words(&plan.nodes.urls),
         generator_run_queue_share: (!(o.generator_on_cpu + o.generator_run_queue).is_zero()).then(
@@ -235,13 +270,19 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
     target: Option<&mut T>,
 ) -> Result<LoadRun, String> {
     let mut plan = a.plan()?;
+    let workers = a.workers.connect()?;
     a.target.maybe_preload(&plan.nodes, &plan.workload)?;
+    if workers.is_some() && plan.start_at.is_none() {
+        // Time for the request to reach every worker.
+        plan.start_at = Some(SystemTime::now() + crate::experiment::worker::client::LEAD);
+    }
     // The instant the run starts, fixed now: the interval log and the
     // report carry it, and a share of a run waits for it here (the faults'
     // and the samples' clock starts just before it).
     let (start, late) = driver::resolve_start(plan.start_at);
     plan.start_at = Some(start);
-    if let Ok(wait) = start.duration_since(SystemTime::now()) {
+    let wait = start.duration_since(SystemTime::now());
+    if let (Ok(wait), None) = (wait, &workers) {
         if !a.target.quiet && !a.target.json && wait > Duration::from_secs(1) {
             eprintln!("Waiting until {} to start", crate::units::rfc3339_ms(start));
         }
@@ -282,7 +323,13 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
         target,
         origin,
         expected,
-        || run_trial(&plan, origin, &progress, "", &mut on_second, &sampler),
+        || {
+            let gen = match &workers {
+                Some(w) => Generators::Workers(w, &a.target),
+                None => Generators::Here,
+            };
+            run_trial(gen, &plan, origin, &progress, "", &mut on_second, &sampler)
+        },
     )?;
     let scrapes = sampler.stop();
     let (outcome, trial) = r?;

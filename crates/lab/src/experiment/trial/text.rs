@@ -101,6 +101,39 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
     if let Some(c) = &t.client {
         s += &client_line(c);
     }
+    if !t.workers.is_empty() {
+        s += &worker_lines(t);
+    }
+    s
+}
+
+/// One line per worker of a run split among workers: its share, its
+/// lateness, its CPU.
+pub fn worker_lines(t: &Trial) -> String {
+    let width = t.workers.iter().map(|w| w.url.len()).max().unwrap_or(0);
+    let mut s = format!(
+        "  Workers ({}; their latencies merged above):\n",
+        t.workers.len()
+    );
+    for w in &t.workers {
+        s += &format!(
+            "    {:<width$}  {:>9} requests  {:>7} late  {:>7} dropped  worst lag {:.3} ms  cpu {:.2}{}{}\n",
+            w.url,
+            w.requests,
+            w.late_sends,
+            w.dropped_sends,
+            w.max_lag_ms,
+            w.cpu_cores,
+            w.run_queue_share
+                .map(|q| format!("  waited for a CPU {:.0}%", q * 100.0))
+                .unwrap_or_default(),
+            if w.started_late_ms > 0.0 {
+                format!("  started {:.0} ms late", w.started_late_ms)
+            } else {
+                String::new()
+            }
+        );
+    }
     s
 }
 

@@ -103,6 +103,16 @@ fn top_parts(s: &Slowest, n: usize) -> String {
 /// resource of theirs was read, and it rests on the answers' own timing.
 pub fn verdict(e: &Evidence) -> Verdict {
     let mut v = judge(e);
+    if let Some(w) = e.deciding.and_then(|(t, _)| behind(t)) {
+        v.text = if v.cause == "generator" {
+            format!("{} The worker that fell behind: {w}.", v.text.trim_end())
+        } else {
+            format!(
+                "{} One worker fell behind too ({w}): its share of the latencies includes its own lateness.",
+                v.text.trim_end()
+            )
+        };
+    }
     if !e.unseen.is_empty() && v.cause != "none" {
         v.text = format!(
             "The servers could not be seen: {}. No resource of theirs was read; what follows rests on the answers' Server-Timing alone. {}",
@@ -111,6 +121,48 @@ pub fn verdict(e: &Evidence) -> Verdict {
         );
     }
     v
+}
+
+/// A worker (`--workers`) is behind when this share of its sends left more
+/// than 1 ms late with a connection free, or never left.
+pub const WORKER_BEHIND: f64 = 0.01;
+
+/// The worker of trial `t` furthest behind its share of the schedule, in
+/// words, when one is behind at all.
+fn behind(t: &Trial) -> Option<String> {
+    let w = t
+        .workers
+        .iter()
+        .max_by(|a, b| a.behind().total_cmp(&b.behind()))
+        .filter(|w| w.behind() >= WORKER_BEHIND)?;
+    let mut s = format!(
+        "{} sent {} of its {} sends more than 1 ms late with a connection free{}",
+        w.url,
+        w.generator_late_sends,
+        w.requests + w.dropped_sends,
+        if w.dropped_sends > 0 {
+            format!(" and dropped {}", w.dropped_sends)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(q) = w.run_queue_share {
+        s += &format!(
+            "; its threads used {:.2} cores and waited for a CPU {:.0}% of the time they were ready to run",
+            w.cpu_cores,
+            q * 100.0
+        );
+    }
+    if t.workers.len() > 1 {
+        let others = t
+            .workers
+            .iter()
+            .filter(|o| o.url != w.url)
+            .map(|o| o.behind())
+            .fold(0.0, f64::max);
+        s += &format!(" (the others at most {:.1}%)", others * 100.0);
+    }
+    Some(s)
 }
 
 /// A cause that holds this share of the slowest requests' time is named

@@ -10,8 +10,10 @@
 //! operation's requests, `record` counts what came back per thread and
 //! merges the threads' seconds, `outcome` is what a run hands back (live
 //! figures, each second, the totals), `pool` the open-loop connections
-//! (grown for a burst, shrunk after it). Owns pacing, timing and recording; must
-//! not format reports or know the node's internals.
+//! (grown for a burst, shrunk after it), `merge` one outcome from several
+//! generators' (a run's shares, from workers), `wire` a generator's part as
+//! JSON for that merge. Owns pacing, timing and recording; must not format
+//! reports or know the node's internals.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -30,14 +32,16 @@ use crate::load::workload::{KeyCounter, Op, Workload};
 use strata_client::conn::Conn;
 use strata_client::session::Session;
 
+pub mod merge;
 mod outcome;
 mod pool;
 mod record;
+pub mod wire;
 mod worker;
 pub use outcome::{NodeTotals, OpTotals, Outcome, Second, SecondStats, Snapshot};
 use pool::{grow, Pacer, Pool};
 pub use record::failed_status;
-use record::{Collector, Interval, Msg, Recorder, ThreadTotals};
+use record::{Collector, Interval, Msg, NodeInterval, Recorder, ThreadTotals};
 pub use strata_api::query::encode_into;
 use worker::{Current, Values, Worker};
 
@@ -70,7 +74,7 @@ pub fn new_histogram() -> Histogram<u64> {
 pub const LATE: Duration = Duration::from_millis(1);
 
 /// How requests are paced.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Pace {
     /// Open loop: `rate` requests per second. `connections` are opened at
     /// the start; when a send finds none idle, another is opened, up to

@@ -45,7 +45,7 @@ pub struct OpTotals {
 }
 
 /// Per node over the run, in the order the nodes were given.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeTotals {
     /// Connections (open loop) or clients (closed loop) that chose it.
     pub connections: u64,

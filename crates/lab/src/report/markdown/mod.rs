@@ -268,6 +268,34 @@ pub fn notes(r: &Report) -> Vec<String> {
     let mut out = Vec::new();
     for (i, t) in r.trials.iter().enumerate() {
         let n = i + 1;
+        if !t.workers.is_empty() {
+            let each: Vec<String> = t
+                .workers
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{} sent {} ({} late by more than 1 ms, {} dropped; {} cores{})",
+                        w.url,
+                        group(w.requests),
+                        group(w.late_sends),
+                        group(w.dropped_sends),
+                        fmt_cores(w.cpu_cores),
+                        w.run_queue_share
+                            .map(|q| format!(
+                                ", waited for a CPU {:.0}% of its runnable time",
+                                q * 100.0
+                            ))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            out.push(format!(
+                "Trial {n} ({}): split among {} workers, their latencies merged: {}.",
+                offered(t),
+                t.workers.len(),
+                each.join("; ")
+            ));
+        }
         if t.late_sends as f64 > LATE_SHARE * t.requests.max(1) as f64 {
             out.push(format!(
                 "Trial {n} ({}): the load generator fell behind its schedule: {} of {} sends \

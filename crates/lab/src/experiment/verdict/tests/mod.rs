@@ -83,6 +83,7 @@ fn trial(rate: f64, nodes: usize, f: impl Fn(usize, &mut ServerSample)) -> Trial
         resources: vec![],
         repeat: None,
         generator_threads: vec![],
+        workers: vec![],
         failed_statuses: Default::default(),
         first_failure: None,
     }

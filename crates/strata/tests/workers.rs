@@ -1,0 +1,315 @@
+//! A sweep split among workers (`strata sweep --workers`, `strata
+//! worker`): every trial's schedule sent once, shared evenly, the
+//! latencies merged; a worker stopped (SIGSTOP) mid-trial is the cause the
+//! verdict names, by its URL; a worker refuses a controller without its
+//! token, a bad request, and a second run while busy.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+
+use support::NodeProc;
+
+/// A `strata worker` on a free loopback port, with `extra` arguments.
+struct WorkerProc {
+    child: Child,
+    url: String,
+}
+
+impl WorkerProc {
+    fn start(extra: &[&str]) -> WorkerProc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["worker", "--listen", "127.0.0.1:0", "--quiet"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .rsplit(' ')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        WorkerProc { child, url }
+    }
+
+    fn addr(&self) -> &str {
+        self.url.trim_start_matches("http://")
+    }
+}
+
+impl Drop for WorkerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sweep(url: &str, workers: &[&WorkerProc], extra: &[&str]) -> (bool, String, serde_json::Value) {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("rep");
+    let list: Vec<&str> = workers.iter().map(|w| w.url.as_str()).collect();
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["sweep", url, "--workers", &list.join(",")])
+        .args(["--pause", "0", "--repeats", "1", "--keys", "1000"])
+        .args(["--out", dir.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report = std::fs::read_to_string(dir.join("report.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o.status.success(), text, report)
+}
+
+/// One raw HTTP/1.1 exchange with a worker: the status and the body.
+fn raw(addr: &str, method: &str, path: &str, headers: &str, body: &[u8]) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: w\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let _ = s.write_all(body);
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+#[test]
+fn a_sweep_split_among_two_workers_sends_every_trial_once() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let (a, b) = (WorkerProc::start(&[]), WorkerProc::start(&[]));
+    let (ok, text, r) = sweep(
+        &node.url(),
+        &[&a, &b],
+        &[
+            "--start-rate",
+            "300",
+            "--duration",
+            "1.5",
+            "--max-trials",
+            "2",
+            "--tail-samples",
+            "3",
+            "--slo",
+            "p99<=5s",
+        ],
+    );
+    assert!(ok, "{text}");
+    assert!(text.contains("split among 2 workers"), "{text}");
+    let trials = r["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2, "{text}");
+    for t in trials {
+        let rate = t["offered_rate"].as_f64().unwrap();
+        let want = (rate * 1.5) as u64;
+        // The whole schedule, once: as one generator would have sent it.
+        assert_eq!(t["requests"].as_u64(), Some(want), "{t}");
+        let w = t["workers"].as_array().unwrap();
+        assert_eq!(w.len(), 2);
+        let urls: Vec<&str> = w.iter().map(|w| w["url"].as_str().unwrap()).collect();
+        assert_eq!(urls, [a.url.as_str(), b.url.as_str()]);
+        for w in w {
+            assert_eq!(w["requests"].as_u64(), Some(want / 2), "an even share: {w}");
+        }
+        // The merged latencies are every request's.
+        let ops: u64 = t["per_op"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["requests"].as_u64().unwrap())
+            .sum();
+        assert_eq!(ops, want);
+        assert!(t["latency"]["p99_ms"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn a_load_run_split_among_workers_merges_into_one_log() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let (a, b, c) = (
+        WorkerProc::start(&[]),
+        WorkerProc::start(&[]),
+        WorkerProc::start(&[]),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let hlog = out.path().join("run.hlog");
+    let workers = [&a, &b, &c].map(|w| w.url.clone()).join(",");
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["load", &node.url(), "--workers", &workers])
+        .args(["--rate", "600", "--duration", "2", "--keys", "1000"])
+        .args(["--hdr", hlog.to_str().unwrap()])
+        .args(["--out", out.path().join("rep").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("1200 requests in"), "{text}");
+    assert!(text.contains("Workers (3;"), "{text}");
+    for w in [&a, &b, &c] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&w.url) && l.contains(" 400 requests")),
+            "{}: {text}",
+            w.url
+        );
+    }
+    // The interval log holds every request of every worker.
+    let m = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["report", "merge", "--json", hlog.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let m: serde_json::Value = serde_json::from_slice(&m.stdout).unwrap();
+    assert_eq!(m["total"]["count"].as_u64(), Some(1200), "{m}");
+    // A run is split among workers or is one share of a run, not both.
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "load",
+            &node.url(),
+            "--workers",
+            &workers,
+            "--segment",
+            "1/2",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--segment"));
+}
+
+#[test]
+fn a_worker_stopped_mid_trial_is_the_cause_the_verdict_names() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let (a, b) = (WorkerProc::start(&[]), WorkerProc::start(&[]));
+    // The trial's first send is due 1.5 s after the sweep asks; stop the
+    // first worker from 0.6 s into it, for a second.
+    let pid = a.child.id().to_string();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(2400));
+        let _ = Command::new("kill").args(["-STOP", &pid]).status();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let _ = Command::new("kill").args(["-CONT", &pid]).status();
+    });
+    let (_, text, r) = sweep(
+        &node.url(),
+        &[&a, &b],
+        &[
+            "--start-rate",
+            "400",
+            "--duration",
+            "3",
+            "--max-trials",
+            "1",
+            "--tail-samples",
+            "1",
+            "--slo",
+            "p99<=100ms",
+        ],
+    );
+    stopper.join().unwrap();
+    assert_eq!(r["cause"], "generator", "{text}");
+    let verdict = r["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains(&format!("The worker that fell behind: {}", a.url)),
+        "{verdict}"
+    );
+    let w = &r["trials"][0]["workers"];
+    assert!(
+        w[0]["generator_late_sends"].as_u64() > w[1]["generator_late_sends"].as_u64(),
+        "{w}"
+    );
+}
+
+#[test]
+fn workers_refuse_strangers_bad_requests_and_a_second_run() {
+    // Beyond loopback a worker wants a token, of 16 bytes at least.
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["worker", "--listen", "0.0.0.0:0"])
+        .env_remove("STRATA_WORKER_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs --token"));
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["worker", "--listen", "127.0.0.1:0", "--token", "short"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("at least 16 bytes"));
+
+    let token = "a-worker-token-of-some-length";
+    let w = WorkerProc::start(&["--token", token]);
+    let (status, _) = raw(w.addr(), "GET", "/v0/worker", "", b"");
+    assert_eq!(status, 401);
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let (status, body) = raw(w.addr(), "GET", "/v0/worker", &auth, b"");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"busy\":false"), "{body}");
+    let (status, body) = raw(w.addr(), "POST", "/v0/worker/run", &auth, b"{\"not\": 1}");
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = raw(
+        w.addr(),
+        "POST",
+        "/v0/worker/run",
+        &auth,
+        &vec![b' '; 2 << 20],
+    );
+    assert_eq!(status, 413);
+
+    // A sweep without the token is told so, naming the worker.
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let (ok, text, _) = sweep(&node.url(), &[&w], &["--max-trials", "1"]);
+    assert!(!ok);
+    assert!(text.contains(&w.url) && text.contains("401"), "{text}");
+
+    // A second run while one is under way: 409, and the sweep says busy.
+    let busy = WorkerProc::start(&[]);
+    let url = node.url();
+    let first = {
+        let b = busy.url.clone();
+        std::thread::spawn(move || {
+            let out = tempfile::tempdir().unwrap();
+            Command::new(env!("CARGO_BIN_EXE_strata"))
+                .args(["sweep", &url, "--workers", &b, "--max-trials", "1"])
+                .args(["--duration", "3", "--start-rate", "100", "--repeats", "1"])
+                .args(["--tail-samples", "1", "--out", out.path().to_str().unwrap()])
+                .output()
+                .unwrap()
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (ok, text, _) = sweep(&node.url(), &[&busy], &["--max-trials", "1"]);
+    assert!(!ok);
+    assert!(text.contains("busy"), "{text}");
+    let (status, body) = raw(busy.addr(), "POST", "/v0/worker/run", "", b"{}");
+    assert_eq!(status, 409, "{body}");
+    assert!(first.join().unwrap().status.success());
+}
