@@ -12,9 +12,12 @@
 #   app.token        a readwrite token for applications
 #   monitor.token    a monitor token for Prometheus (/metrics)
 #   lab.token        a readwrite token for the lab's load
-#   secrets.yaml     three Secrets: strata-cluster-secret (secret),
+#   worker.token     the token the lab's workers want from their
+#                    controller (lab-workers.yaml, lab-sweep-job.yaml)
+#   secrets.yaml     four Secrets: strata-cluster-secret (secret),
 #                    strata-tokens (tokens), strata-lab-tokens (token,
-#                    metrics-token: the lab's and the monitor token)
+#                    metrics-token: the lab's and the monitor token),
+#                    strata-lab-worker-token (token)
 # The operator token derives from the cluster secret:
 #   STRATA_TOKEN=$(strata token operator --cluster-secret-file DIR/cluster-secret)
 # Keep DIR as you keep any credential (or delete it once applied: the
@@ -41,6 +44,8 @@ token() { # ROLE NAME: the token in NAME.token, its line in tokens
 token readwrite app
 token monitor monitor
 token readwrite lab
+# Not a node's token: the workers check it themselves.
+printf 'sw0_%s\n' "$(openssl rand -hex 24)" >"$dir/worker.token"
 
 indent() { sed 's/^/    /'; }
 {
@@ -77,6 +82,16 @@ type: Opaque
 stringData:
   token: "$(cat "$dir/lab.token")"
   metrics-token: "$(cat "$dir/monitor.token")"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: strata-lab-worker-token
+  labels:
+    app.kubernetes.io/name: strata-lab-worker
+type: Opaque
+stringData:
+  token: "$(cat "$dir/worker.token")"
 YAML
 } >"$dir/secrets.yaml"
 echo "made $dir: apply $dir/secrets.yaml before the manifests; the application's token is in $dir/app.token" >&2

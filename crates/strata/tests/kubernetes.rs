@@ -80,6 +80,10 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
         "secret/strata-lab-tokens",
         "job/strata-lab",
         "job/strata-lab-merge",
+        "job/strata-lab-sweep",
+        "deployment/strata-lab-worker",
+        "service/strata-lab-worker",
+        "secret/strata-lab-worker-token",
         "persistentvolumeclaim/strata-lab-out",
     ] {
         assert!(
@@ -89,7 +93,7 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
     }
     // The TLS variants (deploy/kubernetes/tls/), on their own.
     let tls = yaml_in(&dir().join("tls"));
-    assert_eq!(tls.len(), 2, "{tls:?}");
+    assert_eq!(tls.len(), 4, "{tls:?}");
     let (ok, out) = validate(&tls).unwrap();
     assert!(ok, "{out}");
     for kind in [
@@ -97,6 +101,8 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
         "strata.yaml passed for resource service/strata-client against",
         "strata.yaml passed for resource statefulset/strata against",
         "lab-job.yaml passed for resource job/strata-lab against",
+        "lab-workers.yaml passed for resource deployment/strata-lab-worker against",
+        "lab-sweep-job.yaml passed for resource job/strata-lab-sweep against",
     ] {
         assert!(out.contains(kind), "{kind} not validated:\n{out}");
     }
@@ -127,6 +133,17 @@ fn the_statefulset_wires_the_cluster_the_way_the_node_expects() {
     assert!(job.contains("--segment-index=$(JOB_COMPLETION_INDEX)"));
     assert_eq!(number(&job, "- --segments="), pods, "a share per pod");
     assert!(job.contains("name: STRATA_START_AT"));
+    // The sweep's controller reaches every worker pod through the
+    // workers' headless Service, with the token the workers want.
+    let workers = std::fs::read_to_string(dir().join("lab-workers.yaml")).unwrap();
+    let sweep = std::fs::read_to_string(dir().join("lab-sweep-job.yaml")).unwrap();
+    assert!(workers.contains("clusterIP: None"));
+    assert!(workers.contains("- --listen=0.0.0.0:7700"));
+    assert!(sweep.contains("- --workers=dns+http://strata-lab-worker:7700"));
+    for m in [&workers, &sweep] {
+        assert!(m.contains("name: STRATA_WORKER_TOKEN"));
+        assert!(m.contains("name: strata-lab-worker-token"));
+    }
     for i in 0..pods {
         assert!(
             merge.contains(&format!("/out/load-{i}.hlog")),
@@ -179,7 +196,7 @@ fn wiring(s: &str, scheme: &str) {
     assert!(s.contains("preStop:"));
 }
 
-/// The lines of `tls` that are not `plain`'s lines in order (their URLs
+/// The lines of `tls` that are not `plain`'s lines in order (the nodes' URLs
 /// made `https://` under the pods' TLS names), comments aside: what the
 /// TLS variant adds. Panics if a line of `plain` is missing from `tls`.
 fn added_lines(plain: &str, tls: &str) -> Vec<String> {
@@ -192,7 +209,9 @@ fn added_lines(plain: &str, tls: &str) -> Vec<String> {
     let plain: Vec<String> = code(plain)
         .iter()
         .map(|l| {
+            // The workers speak plain HTTP to their controller.
             l.replace("http://", "https://")
+                .replace("dns+https://", "dns+http://")
                 .replace(".strata:8080", ".strata.$(POD_NAMESPACE).svc:8080")
         })
         .collect();
@@ -239,27 +258,54 @@ fn the_tls_variants_are_the_plain_manifests_and_only_their_tls_lines() {
             "defaultMode: 0440",
         ]
     );
-    assert_eq!(
-        added_lines(&read("lab-job.yaml"), &read("tls/lab-job.yaml")),
-        [
-            "- --tls-ca=/tls/ca.pem",
-            "- name: POD_NAMESPACE",
-            "valueFrom:",
-            "fieldRef:",
-            "fieldPath: metadata.namespace",
-            "- name: tls",
-            "mountPath: /tls",
-            "readOnly: true",
-            "- name: tls",
-            "secret:",
-            "secretName: strata-tls",
-            "items:",
-            "- key: ca.pem",
-            "path: ca.pem",
-        ]
-    );
+    // A lab Job's TLS lines: the CA, and the namespace for the nodes'
+    // TLS names.
+    let job_tls = [
+        "- --tls-ca=/tls/ca.pem",
+        "- name: POD_NAMESPACE",
+        "valueFrom:",
+        "fieldRef:",
+        "fieldPath: metadata.namespace",
+        "- name: tls",
+        "mountPath: /tls",
+        "readOnly: true",
+        "- name: tls",
+        "secret:",
+        "secretName: strata-tls",
+        "items:",
+        "- key: ca.pem",
+        "path: ca.pem",
+    ];
+    for job in ["lab-job.yaml", "lab-sweep-job.yaml"] {
+        assert_eq!(
+            added_lines(&read(job), &read(&format!("tls/{job}"))),
+            job_tls,
+            "{job}"
+        );
+    }
     // The lab gets the CA, never the node's key.
     assert!(!read("tls/lab-job.yaml").contains("node.key"));
+    let ca_lines = [
+        "- --tls-ca=/tls/ca.pem",
+        "volumeMounts:",
+        "- name: tls",
+        "mountPath: /tls",
+        "readOnly: true",
+        "volumes:",
+        "- name: tls",
+        "secret:",
+        "secretName: strata-tls",
+        "items:",
+        "- key: ca.pem",
+        "path: ca.pem",
+    ];
+    assert_eq!(
+        added_lines(&read("lab-workers.yaml"), &read("tls/lab-workers.yaml")),
+        ca_lines
+    );
+    for f in ["tls/lab-workers.yaml", "tls/lab-sweep-job.yaml"] {
+        assert!(!read(f).contains("node.key"), "{f}");
+    }
 }
 
 #[test]

@@ -37,6 +37,8 @@ pub struct WorkersArgs {
     /// sending its share of the rate from one instant, their latencies
     /// merged exactly: for rates one generator cannot send. The target's
     /// credentials and TLS are each worker's own.
+    /// `dns+http://NAME:PORT`: every address NAME resolves to (a
+    /// Kubernetes headless Service's pods).
     #[arg(long, value_name = "URL[,URL...]")]
     pub workers: Option<String>,
     /// The bearer token the workers want (their --token).
@@ -60,13 +62,18 @@ impl WorkersArgs {
 impl Workers {
     /// `http://HOST:PORT[,...]`, each sent `token` (none: no
     /// `Authorization`; the target's own credentials never go to a worker).
+    /// `dns+http://NAME:PORT` stands for every address NAME resolves to
+    /// (a Kubernetes headless Service's pods), resolved now.
     pub fn parse(list: &str, token: Option<&str>) -> Result<Workers, String> {
-        let urls: Vec<String> = list
-            .split(',')
-            .map(|u| u.trim().trim_end_matches('/').to_string())
-            .collect();
-        if urls.iter().any(String::is_empty) || urls.is_empty() {
-            return Err(format!("--workers {list:?}: an empty worker URL"));
+        let mut urls: Vec<String> = Vec::new();
+        for u in list.split(',').map(|u| u.trim().trim_end_matches('/')) {
+            if u.is_empty() {
+                return Err(format!("--workers {list:?}: an empty worker URL"));
+            }
+            match u.strip_prefix("dns+") {
+                Some(url) => urls.extend(resolve_all(url)?),
+                None => urls.push(u.to_string()),
+            }
         }
         if urls.len() > MAX_WORKERS {
             return Err(format!(
@@ -208,6 +215,29 @@ impl Workers {
     }
 }
 
+/// `SCHEME://NAME:PORT` as one URL per address NAME resolves to, in
+/// address order.
+fn resolve_all(url: &str) -> Result<Vec<String>, String> {
+    use std::net::ToSocketAddrs;
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("--workers dns+{url}: expected dns+http://NAME:PORT"))?;
+    let host_port = rest.split('/').next().unwrap_or(rest);
+    let mut addrs: Vec<std::net::SocketAddr> = host_port
+        .to_socket_addrs()
+        .map_err(|e| format!("--workers dns+{url}: {host_port}: {e}"))?
+        .filter(|a| a.is_ipv4())
+        .collect();
+    addrs.sort();
+    addrs.dedup();
+    if addrs.is_empty() {
+        return Err(format!(
+            "--workers dns+{url}: {host_port} has no IPv4 address"
+        ));
+    }
+    Ok(addrs.iter().map(|a| format!("{scheme}://{a}")).collect())
+}
+
 /// One call on a fresh connection, bounded by `timeout`.
 fn call(
     t: &Target,
@@ -244,5 +274,29 @@ fn report(url: &str, o: &Outcome, started_late_ms: f64) -> WorkerReport {
         cpu_cores: o.generator_on_cpu.as_secs_f64() / wall,
         run_queue_share: (busy > 0.0).then(|| o.generator_run_queue.as_secs_f64() / busy),
         started_late_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_lists_are_checked_and_dns_names_resolved() {
+        let w = Workers::parse("http://127.0.0.1:7001, http://127.0.0.1:7002/", None).unwrap();
+        assert_eq!(w.urls, ["http://127.0.0.1:7001", "http://127.0.0.1:7002"]);
+        let w = Workers::parse("dns+http://localhost:7003", Some("t")).unwrap();
+        assert_eq!(w.urls, ["http://127.0.0.1:7003"]);
+        assert_eq!(w.targets[0].token.as_deref(), Some("t"));
+        for bad in [
+            "",
+            "http://127.0.0.1:7001,",
+            "http://127.0.0.1:7001,http://127.0.0.1:7001",
+            "dns+localhost",
+            "dns+http://no-such-host.invalid:7000",
+            "ftp://127.0.0.1:1",
+        ] {
+            assert!(Workers::parse(bad, None).is_err(), "{bad}");
+        }
     }
 }
