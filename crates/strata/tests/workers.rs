@@ -1,6 +1,7 @@
 //! A sweep split among workers (`strata sweep --workers`, `strata
 //! worker`): every trial's schedule sent once, shared evenly, the
-//! latencies merged; a worker stopped (SIGSTOP) mid-trial is the cause the
+//! latencies merged (against a server whose every answer takes 20 ms, the
+//! same p50 as one generator's); a worker stopped (SIGSTOP) mid-trial is the cause the
 //! verdict names, by its URL; a worker refuses a controller without its
 //! token, a bad request, and a second run while busy.
 
@@ -143,6 +144,92 @@ fn a_sweep_split_among_two_workers_sends_every_trial_once() {
         assert_eq!(ops, want);
         assert!(t["latency"]["p99_ms"].as_f64().unwrap() > 0.0);
     }
+}
+
+/// A server that answers every request after `delay` (one thread per
+/// connection): a target whose latency is known, so that percentiles can
+/// be compared without the machine's noise deciding.
+fn slow_server(delay: std::time::Duration) -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut w = s;
+                loop {
+                    let (mut len, mut line, mut path) = (0usize, String::new(), String::new());
+                    loop {
+                        line.clear();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if path.is_empty() {
+                            path = line.split(' ').nth(1).unwrap_or("").to_string();
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let status = if path.starts_with("/v0/entity") {
+                        std::thread::sleep(delay);
+                        "200 OK"
+                    } else {
+                        "404 Not Found"
+                    };
+                    let head = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
+                    if w.write_all(head.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn p(r: &serde_json::Value, q: &str) -> f64 {
+    r["trials"][0]["latency"][q].as_f64().unwrap()
+}
+
+#[test]
+fn two_workers_merged_see_the_latencies_one_generator_sees() {
+    // Every answer takes 20 ms: one generator and two workers, merged,
+    // must both say so, at p50 and p99 (within the generator's own
+    // jitter), and count every request.
+    let target = slow_server(std::time::Duration::from_millis(20));
+    let (a, b) = (WorkerProc::start(&[]), WorkerProc::start(&[]));
+    let run = |workers: Option<String>| {
+        let out = tempfile::tempdir().unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
+        c.args(["load", &target, "--workload", "get", "--keys", "100"])
+            .args(["--rate", "200", "--duration", "2", "--json", "--quiet"])
+            .args(["--out", out.path().join("r").to_str().unwrap()]);
+        if let Some(w) = workers {
+            c.args(["--workers", &w]);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let one = run(None);
+    let two = run(Some(format!("{},{}", a.url, b.url)));
+    for r in [&one, &two] {
+        assert_eq!(r["trials"][0]["requests"].as_u64(), Some(400), "{r}");
+        let p50 = p(r, "p50_ms");
+        assert!((20.0..24.0).contains(&p50), "p50 {p50} ms");
+        assert!(p(r, "p99_ms") >= 20.0);
+    }
+    let ratio = p(&two, "p50_ms") / p(&one, "p50_ms");
+    assert!((0.9..1.1).contains(&ratio), "p50 two / one = {ratio}");
+    assert_eq!(two["trials"][0]["workers"].as_array().unwrap().len(), 2);
 }
 
 #[test]
