@@ -107,6 +107,10 @@ pub struct CalibrateOptions {
     pub rate: Option<f64>,
     /// The node's largest commit group (its committer's MAX_GROUP, 512).
     pub max_batch: Option<u32>,
+    /// CPU seconds per request that other work takes on the node's cores
+    /// (a load generator on the same machine, the kernel's work for the
+    /// loopback network): on a shared machine the cores serve it too.
+    pub shared_per_request: Option<f64>,
     pub name: Option<String>,
 }
 
@@ -149,7 +153,12 @@ pub fn scenario_from_metrics(
             "process_cpu_seconds_total is 0".into(),
         ));
     }
-    let cpu_per_req = cpu / requests;
+    let own_per_req = cpu / requests;
+    let shared = opts
+        .shared_per_request
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(0.0);
+    let cpu_per_req = own_per_req + shared;
     let workers = m.get(names::RUNTIME_WORKERS).filter(|w| *w >= 1.0);
     let (cores, cores_from) = match (opts.cores, m.get(names::PROCESS_CPUS)) {
         (Some(c), _) => (c, "as given"),
@@ -186,13 +195,25 @@ pub fn scenario_from_metrics(
     let mut notes = Vec::new();
     let cpu_ns = cpu_per_req * 1e9;
     let cpu_cap = cores as f64 / cpu_per_req;
-    notes.push(format!(
-        "CPU: {cpu:.3} s of process CPU / {} requests = {} per request; {cores} cores ({cores_from}) / {} = {} req/s",
-        requests as u64,
-        human_ns(cpu_ns),
-        human_ns(cpu_ns),
-        rate(cpu_cap)
-    ));
+    if shared > 0.0 {
+        notes.push(format!(
+            "CPU: {cpu:.3} s of process CPU / {} requests = {} per request, and {} per request of other work on the same cores (the load generator, the kernel's network work): {} in all; {cores} cores ({cores_from}) / {} = {} req/s",
+            requests as u64,
+            human_ns(own_per_req * 1e9),
+            human_ns(shared * 1e9),
+            human_ns(cpu_ns),
+            human_ns(cpu_ns),
+            rate(cpu_cap)
+        ));
+    } else {
+        notes.push(format!(
+            "CPU: {cpu:.3} s of process CPU / {} requests = {} per request; {cores} cores ({cores_from}) / {} = {} req/s",
+            requests as u64,
+            human_ns(cpu_ns),
+            human_ns(cpu_ns),
+            rate(cpu_cap)
+        ));
+    }
     let mut caps = vec![cpu_cap];
     if let Some(h) = hold.as_ref().and_then(Hist::mean) {
         let c = permits as f64 / h;

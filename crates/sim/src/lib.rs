@@ -164,6 +164,7 @@ impl SimArgs {
             rate: self.rate,
             max_batch: None,
             name: None,
+            shared_per_request: None,
         })
     }
 }

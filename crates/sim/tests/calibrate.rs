@@ -141,3 +141,44 @@ fn baseline_and_errors() {
         matches!(&sc.stages[1], Stage::Workers { service: DistSpec::Gamma { mean, .. }, .. } if mean.0 == 200_000)
     );
 }
+
+#[test]
+fn cores_shared_with_other_work_serve_it_too() {
+    // The node's 600 µs per request, and 300 µs per request of other work
+    // on the same cores (a generator on the machine): the CPU stage
+    // serves 900 µs per request, and the capacity is 2 cores / 900 µs.
+    let opts = CalibrateOptions {
+        cores: Some(2),
+        shared_per_request: Some(300e-6),
+        ..Default::default()
+    };
+    let sc = scenario_from_metrics(&sample(), &opts).unwrap();
+    match &sc.stages[1] {
+        Stage::Workers { service, .. } => {
+            assert!(matches!(service, DistSpec::Gamma { mean, .. } if mean.0 == 900_000));
+        }
+        s => panic!("{s:?}"),
+    }
+    match &sc.clients {
+        Clients::Open { rate, .. } => {
+            assert!((*rate - 0.8 * 2.0 / 0.0009).abs() < 1.0, "{rate}")
+        }
+        c => panic!("{c:?}"),
+    }
+    assert!(sc
+        .notes
+        .iter()
+        .any(|n| n.contains("other work on the same cores")));
+    // Nothing shared, or nonsense: the node's own cost alone.
+    for s in [None, Some(0.0), Some(f64::NAN), Some(-1.0)] {
+        let opts = CalibrateOptions {
+            cores: Some(2),
+            shared_per_request: s,
+            ..Default::default()
+        };
+        let sc = scenario_from_metrics(&sample(), &opts).unwrap();
+        assert!(
+            matches!(&sc.stages[1], Stage::Workers { service: DistSpec::Gamma { mean, .. }, .. } if mean.0 == 600_000)
+        );
+    }
+}

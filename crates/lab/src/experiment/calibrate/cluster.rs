@@ -133,7 +133,7 @@ pub struct RoleStep {
 
 /// CPU seconds this process has used (user + system), and the times its
 /// threads slept for something (voluntary context switches).
-fn own_cpu() -> Option<(f64, f64)> {
+pub(super) fn own_cpu() -> Option<(f64, f64)> {
     // SAFETY: getrusage writes into the struct we pass and nothing else.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
@@ -146,7 +146,7 @@ fn own_cpu() -> Option<(f64, f64)> {
 /// CPU seconds the whole machine has been busy (Linux `/proc/stat`: user,
 /// nice, system, irq, softirq, steal), to tell whether something besides
 /// the nodes and the generator took the cores.
-fn host_busy() -> Option<f64> {
+pub(super) fn host_busy() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let line = text.lines().next()?;
     let v: Vec<f64> = line
@@ -167,6 +167,31 @@ fn scrape_all(urls: &[String]) -> Result<Vec<String>, String> {
     urls.iter()
         .map(|u| fetch_metrics(u).map_err(|e| format!("{u}/metrics: {e}")))
         .collect()
+}
+
+/// Whether the load generator (this process) runs on the nodes' cores:
+/// unless the CPUs the nodes may use (the most any reports,
+/// `strata_process_cpus`) and the generator's own fit in the machine's
+/// together, as when `taskset` put them apart. Unknown counts: it does.
+pub(super) fn generator_shares_cores(nodes: &Nodes) -> bool {
+    let node_cpus = nodes
+        .urls
+        .iter()
+        .filter_map(|u| fetch_metrics(u).ok())
+        .filter_map(|m| {
+            metric_sums(&m)
+                .get(strata_api::metrics::PROCESS_CPUS)
+                .copied()
+        })
+        .fold(None, |a: Option<f64>, c| Some(a.map_or(c, |a| a.max(c))));
+    match (
+        node_cpus,
+        crate::load::cpu::own_cpus(),
+        crate::load::cpu::online_cores(),
+    ) {
+        (Some(n), Some(g), Some(m)) => n + g > m,
+        _ => true,
+    }
 }
 
 /// One load at `rate` through `through`, with every node's metrics around
@@ -272,6 +297,10 @@ pub fn run(
     let from = from.clamp(1, n);
     let ack = from / 2 + 1;
     let one_host = nodes.all_loopback();
+    // Whether this generator takes the nodes' cores: on one host, unless
+    // the nodes and the generator were given CPUs apart (their counts fit
+    // in the machine's together).
+    let shares = one_host && generator_shares_cores(nodes);
     let so = SloSpec {
         quantile: slo.bounds.first().map_or(0.99, |b| b.quantile),
         limit: Dur::from_secs_f64(slo.bounds.first().map_or(0.01, |b| b.limit_ms / 1e3)),
@@ -287,7 +316,7 @@ pub fn run(
             ack,
             one_host,
             cores: a.cores,
-            generator_cpu_s: gen,
+            generator_cpu_s: gen.filter(|_| shares),
             roles,
             hop,
             at_limit,
@@ -300,8 +329,10 @@ pub fn run(
     on_line(&format!(
         "{} nodes, replication ack={ack} of from={from}, {}",
         n,
-        if one_host {
+        if shares {
             "all on this machine: one host's cores shared by the nodes and this generator"
+        } else if one_host {
+            "all on this machine, the nodes' cores apart from this generator's"
         } else {
             "each node on its own machine"
         }
@@ -355,7 +386,7 @@ pub fn run(
                 gen_points.push((z / reqs, g / reqs));
             }
         }
-        at_limit = limit_costs(&node_points, &gen_points, one_host);
+        at_limit = limit_costs(&node_points, &gen_points, shares);
         let sc = scenario_from_cluster_metrics(
             &m.scrapes,
             &opts(None, m.generator_cpu_s, None, at_limit.clone(), rate),
@@ -383,7 +414,7 @@ pub fn run(
             cpu_per_request_us: Some(cpu / reqs.max(1.0) * 1e6),
             capacity: an.capacity,
             bottleneck: an.bottleneck.clone(),
-            generator_cpu_cores: if one_host {
+            generator_cpu_cores: if shares {
                 m.generator_cpu_s.map(|g| g / m.secs)
             } else {
                 None
@@ -396,6 +427,8 @@ pub fn run(
                 .filter(|_| reqs > 0.0)
                 .map(|z| z / reqs),
             overloaded: super::overloaded(&m.outcome, rate),
+            generator_behind: false,
+            shared_cpu_per_request_us: None,
         };
         // What the machine was busy with besides the nodes and the lab
         // (the driver's window is the steps' seconds; the busy counter

@@ -97,6 +97,16 @@ pub struct Step {
     /// below what it served.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub overloaded: bool,
+    /// The generator fell behind this step's schedule even when it ran
+    /// again: the step did not offer its rate, so it is no evidence about
+    /// the node; its model is not used and the climb ends there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub generator_behind: bool,
+    /// A node sharing this machine's cores with the generator: the CPU
+    /// per request that other work took on them (the generator, the
+    /// kernel's network work), which the model adds to the node's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_cpu_per_request_us: Option<f64>,
 }
 
 /// A step that serves less than this share of its offered rate overloaded
@@ -108,12 +118,20 @@ pub fn overloaded(o: &driver::Outcome, rate: f64) -> bool {
     o.achieved_rate() < SERVED_SHARE * rate
 }
 
+/// Whether a step's generator fell behind its schedule: sends it made late
+/// itself (its timer, its CPU) or dropped. Sends late for want of a free
+/// connection are the node's doing, not the generator's.
+fn generator_behind(o: &driver::Outcome) -> Option<u64> {
+    let behind = o.dropped + o.generator_late;
+    (behind as f64 > crate::experiment::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64)
+        .then_some(behind)
+}
+
 /// Whether a step's generator fell behind its schedule, or the node served
 /// less than it was offered: either way the step did not measure the node
 /// at its rate, and runs again.
 fn step_went_wrong(o: &driver::Outcome, rate: f64) -> Option<String> {
-    let behind = o.dropped + o.late;
-    if behind as f64 > crate::experiment::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64 {
+    if let Some(behind) = generator_behind(o) {
         return Some(format!("the generator fell behind on {behind} sends"));
     }
     overloaded(o, rate).then(|| format!("the node served only {}", fmt_num(o.achieved_rate())))
@@ -187,6 +205,12 @@ pub fn run(
     t.maybe_preload(&target, &workload)?;
     let url = t.url.trim_end_matches('/').to_string();
     let progress = Progress::new(t.quiet || t.json);
+    // A node on this machine whose cores the generator may use too: the
+    // model's cores serve the other work on them as well.
+    let shares = target.all_loopback() && cluster::generator_shares_cores(&target);
+    if shares {
+        on_line("the node shares this machine's cores with the generator: the model's CPU per request includes the other work on them");
+    }
     on_line(&format!(
         "{:>10} {:>10} {:>9} {:>12} {:>12}  {}",
         "offered", "achieved", "node cpu", "cpu/req µs", "capacity", "bottleneck"
@@ -201,8 +225,10 @@ pub fn run(
         let seed = t.seed.wrapping_add(i as u64);
         let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
         let prefix = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
+        let mut host0 = cluster::host_busy();
         let mut o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
         progress.finish();
+        let mut host1 = cluster::host_busy();
         let mut after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
         // A step whose generator fell behind (a stall of this process, a
         // busy machine) did not offer its rate, and one the node could not
@@ -218,23 +244,36 @@ pub fn run(
                 fmt_num(rate)
             ));
             before = after;
+            host0 = cluster::host_busy();
             o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
             progress.finish();
+            host1 = cluster::host_busy();
             after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
         }
-        let opts = CalibrateOptions {
-            cores: a.cores,
-            baseline: Some(before.clone()),
-            name: Some(format!("{} calibrated at {} req/s", url, fmt_num(rate))),
-            ..Default::default()
-        };
-        let sc = scenario_from_metrics(&after, &opts).map_err(|e| e.to_string())?;
-        let (_, an) = simulate(&sc, Path::new("."), sc.seed).map_err(|e| e.to_string())?;
         // The window the node's counters cover includes the warm-up.
         let secs = o.elapsed.as_secs_f64() + t.warmup;
         let (m0, m1) = (metric_sums(&before), metric_sums(&after));
         let cpu = delta(&m0, &m1, strata_api::metrics::CPU_SECONDS);
         let reqs = delta(&m0, &m1, strata_api::metrics::HTTP_REQUESTS);
+        // What the machine did besides the node, per request: on shared
+        // cores the node gets only what is left of them.
+        let shared = if shares {
+            host0
+                .zip(host1)
+                .zip(cpu.zip(reqs))
+                .map(|((h0, h1), (c, n))| ((h1 - h0 - c) / n.max(1.0)).max(0.0))
+        } else {
+            None
+        };
+        let opts = CalibrateOptions {
+            cores: a.cores,
+            baseline: Some(before.clone()),
+            name: Some(format!("{} calibrated at {} req/s", url, fmt_num(rate))),
+            shared_per_request: shared,
+            ..Default::default()
+        };
+        let sc = scenario_from_metrics(&after, &opts).map_err(|e| e.to_string())?;
+        let (_, an) = simulate(&sc, Path::new("."), sc.seed).map_err(|e| e.to_string())?;
         let step = Step {
             offered: rate,
             achieved: o.achieved_rate(),
@@ -245,9 +284,11 @@ pub fn run(
             generator_cpu_cores: None,
             parks_per_request: None,
             generator_sleeps_per_request: None,
-            p99_ms: None,
+            p99_ms: Some(o.all.value_at_quantile(0.99) as f64 / 1e3),
             model_p99_ms: None,
             overloaded: overloaded(&o, rate),
+            generator_behind: generator_behind(&o).is_some(),
+            shared_cpu_per_request_us: shared.map(|s| s * 1e6),
         };
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
@@ -262,6 +303,16 @@ pub fn run(
             step.capacity,
             step.bottleneck.as_deref().unwrap_or("-")
         ));
+        if step.generator_behind {
+            // Not evidence about the node: the generator did not send the
+            // rate. Nothing higher can be measured from here either.
+            on_line(&format!(
+                "  (the generator could not send {} req/s from this machine: this step is no evidence about the node, and the climb ends; run the generator elsewhere or with --workers)",
+                fmt_num(rate)
+            ));
+            steps.push(step);
+            break;
+        }
         if step.overloaded {
             // Past the limit: the node can carry at most what it served.
             on_line("  (the node could not carry this rate: stepping down)");
