@@ -14,7 +14,8 @@ use std::process::Command;
 
 use crate::experiment::slo::SloArgs;
 use crate::experiment::sweep::{self, SweepArgs};
-use crate::experiment::trial::{LoadArgs, TargetArgs};
+use crate::experiment::target::TargetArgs;
+use crate::experiment::trial::LoadArgs;
 use crate::nemesis::during::DuringArgs;
 use crate::nemesis::local::{ClusterOptions, LocalCluster};
 use crate::nemesis::step::{Kind, Step};

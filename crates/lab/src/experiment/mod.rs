@@ -12,6 +12,7 @@
 //!
 //! | module | owns |
 //! | --- | --- |
+//! | `target` | the target, workload and pacing arguments every run takes |
 //! | `trial` | `strata load`, its arguments, a trial's report |
 //! | `sweep` | `strata sweep`: its trials, the breaking point (which rate next is `load::search`'s) |
 //! | `slo` | objectives and judging a trial |
@@ -28,6 +29,7 @@ pub mod demo;
 pub mod slo;
 pub mod soak;
 pub mod sweep;
+pub mod target;
 pub mod trial;
 pub mod verdict;
 pub mod worker;

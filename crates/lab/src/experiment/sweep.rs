@@ -13,7 +13,8 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::experiment::slo::{fmt_num, nothing_succeeded, positive, Ending, SloArgs};
-use crate::experiment::trial::{run_trial, Generators, Progress, TargetArgs};
+use crate::experiment::target::TargetArgs;
+use crate::experiment::trial::{run_trial, Generators, Progress};
 use crate::experiment::verdict::{verdict, Evidence, Machine};
 use crate::load::search::Search;
 use crate::report::model::{Report, RunKind, Trial};

@@ -27,7 +27,8 @@ use strata_sim::predict::{breaking_point, Bound, Objective, Prediction};
 use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
 
 use crate::experiment::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
-use crate::experiment::trial::{Progress, TargetArgs};
+use crate::experiment::target::TargetArgs;
+use crate::experiment::trial::Progress;
 use crate::load::driver;
 use crate::report::scrape::{fetch_metrics, metric_sums};
 

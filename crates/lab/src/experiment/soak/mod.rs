@@ -22,7 +22,8 @@ use serde::Serialize;
 
 use crate::experiment::slo::SloArgs;
 use crate::experiment::sweep::{self, SweepArgs};
-use crate::experiment::trial::{LoadArgs, TargetArgs};
+use crate::experiment::target::TargetArgs;
+use crate::experiment::trial::LoadArgs;
 use crate::nemesis::during::DuringArgs;
 use crate::nemesis::local::{ClusterOptions, LocalCluster};
 use crate::report::charts::{trend, TrendLine};

@@ -10,7 +10,7 @@
 //!
 //! | module | owns |
 //! | --- | --- |
-//! | `args` | the command line: target, workload, pacing, a run's share |
+//! | `args` | the command line: the rate or clients, a run's share, its workers (the target is `experiment::target`'s) |
 //! | `progress` | the live progress line |
 //! | `text` | the wrk2-style summary, per node and of the cluster's client |
 
@@ -27,7 +27,8 @@ use crate::experiment::worker::Workers;
 mod args;
 mod progress;
 mod text;
-pub use args::{LoadArgs, ShareArgs, TargetArgs, MAX_CONNECTIONS};
+pub use crate::experiment::target::{TargetArgs, MAX_CONNECTIONS};
+pub use args::{LoadArgs, ShareArgs};
 pub use progress::Progress;
 pub use text::{client_line, per_node_lines, summary};
 

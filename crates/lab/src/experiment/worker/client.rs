@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{RunRequest, Status, RUN_ROUTE, STATUS_ROUTE};
-use crate::experiment::trial::TargetArgs;
+use crate::experiment::target::TargetArgs;
 use crate::load::driver::merge::{merge, Part};
 use crate::load::driver::wire::PartWire;
 use crate::load::driver::{Outcome, Plan, Second};

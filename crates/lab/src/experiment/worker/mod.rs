@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::trial::TargetArgs;
+use crate::experiment::target::TargetArgs;
 use crate::load::driver::Pace;
 
 pub mod client;

@@ -4,15 +4,8 @@
 //! percentiles and timeline are those of every request, exactly; their
 //! totals added. Owns the merge; must not send, time or judge.
 
-use super::wire::SecondWire;
+pub use super::wire::Part;
 use super::*;
-
-/// What one generator measured: its outcome and its counted seconds
-/// (histograms and all, encoded), as `run`'s `on_second` saw them.
-pub struct Part {
-    pub outcome: Outcome,
-    pub seconds: Vec<SecondWire>,
-}
 
 /// A second as one thread's interval, for the collector.
 fn interval(s: Second) -> Interval {
@@ -179,7 +172,7 @@ pub fn merge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::driver::wire::PartWire;
+    use crate::load::driver::wire::{PartWire, SecondWire};
 
     /// A generator's part: `secs` seconds of `per_sec` GETs at `lat` µs
     /// each on node 0 (and one 503 a second timed apart), as a run hands

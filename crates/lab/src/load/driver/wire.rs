@@ -11,8 +11,14 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use serde::{Deserialize, Serialize};
 
-use super::merge::Part;
 use super::*;
+
+/// What one generator measured: its outcome and its counted seconds
+/// (histograms and all, encoded), as `run`'s `on_second` saw them.
+pub struct Part {
+    pub outcome: Outcome,
+    pub seconds: Vec<SecondWire>,
+}
 
 /// A histogram, V2-encoded, in base64.
 #[derive(Clone, Debug, Serialize, Deserialize)]
