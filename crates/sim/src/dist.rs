@@ -96,6 +96,65 @@ impl DistSpec {
         DistSpec::Constant { value: d }
     }
 
+    /// The same shape with every draw multiplied by `k` (a disk `k` times
+    /// as slow): durations and shifts scaled, a file's or a histogram's
+    /// draws through its `scale`.
+    pub fn scaled(&self, k: f64) -> DistSpec {
+        let d = |x: &Dur| Dur((x.0 as f64 * k).round().max(0.0) as u64);
+        let sc = |s: &Option<f64>| Some(s.unwrap_or(1.0) * k);
+        match self {
+            DistSpec::Constant { value } => DistSpec::Constant { value: d(value) },
+            DistSpec::Uniform { min, max, shift } => DistSpec::Uniform {
+                min: d(min),
+                max: d(max),
+                shift: d(shift),
+            },
+            DistSpec::Normal { mean, sd, shift } => DistSpec::Normal {
+                mean: d(mean),
+                sd: d(sd),
+                shift: d(shift),
+            },
+            DistSpec::Lognormal { mean, sd, shift } => DistSpec::Lognormal {
+                mean: d(mean),
+                sd: d(sd),
+                shift: d(shift),
+            },
+            DistSpec::Exponential { mean, shift } => DistSpec::Exponential {
+                mean: d(mean),
+                shift: d(shift),
+            },
+            DistSpec::Gamma { mean, sd, shift } => DistSpec::Gamma {
+                mean: d(mean),
+                sd: d(sd),
+                shift: d(shift),
+            },
+            DistSpec::Empirical {
+                file,
+                unit,
+                tag,
+                scale,
+                shift,
+            } => DistSpec::Empirical {
+                file: file.clone(),
+                unit: unit.clone(),
+                tag: tag.clone(),
+                scale: sc(scale),
+                shift: d(shift),
+            },
+            DistSpec::Histogram {
+                le_seconds,
+                counts,
+                scale,
+                shift,
+            } => DistSpec::Histogram {
+                le_seconds: le_seconds.clone(),
+                counts: counts.clone(),
+                scale: sc(scale),
+                shift: d(shift),
+            },
+        }
+    }
+
     /// A short human form: "0.5ms + normal(1ms, 0.1ms)".
     pub fn describe(&self) -> String {
         let with_shift = |s: &Dur, body: String| {

@@ -263,6 +263,7 @@ fn the_shipped_scenario_parses_and_round_trips() {
             "with 5 nodes (the same 2-core host)",
             "with 5 nodes, each on its own 2-core host",
             "at ack=1",
+            "without the fsync on the write's path (durability interval or none)",
             "with one node down"
         ],
         "{labels:?}"
@@ -421,4 +422,38 @@ fn the_model_of_several_nodes_from_their_metrics() {
     );
     let scaled: RoleCosts = costs.scaled(100.0 / 115.0);
     assert!((scaled.per_request(3, 3) - 100e-6).abs() < 1e-9);
+}
+
+#[test]
+fn size_for_answers_with_the_fewest_nodes_of_the_named_size() {
+    // 55 µs of CPU per read over the cluster (20 + 2 × 5 + 2 × 10 + 5):
+    // at 50,000 req/s, 2.75 cores' worth. On 1-core nodes at least 3
+    // (4 leaves headroom for the p99); on 4-core nodes the 3 a key needs.
+    let sc = scenario(CPU_BOUND, &[("duration", "1s"), ("warmup", "200ms")]);
+    let sized = |cores: u32| {
+        let args = strata_sim::SimArgs {
+            size_for: Some(50_000.0),
+            node_cores: Some(cores),
+            max_nodes: 16,
+            json: true,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        run_cli(&sc, Path::new("."), &args, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        (v["nodes"].as_u64().unwrap_or(0), v)
+    };
+    let (small, v) = sized(1);
+    assert!((3..=5).contains(&small), "{v}");
+    assert!(v["machine"].as_str().unwrap().starts_with("1 core;"), "{v}");
+    let (big, v) = sized(4);
+    assert_eq!(big, 3, "{v}");
+    // A node scenario has no node count to size.
+    let args = strata_sim::SimArgs {
+        size_for: Some(1000.0),
+        scenario: Some(shipped().with_file_name("strata-node.toml")),
+        ..Default::default()
+    };
+    let e = strata_sim::run(&args, None).unwrap_err().to_string();
+    assert!(e.contains("needs a cluster scenario"), "{e}");
 }

@@ -126,6 +126,12 @@ pub fn run_cli(
         }
         return Ok(());
     }
+    if let Some(target) = args.size_for {
+        return size_cli(&effective, base, seed, args, target, out).map_err(|e| match e {
+            SizeErr::Io(e) => io(e),
+            SizeErr::Model(e) => SimError::Scenario(e),
+        });
+    }
     let run = simulate(&effective, base, seed).map_err(SimError::Scenario)?;
     let a = analyse(&run);
     if !args.json {
@@ -181,6 +187,70 @@ pub fn run_cli(
             serde_json::to_string_pretty(&j).expect("serializable")
         )
         .map_err(io)?;
+    }
+    Ok(())
+}
+
+enum SizeErr {
+    Io(std::io::Error),
+    Model(String),
+}
+
+/// `--size-for RATE`: the search's rows as they come, then the answer
+/// (or the whole `Sizing` as JSON).
+fn size_cli(
+    sc: &ClusterScenario,
+    base: &Path,
+    seed: u64,
+    args: &crate::SimArgs,
+    target: f64,
+    out: &mut dyn Write,
+) -> Result<(), SizeErr> {
+    let m = Machine {
+        cores: args.node_cores,
+        fsync_mean: args.fsync,
+    };
+    let obj = objective(sc);
+    let slo = sc.slo.describe();
+    let mut werr = None;
+    let json = args.json;
+    if !json {
+        writeln!(
+            out,
+            "strata sim: {} (seed {seed}): sizing for {} req/s at {slo}",
+            sc.name,
+            crate::units::rate(target)
+        )
+        .map_err(SizeErr::Io)?;
+    }
+    let z = size_for(sc, &m, base, seed, &obj, target, args.max_nodes, &mut |r| {
+        if !json {
+            if let Err(e) = writeln!(
+                out,
+                "  tried {} nodes: {}",
+                r.nodes,
+                if r.met { "meets it" } else { "misses" }
+            ) {
+                werr.get_or_insert(e);
+            }
+            let _ = out.flush();
+        }
+    })
+    .map_err(SizeErr::Model)?;
+    if let Some(e) = werr {
+        return Err(SizeErr::Io(e));
+    }
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&z).expect("serializable")
+        )
+        .map_err(SizeErr::Io)?;
+    } else {
+        for l in sizing_lines(&z, &slo) {
+            writeln!(out, "{l}").map_err(SizeErr::Io)?;
+        }
     }
     Ok(())
 }

@@ -8,7 +8,8 @@
 //! change how a run works (that is `cluster`).
 //!
 //! Here: the analysis; `whatif` the breaking point and the what-ifs,
-//! `text` the reports and sweeps, `cli` the command line.
+//! `sizing` the fewest nodes of a given size for a rate, `text` the
+//! reports and sweeps, `cli` the command line.
 
 use serde::Serialize;
 
@@ -18,10 +19,12 @@ use crate::scenario::Clients;
 use crate::units::{grouped, human_ns, rate};
 
 mod cli;
+mod sizing;
 mod text;
 mod whatif;
 
 pub use cli::*;
+pub use sizing::*;
 pub use text::*;
 pub use whatif::*;
 

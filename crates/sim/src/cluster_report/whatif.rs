@@ -52,7 +52,7 @@ pub fn at_rate(sc: &ClusterScenario, r: f64) -> ClusterScenario {
     s
 }
 
-fn counts(run: &ClusterRun) -> Counts<'_> {
+pub(super) fn counts(run: &ClusterRun) -> Counts<'_> {
     Counts {
         window_ns: run.window_ns,
         arrived: run.started + run.dropped,
@@ -129,7 +129,8 @@ pub struct WhatIf {
 }
 
 /// The questions the simulator is for: the base, two more nodes, ack=1
-/// (or ack=from when it is 1 already), one more node down.
+/// (or ack=from when it is 1 already), no fsync on the write's path (when
+/// the scenario has a WAL), one more node down.
 pub fn what_if_cases(sc: &ClusterScenario) -> Vec<(String, Vec<(String, String)>)> {
     let c = &sc.cluster;
     let mut v = vec![(
@@ -175,6 +176,14 @@ pub fn what_if_cases(sc: &ClusterScenario) -> Vec<(String, Vec<(String, String)>
         v.push((
             format!("at ack={}", c.from),
             vec![("cluster.ack".into(), c.from.to_string())],
+        ));
+    }
+    if c.wal.is_some() {
+        // `--durability interval(..)` or `none`: the write is acknowledged
+        // once in the memtable and the WAL's buffer; no fsync on its path.
+        v.push((
+            "without the fsync on the write's path (durability interval or none)".into(),
+            vec![("cluster.wal".into(), "none".into())],
         ));
     }
     if c.down + 1 < c.nodes {

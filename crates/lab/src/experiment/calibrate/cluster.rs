@@ -37,7 +37,9 @@ use strata_sim::cluster_calibrate::{
     fit_sleeps, parks_point, role_split, scenario_from_cluster_metrics, AtLimit,
     ClusterCalibrateOptions, NodeScrape, RoleCosts,
 };
-use strata_sim::cluster_report::{analyse, at_rate, breaking_point, what_ifs, WhatIf};
+use strata_sim::cluster_report::{
+    analyse, at_rate, breaking_point, size_for, sizing_lines, what_ifs, Machine, Sizing, WhatIf,
+};
 use strata_sim::dist::DistSpec;
 use strata_sim::units::human_ns;
 use strata_sim::units::Dur;
@@ -118,6 +120,9 @@ pub struct ClusterCalibration {
     /// The load the what-ifs' latencies are taken at (the model's rate).
     pub load: String,
     pub what_if: Vec<WhatIf>,
+    /// `--size-for`: the fewest nodes of the named size for the rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<Sizing>,
 }
 
 /// The step through one node.
@@ -571,6 +576,25 @@ pub fn run(
     let base = Path::new(".");
     let prediction = breaking_point(&sc, base, sc.seed, &obj, 0.02)?;
     let what_if = what_ifs(&sc, base, sc.seed, &obj, 0.02, &mut |_| {});
+    let sizing = match a.size_for {
+        Some(r) => {
+            let m = Machine {
+                cores: a.node_cores,
+                fsync_mean: a.fsync,
+            };
+            Some(size_for(
+                &sc,
+                &m,
+                base,
+                sc.seed,
+                &obj,
+                r,
+                a.max_nodes,
+                &mut |_| {},
+            )?)
+        }
+        None => None,
+    };
     let scenario_file = super::save_scenario(out, sc.to_toml()?)?;
     let c = Calibration {
         target: t.url.clone(),
@@ -588,6 +612,7 @@ pub fn run(
             role_step,
             load: strata_sim::cluster_report::describe_load(&sc),
             what_if,
+            sizing,
         }),
     };
     super::save_calibration(out, &c)?;
@@ -600,6 +625,10 @@ pub fn what_if_lines(c: &ClusterCalibration, slo: &str) -> Vec<String> {
     let base = c.what_if.first().and_then(|w| w.breaking_point);
     for w in &c.what_if {
         v.push(strata_sim::cluster_report::what_if_line(w, base));
+    }
+    if let Some(z) = &c.sizing {
+        v.push(String::new());
+        v.extend(sizing_lines(z, slo));
     }
     v
 }
