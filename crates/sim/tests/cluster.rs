@@ -445,7 +445,7 @@ fn size_for_answers_with_the_fewest_nodes_of_the_named_size() {
     };
     let (small, v) = sized(1);
     assert!((3..=5).contains(&small), "{v}");
-    assert!(v["machine"].as_str().unwrap().starts_with("1 core;"), "{v}");
+    assert!(v["machine"].as_str().unwrap().starts_with("1 core,"), "{v}");
     let (big, v) = sized(4);
     assert_eq!(big, 3, "{v}");
     // A node scenario has no node count to size.
