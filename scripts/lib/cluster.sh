@@ -18,7 +18,8 @@ cleanup() {
 trap cleanup EXIT
 
 # cluster_up DIR [cluster-up flags...] [-- serve flags...]: `strata cluster
-# up --nodes 3` in the background (on the cores CLUSTER_CPUS lists, if set),
+# up --nodes $NODES` (3 unless set) in the background (on the cores
+# CLUSTER_CPUS lists, if set),
 # its data and output under DIR; waits for its URL line. Sets CLUSTER (its
 # pid, also in PIDS) and URLS (comma-separated); exits when it fails.
 cluster_up() {
@@ -27,7 +28,7 @@ cluster_up() {
     local pin=()
     [[ -n ${CLUSTER_CPUS:-} ]] && pin=(taskset -c "$CLUSTER_CPUS")
     mkdir -p "$dir"
-    "${pin[@]}" "$STRATA_BIN" cluster up --nodes 3 --data-dir "$dir/data" --base-port 0 "$@" >"$dir/up.out" 2>&1 &
+    "${pin[@]}" "$STRATA_BIN" cluster up --nodes "${NODES:-3}" --data-dir "$dir/data" --base-port 0 "$@" >"$dir/up.out" 2>&1 &
     CLUSTER=$!
     PIDS+=("$CLUSTER")
     URLS=
