@@ -136,6 +136,27 @@ fn calibrate_predicts_what_sweep_measures() {
         assert_eq!(s["bottleneck"], "cpu", "{s}");
     }
     assert!(carried > 0, "no step below the node's limit: {cal}");
+    // The steps' own judgement against the SLO, and what it did: the
+    // model's figure stands unless steps failed the SLO below it, and
+    // then the answer lies between what they measured.
+    let e = &cal["evidence"];
+    let model = e["model_breaking_point"].as_f64();
+    match e["verdict"].as_str().unwrap() {
+        "agrees" | "model_below" => assert_eq!(Some(predicted), model, "{e}"),
+        "model_above" => {
+            let failed = e["bracket"]["failed"].as_f64().unwrap();
+            let met = e["bracket"]["met"].as_f64().unwrap_or(0.0);
+            assert!(predicted < failed && predicted >= met, "{e}");
+            assert!(model.unwrap() >= failed, "{e}");
+        }
+        v => panic!("verdict {v}: {e}"),
+    }
+    for s in steps {
+        assert!(
+            s["met_slo"].is_boolean() || s["generator_behind"] == true,
+            "{s}"
+        );
+    }
     let scenario = cal["scenario_file"].as_str().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(["sim", scenario, "--duration", "1s"])

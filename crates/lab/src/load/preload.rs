@@ -1,7 +1,7 @@
 //! The load phase before a run: PUT every key a workload says must exist
 //! (YCSB's records, the keys a `get` workload reads), as fast as a few
 //! connections allow, and fail loudly if the store refuses any (after
-//! backing off from 503s a bounded number of times). Owns that
+//! backing off from 503s for a bounded time). Owns that
 //! phase; must not time or report it beyond a count.
 
 use std::cell::RefCell;
@@ -11,10 +11,13 @@ use std::time::{Duration, Instant};
 use crate::load::workload::Workload;
 use strata_client::conn::{Conn, Target};
 
-/// Tries of one PUT the node answers 503 to, and the pause before the
-/// next, times the tries so far.
-const BUSY_TRIES: u32 = 20;
+/// How long one PUT the node answers 503 to is tried again, and the
+/// pause before the next try: doubling from the first, at most the last.
+/// (A slow node, say a debug build on one core, refuses 64 connections'
+/// worth of PUTs for seconds on end; each PUT backing off leaves it room.)
+const BUSY_FOR: Duration = Duration::from_secs(30);
 const BUSY_BACKOFF: Duration = Duration::from_millis(10);
+const BUSY_BACKOFF_MAX: Duration = Duration::from_millis(500);
 
 /// PUT each of `workload.preload()` over `connections` connections;
 /// returns how many keys were written and how long it took.
@@ -51,18 +54,19 @@ pub fn preload(
                     strata_api::query::encode_into(&mut path, &key);
                     // A node past its capacity answers 503 (and may close
                     // the connection): the load phase backs off and tries
-                    // again, as a client should, a bounded number of times.
-                    let mut tries = 0;
+                    // again, as a client should, for a bounded time.
+                    let first = Instant::now();
+                    let mut pause = BUSY_BACKOFF;
                     let a = loop {
                         let a = conn
                             .request("PUT", &path, &value[..len])
                             .await
                             .map_err(|e| format!("preloading {key}: {e}"))?;
-                        tries += 1;
-                        if a.status != 503 || tries >= BUSY_TRIES {
+                        if a.status != 503 || first.elapsed() >= BUSY_FOR {
                             break a;
                         }
-                        tokio::time::sleep(BUSY_BACKOFF * tries).await;
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(BUSY_BACKOFF_MAX);
                     };
                     if !(200..300).contains(&a.status) {
                         return Err(format!("preloading {key}: status {}", a.status));

@@ -223,7 +223,12 @@ fn size_cli(
         )
         .map_err(SizeErr::Io)?;
     }
-    let z = size_for(sc, &m, base, seed, &obj, target, args.max_nodes, &mut |r| {
+    let q = SizeQuery {
+        rate: target,
+        machine: m,
+        max_nodes: args.max_nodes,
+    };
+    let z = size_for(sc, &q, base, seed, &obj, &mut |r| {
         if !json {
             if let Err(e) = writeln!(
                 out,

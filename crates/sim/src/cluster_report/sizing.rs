@@ -28,6 +28,14 @@ pub struct Machine {
     pub fsync_mean: Option<Dur>,
 }
 
+/// The question: this rate, on this machine, with at most this many nodes.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SizeQuery {
+    pub rate: f64,
+    pub machine: Machine,
+    pub max_nodes: u32,
+}
+
 /// One node count tried.
 #[derive(Clone, Debug, Serialize)]
 pub struct SizeRow {
@@ -94,22 +102,23 @@ fn describe(sc: &ClusterScenario, base: &Path) -> String {
     )
 }
 
-/// The fewest nodes (from `from`, at most `max_nodes`) whose run of `sc`
-/// on `m` at `target` requests/s meets `obj`; `on_row` gets each count as
+/// The fewest nodes (from `from`, at most `q.max_nodes`) whose run of `sc`
+/// on `q.machine` at `q.rate` requests/s meets `obj`; `on_row` gets each count as
 /// it is tried. Assumes more nodes never serve worse (the search doubles
 /// until one meets, then halves the gap).
 pub fn size_for(
     sc: &ClusterScenario,
-    m: &Machine,
+    q: &SizeQuery,
     base: &Path,
     seed: u64,
     obj: &Objective,
-    target: f64,
-    max_nodes: u32,
     on_row: &mut dyn FnMut(&SizeRow),
 ) -> Result<Sizing, String> {
+    let (m, target, max_nodes) = (&q.machine, q.rate, q.max_nodes);
     if !(target.is_finite() && target > 0.0) {
-        return Err(format!("the rate to size for must be positive, not {target}"));
+        return Err(format!(
+            "the rate to size for must be positive, not {target}"
+        ));
     }
     let moved = on_machine(sc, m, base)?;
     let lo_nodes = moved.cluster.from.max(1);
@@ -267,14 +276,26 @@ client = {{ dist = "constant", value = "20us" }}
     fn the_fewest_nodes_that_carry_the_rate() {
         // A write costs 50 µs at its coordinator + 3 × 30 µs at replicas
         // = 140 µs of CPU per request over the cluster: with 2 cores per
-        // node, n nodes carry n × 2 / 140 µs = n × 14,286 req/s, so 40,000
-        // req/s needs 3 nodes at the very least (and more for the p99).
+        // node, n nodes carry n × 2 / 140 µs = n × 14,286 req/s, so 60,000
+        // req/s needs 5 nodes at the very least (4.2 nodes' worth).
         let sc = scenario(false);
         let m = Machine {
             cores: Some(2),
             fsync_mean: None,
         };
-        let z = size_for(&sc, &m, Path::new("."), 1, &p99_10ms(), 60_000.0, 32, &mut |_| {}).unwrap();
+        let z = size_for(
+            &sc,
+            &SizeQuery {
+                rate: 60_000.0,
+                machine: m,
+                max_nodes: 32,
+            },
+            Path::new("."),
+            1,
+            &p99_10ms(),
+            &mut |_| {},
+        )
+        .unwrap();
         let n = z.nodes.expect("some count carries it");
         assert!((5..=7).contains(&n), "{z:?}");
         // The count below it was tried and missed: n is the fewest.
@@ -284,7 +305,19 @@ client = {{ dist = "constant", value = "20us" }}
             cores: Some(4),
             fsync_mean: None,
         };
-        let z4 = size_for(&sc, &big, Path::new("."), 1, &p99_10ms(), 60_000.0, 32, &mut |_| {}).unwrap();
+        let z4 = size_for(
+            &sc,
+            &SizeQuery {
+                rate: 60_000.0,
+                machine: big,
+                max_nodes: 32,
+            },
+            Path::new("."),
+            1,
+            &p99_10ms(),
+            &mut |_| {},
+        )
+        .unwrap();
         assert!(z4.nodes.unwrap() < n, "{z4:?} vs {z:?}");
     }
 
@@ -297,15 +330,42 @@ client = {{ dist = "constant", value = "20us" }}
             cores: Some(2),
             fsync_mean: Some(Dur(20_000_000)),
         };
-        let z = size_for(&sc, &m, Path::new("."), 1, &p99_10ms(), 2_000.0, 8, &mut |_| {}).unwrap();
+        let z = size_for(
+            &sc,
+            &SizeQuery {
+                rate: 2_000.0,
+                machine: m,
+                max_nodes: 8,
+            },
+            Path::new("."),
+            1,
+            &p99_10ms(),
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(z.nodes, None, "{z:?}");
-        assert!(sizing_lines(&z, "p99<=10ms").last().unwrap().contains("none up to 8"));
+        assert!(sizing_lines(&z, "p99<=10ms")
+            .last()
+            .unwrap()
+            .contains("none up to 8"));
         // The same disk at 1 ms: a small cluster carries it.
         let fast = Machine {
             cores: Some(2),
             fsync_mean: Some(Dur(1_000_000)),
         };
-        let z = size_for(&sc, &fast, Path::new("."), 1, &p99_10ms(), 2_000.0, 8, &mut |_| {}).unwrap();
+        let z = size_for(
+            &sc,
+            &SizeQuery {
+                rate: 2_000.0,
+                machine: fast,
+                max_nodes: 8,
+            },
+            Path::new("."),
+            1,
+            &p99_10ms(),
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(z.nodes, Some(3), "{z:?}");
     }
 }

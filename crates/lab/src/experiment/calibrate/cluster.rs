@@ -38,7 +38,8 @@ use strata_sim::cluster_calibrate::{
     ClusterCalibrateOptions, NodeScrape, RoleCosts,
 };
 use strata_sim::cluster_report::{
-    analyse, at_rate, breaking_point, size_for, sizing_lines, what_ifs, Machine, Sizing, WhatIf,
+    analyse, at_rate, breaking_point, size_for, sizing_lines, what_ifs, Machine, SizeQuery, Sizing,
+    WhatIf,
 };
 use strata_sim::dist::DistSpec;
 use strata_sim::units::human_ns;
@@ -434,6 +435,7 @@ pub fn run(
             overloaded: super::overloaded(&m.outcome, rate),
             generator_behind: false,
             shared_cpu_per_request_us: None,
+            met_slo: Some(super::bracket::meets(&m.outcome, rate, &slo)),
         };
         // What the machine was busy with besides the nodes and the lab
         // (the driver's window is the steps' seconds; the busy counter
@@ -574,7 +576,45 @@ pub fn run(
     .map_err(|e| e.to_string())?;
     let obj = objective(&slo);
     let base = Path::new(".");
-    let prediction = breaking_point(&sc, base, sc.seed, &obj, 0.02)?;
+    let mut prediction = breaking_point(&sc, base, sc.seed, &obj, 0.02)?;
+    // The steps' own evidence against the model's breaking point; a step
+    // between the bracket's ends is judged twice before it fails.
+    let judged: Vec<(f64, Option<bool>)> = steps
+        .iter()
+        .filter(|s| !s.generator_behind)
+        .map(|s| (s.offered, s.met_slo))
+        .collect();
+    let mut bisect = |r: f64| -> Result<Option<bool>, String> {
+        let mut met = None;
+        for k in 0..2u64 {
+            let label = format!("bracket step at {} req/s: ", fmt_num(r));
+            let m = measure(
+                a,
+                nodes,
+                nodes,
+                &workload,
+                r,
+                t.seed.wrapping_add(200 + k),
+                &label,
+                &progress,
+            )?;
+            let ok = super::bracket::meets(&m.outcome, r, &slo);
+            on_line(&format!(
+                "  bracket step at {} req/s: p99 {} ms, {}",
+                fmt_num(r),
+                fmt_num(m.outcome.all.value_at_quantile(0.99) as f64 / 1e3),
+                if ok { "met the SLO" } else { "failed the SLO" }
+            ));
+            met = Some(ok);
+            if ok {
+                break;
+            }
+        }
+        Ok(met)
+    };
+    let (evidence, answer) =
+        super::bracket::settle(&judged, prediction.breaking_point, &mut bisect)?;
+    prediction.breaking_point = answer;
     let what_if = what_ifs(&sc, base, sc.seed, &obj, 0.02, &mut |_| {});
     let sizing = match a.size_for {
         Some(r) => {
@@ -582,16 +622,12 @@ pub fn run(
                 cores: a.node_cores,
                 fsync_mean: a.fsync,
             };
-            Some(size_for(
-                &sc,
-                &m,
-                base,
-                sc.seed,
-                &obj,
-                r,
-                a.max_nodes,
-                &mut |_| {},
-            )?)
+            let q = SizeQuery {
+                rate: r,
+                machine: m,
+                max_nodes: a.max_nodes,
+            };
+            Some(size_for(&sc, &q, base, sc.seed, &obj, &mut |_| {})?)
         }
         None => None,
     };
@@ -614,6 +650,7 @@ pub fn run(
             what_if,
             sizing,
         }),
+        evidence: Some(evidence),
     };
     super::save_calibration(out, &c)?;
     Ok(c)

@@ -17,6 +17,7 @@
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
 //! pace requests (the driver does).
 
+pub mod bracket;
 pub mod cluster;
 
 use std::collections::HashMap;
@@ -76,6 +77,10 @@ pub struct CalibrateArgs {
     pub max_nodes: u32,
 }
 
+/// A first step the generator cannot send is tried again at half its
+/// rate, down to this.
+pub const MIN_START_RATE: f64 = 100.0;
+
 /// The next step runs at this share of the last predicted capacity: busy
 /// enough to measure the node's cost under load, below its limit.
 pub const NEXT_STEP_SHARE: f64 = 0.9;
@@ -124,6 +129,11 @@ pub struct Step {
     /// kernel's network work), which the model adds to the node's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_cpu_per_request_us: Option<f64>,
+    /// Whether the step met the SLO as a sweep's trial would (a failure
+    /// counts only when the step, run once more, failed again); `None`:
+    /// no evidence (the generator fell behind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub met_slo: Option<bool>,
 }
 
 /// A step that serves less than this share of its offered rate overloaded
@@ -135,13 +145,23 @@ pub fn overloaded(o: &driver::Outcome, rate: f64) -> bool {
     o.achieved_rate() < SERVED_SHARE * rate
 }
 
-/// Whether a step's generator fell behind its schedule: sends it made late
-/// itself (its timer, its CPU) or dropped. Sends late for want of a free
-/// connection are the node's doing, not the generator's.
+/// A step's worst lag below this is the generator's jitter, not a backlog:
+/// its latencies (from intended send times) carry it, and the node saw its
+/// rate.
+pub const BACKLOG_LAG: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Whether a step's generator fell behind its schedule: sends it dropped,
+/// or sends it made late itself (its timer, its CPU) while its worst lag
+/// grew past `BACKLOG_LAG`. Sends late for want of a free connection are
+/// the node's doing, not the generator's; a generator whose sends are a
+/// millisecond or two late (a debug build parsing long answers) still
+/// offers its rate.
 fn generator_behind(o: &driver::Outcome) -> Option<u64> {
-    let behind = o.dropped + o.generator_late;
-    (behind as f64 > crate::experiment::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64)
-        .then_some(behind)
+    let share = |n: u64| {
+        n as f64 > crate::experiment::slo::MAX_LATE * (o.counted + o.dropped).max(1) as f64
+    };
+    let backlog = o.max_lag > BACKLOG_LAG && share(o.generator_late);
+    (share(o.dropped) || backlog).then_some(o.dropped + o.generator_late)
 }
 
 /// Whether a step's generator fell behind its schedule, or the node served
@@ -169,6 +189,10 @@ pub struct Calibration {
     /// what-ifs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<cluster::ClusterCalibration>,
+    /// The steps' own judgement against the SLO, and what it did to the
+    /// model's breaking point (`bracket.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<bracket::Evidence>,
 }
 
 /// The next rate, or `None` when the last two capacities agree.
@@ -273,6 +297,24 @@ pub fn run(
             host1 = cluster::host_busy();
             after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
         }
+        // A step that failed the SLO runs once more before it counts as
+        // evidence that the breaking point is below its rate (a sweep
+        // repeats a deciding rate likewise).
+        let mut met = bracket::meets(&o, rate, &slo);
+        if !met && generator_behind(&o).is_none() && !overloaded(&o, rate) {
+            on_line(&format!(
+                "  (step at {} req/s failed the SLO (p99 {} ms); running it again)",
+                fmt_num(rate),
+                fmt_num(o.all.value_at_quantile(0.99) as f64 / 1e3)
+            ));
+            before = after;
+            host0 = cluster::host_busy();
+            o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
+            progress.finish();
+            host1 = cluster::host_busy();
+            after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+            met = bracket::meets(&o, rate, &slo);
+        }
         // The window the node's counters cover includes the warm-up.
         let secs = o.elapsed.as_secs_f64() + t.warmup;
         let (m0, m1) = (metric_sums(&before), metric_sums(&after));
@@ -312,6 +354,7 @@ pub fn run(
             overloaded: overloaded(&o, rate),
             generator_behind: generator_behind(&o).is_some(),
             shared_cpu_per_request_us: shared.map(|s| s * 1e6),
+            met_slo: generator_behind(&o).is_none().then_some(met),
         };
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
@@ -326,6 +369,18 @@ pub fn run(
             step.capacity,
             step.bottleneck.as_deref().unwrap_or("-")
         ));
+        if step.generator_behind && last_scenario.is_none() && rate / 2.0 >= MIN_START_RATE {
+            // Nothing measured yet: the first rate was beyond this
+            // generator (a debug build, a busy machine). Start lower.
+            on_line(&format!(
+                "  (the generator could not send {} req/s from this machine: starting again at {})",
+                fmt_num(rate),
+                fmt_num(rate / 2.0)
+            ));
+            steps.push(step);
+            rate /= 2.0;
+            continue;
+        }
         if step.generator_behind {
             // Not evidence about the node: the generator did not send the
             // rate. Nothing higher can be measured from here either.
@@ -356,7 +411,36 @@ pub fn run(
         }
     }
     let sc = last_scenario.ok_or("no step ran")?;
-    let prediction = breaking_point(&sc, Path::new("."), sc.seed, &objective(&slo), 0.02)?;
+    let mut prediction = breaking_point(&sc, Path::new("."), sc.seed, &objective(&slo), 0.02)?;
+    // The steps' own evidence against the model's breaking point.
+    let judged: Vec<(f64, Option<bool>)> = steps.iter().map(|s| (s.offered, s.met_slo)).collect();
+    let mut bisect = |r: f64| -> Result<Option<bool>, String> {
+        let seed = t.seed.wrapping_add(100 + r as u64);
+        let plan = t.plan(&target, &workload, t.open(r), a.duration, seed);
+        let prefix = format!("bracket step at {} req/s: ", fmt_num(r));
+        let mut met = None;
+        for _ in 0..2 {
+            let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
+            progress.finish();
+            if generator_behind(&o).is_some() {
+                return Ok(None);
+            }
+            let m = bracket::meets(&o, r, &slo);
+            on_line(&format!(
+                "  bracket step at {} req/s: p99 {} ms, {}",
+                fmt_num(r),
+                fmt_num(o.all.value_at_quantile(0.99) as f64 / 1e3),
+                if m { "met the SLO" } else { "failed the SLO" }
+            ));
+            met = Some(m);
+            if m {
+                break;
+            }
+        }
+        Ok(met)
+    };
+    let (evidence, answer) = bracket::settle(&judged, prediction.breaking_point, &mut bisect)?;
+    prediction.breaking_point = answer;
     let scenario_file = save_scenario(out, sc.to_toml()?)?;
     let c = Calibration {
         target: t.url.clone(),
@@ -367,9 +451,44 @@ pub fn run(
         prediction,
         scenario_file,
         cluster: None,
+        evidence: Some(evidence),
     };
     save_calibration(out, &c)?;
     Ok(c)
+}
+
+/// What the steps said against the model, in a line.
+pub fn evidence_line(e: &bracket::Evidence) -> String {
+    let model = e
+        .model_breaking_point
+        .map(|m| fmt_num(m.round()))
+        .unwrap_or_else(|| "none".into());
+    let (met, failed) = (
+        e.bracket
+            .met
+            .map(|m| fmt_num(m.round()))
+            .unwrap_or_else(|| "no rate".into()),
+        e.bracket
+            .failed
+            .map(|m| fmt_num(m.round()))
+            .unwrap_or_else(|| "no rate".into()),
+    );
+    match e.verdict {
+        bracket::Verdict::Agrees => format!(
+            "The steps agree with the model: met the SLO at {met}, failed it at {failed} req/s."
+        ),
+        bracket::Verdict::ModelAbove => format!(
+            "The steps contradict the model: it meets the SLO up to {model} req/s, but steps failed it (twice each) below that. The node has a delay the model lacks; the breaking point below is the middle of what the steps measured: met at {met}, failed at {failed} req/s{}.",
+            if e.bisected.is_empty() {
+                String::new()
+            } else {
+                format!(" after {} more steps", e.bisected.len())
+            }
+        ),
+        bracket::Verdict::ModelBelow => format!(
+            "A step did better than the model: it breaks at {model} req/s, but a step met the SLO at {met} req/s (once); the model's figure stands, on the safe side."
+        ),
+    }
 }
 
 /// Write the model as `OUT/scenario.toml` (creating OUT); its path.
@@ -416,6 +535,13 @@ pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
             c.slo
         ),
     });
+    if let Some(e) = c
+        .evidence
+        .as_ref()
+        .filter(|e| e.verdict != bracket::Verdict::Agrees)
+    {
+        v.push(evidence_line(e));
+    }
     if let Some(cl) = &c.cluster {
         v.push(String::new());
         v.extend(cluster::what_if_lines(cl, &c.slo));

@@ -1,0 +1,204 @@
+//! What the calibration's own steps measured against the SLO, and what it
+//! does when that contradicts the model. Every step is a real run at a
+//! known rate: one that met the SLO says the breaking point is at least
+//! its rate, one that failed it (and failed again when run once more) that
+//! it is below. When the model's breaking point lies at or above a rate a
+//! step failed twice, the model is missing a delay the node has, and the
+//! measurement wins: the calibration runs at most `BISECTIONS` more steps
+//! between the bracket's ends and answers its middle, saying so; the
+//! model's own figure is kept beside it. A model below a step that met the
+//! SLO is said, not changed (the safe side, and weaker evidence). Owns the bracket and that rule;
+//! must not run load itself (the caller's closure does) nor model anything.
+
+use serde::Serialize;
+
+use crate::experiment::slo::Slo;
+use crate::load::driver::Outcome;
+
+/// At most this many steps between the bracket's ends once the model is
+/// contradicted: each halves the bracket.
+pub const BISECTIONS: usize = 2;
+
+/// Whether a step's outcome at `rate` met `slo` as a sweep's trial would:
+/// every latency bound (from intended send times), the error budget,
+/// nearly all of its rate answered.
+pub fn meets(o: &Outcome, rate: f64, slo: &Slo) -> bool {
+    let ms = |q: f64| o.all.value_at_quantile(q) as f64 / 1000.0;
+    let latency_ok = slo.bounds.iter().all(|b| {
+        let v = if b.quantile >= 1.0 {
+            o.all.max() as f64 / 1000.0
+        } else {
+            ms(b.quantile)
+        };
+        v <= b.limit_ms
+    });
+    let errors = o.errors as f64 / (o.counted + o.dropped).max(1) as f64;
+    latency_ok
+        && errors <= slo.max_errors
+        && o.achieved_rate() >= crate::experiment::slo::MIN_ACHIEVED * rate
+}
+
+/// The rates the steps bound the breaking point by: the highest that met
+/// the SLO below the lowest that failed it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Bracket {
+    pub met: Option<f64>,
+    pub failed: Option<f64>,
+}
+
+impl Bracket {
+    /// From each step's rate and whether it met the SLO (`None`: no
+    /// evidence, say the generator fell behind).
+    pub fn of(steps: impl IntoIterator<Item = (f64, Option<bool>)>) -> Bracket {
+        let mut b = Bracket::default();
+        for (rate, met) in steps {
+            match met {
+                Some(false) => b.failed = Some(b.failed.map_or(rate, |f: f64| f.min(rate))),
+                Some(true) => {}
+                None => continue,
+            }
+        }
+        b
+    }
+
+    /// `of`, with the highest met rate taken below the lowest failed one
+    /// (a met step above a failed one is noise on one side or the other:
+    /// the lower failure stands).
+    pub fn from_steps(steps: &[(f64, Option<bool>)]) -> Bracket {
+        let mut b = Bracket::of(steps.iter().copied());
+        for &(rate, met) in steps {
+            if met == Some(true) && b.failed.is_none_or(|f| rate < f) {
+                b.met = Some(b.met.map_or(rate, |m: f64| m.max(rate)));
+            }
+        }
+        b
+    }
+
+    /// Where the model's breaking point stands against the bracket.
+    pub fn judge(&self, model: Option<f64>) -> Verdict {
+        let m = model.unwrap_or(0.0);
+        match (self.met, self.failed) {
+            (_, Some(f)) if m >= f => Verdict::ModelAbove,
+            (Some(lo), _) if m < lo => Verdict::ModelBelow,
+            _ => Verdict::Agrees,
+        }
+    }
+
+    /// The middle of a closed bracket (the lower end 0 if nothing met).
+    pub fn middle(&self) -> Option<f64> {
+        self.failed.map(|f| (self.met.unwrap_or(0.0) + f) / 2.0)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The model's breaking point lies within what the steps measured.
+    Agrees,
+    /// The model says the node meets the SLO at a rate a step failed it.
+    ModelAbove,
+    /// A step met the SLO above the model's breaking point.
+    ModelBelow,
+}
+
+/// What the steps' evidence did to the prediction (written into
+/// `calibration.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Evidence {
+    pub bracket: Bracket,
+    pub verdict: Verdict,
+    /// The model's own breaking point, before the evidence.
+    pub model_breaking_point: Option<f64>,
+    /// The rates of the steps run between the bracket's ends.
+    pub bisected: Vec<f64>,
+}
+
+/// Check the model's breaking point against the steps and, where they
+/// contradict it, bisect with `run_step(rate) -> met` (`None`: the step is
+/// no evidence); returns the evidence and the breaking point to answer.
+pub fn settle(
+    steps: &[(f64, Option<bool>)],
+    model: Option<f64>,
+    run_step: &mut dyn FnMut(f64) -> Result<Option<bool>, String>,
+) -> Result<(Evidence, Option<f64>), String> {
+    let mut b = Bracket::from_steps(steps);
+    let verdict = b.judge(model);
+    let mut bisected = Vec::new();
+    let answer = match verdict {
+        Verdict::Agrees => model,
+        // A step met the SLO above the model's figure: the model is
+        // pessimistic here. One short step passing is weaker evidence
+        // than two failing (a sweep fails a deciding rate on a hiccup as
+        // readily), and erring low is the safe side: the model's figure
+        // stands, and the report says a step did better.
+        Verdict::ModelBelow => model,
+        Verdict::ModelAbove => {
+            for _ in 0..BISECTIONS {
+                let Some(mid) = b.middle() else { break };
+                bisected.push(mid);
+                match run_step(mid)? {
+                    Some(true) => b.met = Some(mid),
+                    Some(false) => b.failed = Some(mid),
+                    None => break,
+                }
+            }
+            b.middle()
+        }
+    };
+    Ok((
+        Evidence {
+            bracket: b,
+            verdict,
+            model_breaking_point: model,
+            bisected,
+        },
+        answer,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bracket_is_the_highest_met_below_the_lowest_failed() {
+        let b = Bracket::from_steps(&[
+            (2000.0, Some(true)),
+            (20_000.0, Some(true)),
+            (33_000.0, Some(false)),
+            (36_000.0, None),
+            (30_000.0, Some(false)),
+            (31_000.0, Some(true)),
+        ]);
+        assert_eq!(b.met, Some(20_000.0));
+        assert_eq!(b.failed, Some(30_000.0));
+        assert_eq!(b.middle(), Some(25_000.0));
+        assert_eq!(b.judge(Some(40_000.0)), Verdict::ModelAbove);
+        assert_eq!(b.judge(Some(26_000.0)), Verdict::Agrees);
+        assert_eq!(b.judge(Some(10_000.0)), Verdict::ModelBelow);
+        assert_eq!(b.judge(None), Verdict::ModelBelow);
+    }
+
+    #[test]
+    fn a_contradicted_model_gives_way_to_the_bisected_bracket() {
+        // Met at 20k, failed at 30k, the model says 40k; the node really
+        // breaks at 26k.
+        let steps = [(20_000.0, Some(true)), (30_000.0, Some(false))];
+        let mut ran = Vec::new();
+        let (e, answer) = settle(&steps, Some(40_000.0), &mut |r| {
+            ran.push(r);
+            Ok(Some(r <= 26_000.0))
+        })
+        .unwrap();
+        assert_eq!(ran, vec![25_000.0, 27_500.0]);
+        assert_eq!(e.verdict, Verdict::ModelAbove);
+        assert_eq!(e.model_breaking_point, Some(40_000.0));
+        assert_eq!(answer, Some(26_250.0));
+        // A model within the bracket stands, and nothing more runs.
+        let (e, answer) = settle(&steps, Some(27_000.0), &mut |_| panic!("ran")).unwrap();
+        assert_eq!((e.verdict, answer), (Verdict::Agrees, Some(27_000.0)));
+        // A model below a met step stands (said, not changed).
+        let (e, answer) = settle(&steps, Some(15_000.0), &mut |_| panic!("ran")).unwrap();
+        assert_eq!((e.verdict, answer), (Verdict::ModelBelow, Some(15_000.0)));
+    }
+}
