@@ -18,6 +18,13 @@ use crate::units::rfc3339;
 /// The default of `--max-connections` (each thread its share).
 pub const MAX_CONNECTIONS: usize = 256;
 
+/// The preload's connections at most: enough writers to fill commit groups
+/// on a quick disk, few enough that a slow node's admission queue (its
+/// `max_wait`, 100 ms) does not fill with the preload's own PUTs and
+/// refuse them over and over (64 connections against a debug node on one
+/// thread kept one key refused for 30 s).
+pub const PRELOAD_CONNECTIONS: usize = 16;
+
 /// Arguments shared by `load` and `sweep`: where, what, how.
 #[derive(clap::Args, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TargetArgs {
@@ -134,7 +141,11 @@ impl TargetArgs {
             return Ok(());
         }
         for (url, target) in nodes.urls.iter().zip(&nodes.targets) {
-            let (n, took) = crate::load::preload::preload(target, w, self.connections.min(64))?;
+            let (n, took) = crate::load::preload::preload(
+                target,
+                w,
+                self.connections.min(PRELOAD_CONNECTIONS),
+            )?;
             if n > 0 && nodes.len() == 1 {
                 eprintln!("Preloaded {n} keys in {:.1}s", took.as_secs_f64());
             } else if n > 0 {
