@@ -272,11 +272,17 @@ pub fn run(
         let seed = t.seed.wrapping_add(i as u64);
         let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
         let prefix = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
-        let mut host0 = cluster::host_busy();
-        let mut o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
-        progress.finish();
-        let mut host1 = cluster::host_busy();
-        let mut after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+        // One run of the step: the machine's busy time around it, the
+        // node's metrics after it.
+        let run_once = || -> Result<_, String> {
+            let h0 = cluster::host_busy();
+            let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
+            progress.finish();
+            let h1 = cluster::host_busy();
+            let after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+            Ok((h0, o, h1, after))
+        };
+        let (mut host0, mut o, mut host1, mut after) = run_once()?;
         // A step whose generator fell behind (a stall of this process, a
         // busy machine) did not offer its rate, and one the node could not
         // carry (the machine slowed it, or the last prediction was high)
@@ -291,11 +297,7 @@ pub fn run(
                 fmt_num(rate)
             ));
             before = after;
-            host0 = cluster::host_busy();
-            o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
-            progress.finish();
-            host1 = cluster::host_busy();
-            after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+            (host0, o, host1, after) = run_once()?;
         }
         // A step that failed the SLO runs once more before it counts as
         // evidence that the breaking point is below its rate (a sweep
@@ -308,11 +310,7 @@ pub fn run(
                 fmt_num(o.all.value_at_quantile(0.99) as f64 / 1e3)
             ));
             before = after;
-            host0 = cluster::host_busy();
-            o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
-            progress.finish();
-            host1 = cluster::host_busy();
-            after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
+            (host0, o, host1, after) = run_once()?;
             met = bracket::meets(&o, rate, &slo);
         }
         // The window the node's counters cover includes the warm-up.
