@@ -12,7 +12,8 @@
 //! figure `strata sweep` measures the slow way.
 //!
 //! With several URLs the cluster's calibration runs instead
-//! (`cluster.rs`).
+//! (`cluster.rs`). Either way the steps' own judgement against the SLO
+//! checks the model's breaking point (`bracket.rs`).
 //!
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
 //! pace requests (the driver does).
