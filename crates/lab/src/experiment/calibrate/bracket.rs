@@ -48,30 +48,16 @@ pub struct Bracket {
 
 impl Bracket {
     /// From each step's rate and whether it met the SLO (`None`: no
-    /// evidence, say the generator fell behind).
-    pub fn of(steps: impl IntoIterator<Item = (f64, Option<bool>)>) -> Bracket {
-        let mut b = Bracket::default();
-        for (rate, met) in steps {
-            match met {
-                Some(false) => b.failed = Some(b.failed.map_or(rate, |f: f64| f.min(rate))),
-                Some(true) => {}
-                None => continue,
-            }
-        }
-        b
-    }
-
-    /// `of`, with the highest met rate taken below the lowest failed one
-    /// (a met step above a failed one is noise on one side or the other:
-    /// the lower failure stands).
+    /// evidence, say the generator fell behind): the lowest failed rate,
+    /// and the highest met rate below it (a met step above a failed one is
+    /// noise on one side or the other: the lower failure stands).
     pub fn from_steps(steps: &[(f64, Option<bool>)]) -> Bracket {
-        let mut b = Bracket::of(steps.iter().copied());
-        for &(rate, met) in steps {
-            if met == Some(true) && b.failed.is_none_or(|f| rate < f) {
-                b.met = Some(b.met.map_or(rate, |m: f64| m.max(rate)));
-            }
-        }
-        b
+        let rates = |want: bool| steps.iter().filter(move |s| s.1 == Some(want)).map(|s| s.0);
+        let failed = rates(false).reduce(f64::min);
+        let met = rates(true)
+            .filter(|&r| failed.is_none_or(|f| r < f))
+            .reduce(f64::max);
+        Bracket { met, failed }
     }
 
     /// Where the model's breaking point stands against the bracket.
@@ -111,6 +97,35 @@ pub struct Evidence {
     pub model_breaking_point: Option<f64>,
     /// The rates of the steps run between the bracket's ends.
     pub bisected: Vec<f64>,
+}
+
+/// One bisecting step at `rate`: `run()` runs it (`None`: the generator
+/// fell behind, no evidence); a failure counts only when a second run
+/// fails too. Each run is said in a line.
+pub fn judge_twice(
+    rate: f64,
+    slo: &Slo,
+    on_line: &mut dyn FnMut(&str),
+    run: &mut dyn FnMut() -> Result<Option<Outcome>, String>,
+) -> Result<Option<bool>, String> {
+    let mut met = None;
+    for _ in 0..2 {
+        let Some(o) = run()? else {
+            return Ok(None);
+        };
+        let m = meets(&o, rate, slo);
+        on_line(&format!(
+            "  bracket step at {} req/s: p99 {} ms, {}",
+            crate::experiment::slo::fmt_num(rate),
+            crate::experiment::slo::fmt_num(o.all.value_at_quantile(0.99) as f64 / 1e3),
+            if m { "met the SLO" } else { "failed the SLO" }
+        ));
+        met = Some(m);
+        if m {
+            break;
+        }
+    }
+    Ok(met)
 }
 
 /// Check the model's breaking point against the steps and, where they

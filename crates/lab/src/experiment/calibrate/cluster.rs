@@ -584,33 +584,15 @@ pub fn run(
         .filter(|s| !s.generator_behind)
         .map(|s| (s.offered, s.met_slo))
         .collect();
+    let mut k = 0u64;
     let mut bisect = |r: f64| -> Result<Option<bool>, String> {
-        let mut met = None;
-        for k in 0..2u64 {
-            let label = format!("bracket step at {} req/s: ", fmt_num(r));
-            let m = measure(
-                a,
-                nodes,
-                nodes,
-                &workload,
-                r,
-                t.seed.wrapping_add(200 + k),
-                &label,
-                &progress,
-            )?;
-            let ok = super::bracket::meets(&m.outcome, r, &slo);
-            on_line(&format!(
-                "  bracket step at {} req/s: p99 {} ms, {}",
-                fmt_num(r),
-                fmt_num(m.outcome.all.value_at_quantile(0.99) as f64 / 1e3),
-                if ok { "met the SLO" } else { "failed the SLO" }
-            ));
-            met = Some(ok);
-            if ok {
-                break;
-            }
-        }
-        Ok(met)
+        let label = format!("bracket step at {} req/s: ", fmt_num(r));
+        super::bracket::judge_twice(r, &slo, on_line, &mut || {
+            k += 1;
+            let seed = t.seed.wrapping_add(200 + k);
+            let m = measure(a, nodes, nodes, &workload, r, seed, &label, &progress)?;
+            Ok(Some(m.outcome))
+        })
     };
     let (evidence, answer) =
         super::bracket::settle(&judged, prediction.breaking_point, &mut bisect)?;

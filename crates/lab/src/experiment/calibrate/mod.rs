@@ -417,26 +417,11 @@ pub fn run(
         let seed = t.seed.wrapping_add(100 + r as u64);
         let plan = t.plan(&target, &workload, t.open(r), a.duration, seed);
         let prefix = format!("bracket step at {} req/s: ", fmt_num(r));
-        let mut met = None;
-        for _ in 0..2 {
+        bracket::judge_twice(r, &slo, on_line, &mut || {
             let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
             progress.finish();
-            if generator_behind(&o).is_some() {
-                return Ok(None);
-            }
-            let m = bracket::meets(&o, r, &slo);
-            on_line(&format!(
-                "  bracket step at {} req/s: p99 {} ms, {}",
-                fmt_num(r),
-                fmt_num(o.all.value_at_quantile(0.99) as f64 / 1e3),
-                if m { "met the SLO" } else { "failed the SLO" }
-            ));
-            met = Some(m);
-            if m {
-                break;
-            }
-        }
-        Ok(met)
+            Ok(generator_behind(&o).is_none().then_some(o))
+        })
     };
     let (evidence, answer) = bracket::settle(&judged, prediction.breaking_point, &mut bisect)?;
     prediction.breaking_point = answer;
