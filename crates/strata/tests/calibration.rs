@@ -39,8 +39,26 @@ fn pinned(cpu: &str, pin: bool) -> Command {
     }
 }
 
+/// The machine's CPU time so far: (stolen by the hypervisor, all), in
+/// ticks (`/proc/stat`'s first line), said when the comparison fails: a
+/// virtual machine's steal slows the node by what the model, reading the
+/// node's own CPU time, does not see.
+fn steal_ticks() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (f.get(7).copied().unwrap_or(0), f.iter().sum())
+}
+
 #[test]
 fn calibrate_predicts_what_sweep_measures() {
+    let steal_at_start = steal_ticks();
     let pin = taskset_works();
     let data = tempfile::tempdir().unwrap();
     let node = NodeProc::start_with(pinned("1", pin), data.path(), &["--worker-threads", "1"]);
@@ -180,11 +198,44 @@ fn calibrate_predicts_what_sweep_measures() {
     assert_ne!(sweep["cause"], "generator", "{}", sweep["verdict"]);
     let ratio = predicted / measured;
     eprintln!("predicted {predicted:.0} req/s, measured {measured:.0} req/s, ratio {ratio:.2}");
+    // On failure, the figures in a few short lines (CI shows the end of
+    // the output): each step and each trial as rate, p99, met.
+    let steps_line: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{:.0}->{:.0} p99 {} met {}",
+                s["offered"].as_f64().unwrap_or(0.0),
+                s["achieved"].as_f64().unwrap_or(0.0),
+                s["p99_ms"],
+                s["met_slo"]
+            )
+        })
+        .collect();
+    let trials_line: Vec<String> = sweep["trials"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    format!(
+                        "{} p99 {} met {}",
+                        t["offered_rate"], t["latency"]["p99_ms"], t["meets_slo"]
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let steal_now = steal_ticks();
+    let stolen =
+        (steal_now.0 - steal_at_start.0) as f64 / (steal_now.1 - steal_at_start.1).max(1) as f64;
     assert!(
         in_band(measured),
         "predicted {predicted:.0} req/s, measured {measured:.0} req/s (ratio {ratio:.2}); \
-         calibration steps: {}; sweep trials: {}",
-        cal["steps"],
-        sweep["trials"]
+         the hypervisor stole {:.0}% of the machine's CPU time meanwhile\n\
+         evidence: {}\nsteps: {}\nfirst sweep's trials: {}",
+        stolen * 100.0,
+        cal["evidence"],
+        steps_line.join("; "),
+        trials_line.join("; ")
     );
 }

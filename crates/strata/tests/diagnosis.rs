@@ -6,7 +6,7 @@
 //! | scenario | mechanism | the verdict must name |
 //! | --- | --- | --- |
 //! | slow fsync | `strace --seccomp-bpf -e inject=fdatasync:delay_exit=3000` on the node | `fsync` of node-1 |
-//! | tiny admission limit | `--max-in-service 1` | `admission` |
+//! | tiny admission limit | `--max-in-service 1`, reads of preloaded keys | `admission` |
 //! | a node that pauses | SIGSTOP/SIGCONT of node 3 of 3, 150 ms every second | `pause` of node-3 |
 //! | a starved generator | two busy loops (`yes`) pinned to the generator's core | `generator` |
 //! | a CPU hog on the node's core | the node and a busy loop pinned to one core | `cpu` of node-1 |
@@ -23,7 +23,9 @@
 //! the default `ack` and client); where the injected cause is not the
 //! limit the table says so rather than the scenario being reshaped. The
 //! admission limit, the starved generator and the throttled disk run with
-//! the tests; all of them, each twice, with the table and its score
+//! the tests (a run whose verdict blamed the generator or the machine for
+//! another scenario's break is run once more: the host's noise broke it
+//! first, `scenario_names`); all of them, each twice, with the table and its score
 //! asserted (9 of 10 right, at most 1 of 10 "cannot tell"), run with
 //! `scripts/diagnosis.sh` (docs/benchmarks.md, "Diagnosis"). A scenario
 //! needs `strace`, `taskset`, `python3`, `ip`, `nft` and root as it
@@ -128,10 +130,26 @@ fn scenario_slow_fsync() -> Said {
     sweep(&url(&n.0), None, &["--start-rate", "500"])
 }
 
+/// Reads of preloaded keys: the admission limit is the scenario, and a
+/// read waits on no fsync (with PUTs, a shared disk whose own fsync p99
+/// is above the SLO, as this machine's sometimes is, fails every rate
+/// before admission matters, and the verdict rightly names the disk).
 fn scenario_tiny_admission() -> Said {
     let data = tempfile::tempdir().unwrap();
     let n = NodeProc::start(data.path(), &["--max-in-service", "1"]);
-    sweep(&url(&n), None, &["--start-rate", "1000"])
+    sweep(
+        &url(&n),
+        None,
+        &[
+            "--start-rate",
+            "1000",
+            "--workload",
+            "get",
+            "--keys",
+            "2000",
+            "--preload",
+        ],
+    )
 }
 
 fn scenario_pausing_node() -> Said {
@@ -319,18 +337,49 @@ fn scenario_packet_loss() -> Said {
     )
 }
 
+/// Causes that are the lab's or the host's, not the target's.
+const NOT_THE_TARGET: [&str; 2] = ["generator", "machine"];
+
+/// Runs a scenario and judges it; a run whose verdict put the break on the
+/// generator or the machine, when the scenario injected something else,
+/// is run once more and the second is judged. Such a verdict says the
+/// host's noise (a virtual machine's wake-up latency, a neighbour's
+/// stall) failed a trial before the injected cause did: the scenario did
+/// not happen, and its verdict is not evidence either way. A verdict
+/// naming another cause of the target is judged as it is.
+fn scenario_names(name: &str, run: fn() -> Said, cause: &str, node: Option<&str>) {
+    let mut said = run();
+    let injected_is_lab = cause.split('|').any(|c| NOT_THE_TARGET.contains(&c));
+    if !injected_is_lab && NOT_THE_TARGET.contains(&said.cause.as_str()) {
+        eprintln!(
+            "{name}: the verdict named {} (the host's, not the scenario's), running it again:\n  {}",
+            said.cause, said.verdict
+        );
+        said = run();
+    }
+    expect(name, &said, cause, node);
+}
+
 #[test]
 fn a_tiny_admission_limit_is_named() {
     let _one = one_at_a_time();
-    let said = scenario_tiny_admission();
-    expect("tiny admission limit", &said, "admission", Some("node-1"));
+    scenario_names(
+        "tiny admission limit",
+        scenario_tiny_admission,
+        "admission",
+        Some("node-1"),
+    );
 }
 
 #[test]
 fn a_starved_generator_is_named() {
     let _one = one_at_a_time();
-    let said = scenario_starved_generator();
-    expect("a starved generator", &said, "generator", None);
+    scenario_names(
+        "a starved generator",
+        scenario_starved_generator,
+        "generator",
+        None,
+    );
 }
 
 /// A disk the kernel's I/O controller holds to 300 writes a second:
@@ -339,8 +388,12 @@ fn a_starved_generator_is_named() {
 #[test]
 fn a_throttled_disk_is_named() {
     let _one = one_at_a_time();
-    let said = scenario_throttled_disk();
-    expect("a throttled disk", &said, "fsync|io", Some("node-1"));
+    scenario_names(
+        "a throttled disk",
+        scenario_throttled_disk,
+        "fsync|io",
+        Some("node-1"),
+    );
 }
 
 /// A scenario: its name, how it runs, the cause and node the verdict must

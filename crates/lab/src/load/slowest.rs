@@ -1,8 +1,8 @@
 //! The slowest requests of a run and where they spent their time. Each
 //! generator thread keeps its slowest requests in a bounded heap (the
 //! answer's `Server-Timing` is parsed only for those that enter it); at
-//! the end the run keeps the slowest 1 % of all, those left unanswered
-//! included, and `breakdown` splits their summed latency into parts:
+//! the end the run keeps the slowest 1 % of all (at least ten), those left
+//! unanswered included, and `breakdown` splits their summed latency into parts:
 //! the generator's own lateness (its timer woke late while a connection
 //! was free), the wait for a free connection (every one held by an
 //! unanswered request: the target's doing), each server stage on each
@@ -21,6 +21,13 @@ use crate::report::model::{SlowPart, Slowest};
 
 /// Share of a run's requests whose time is broken down.
 pub const SHARE: f64 = 0.01;
+
+/// At least this many of a run's slowest requests are broken down, however
+/// few it counted: in a short trial at a low rate the slowest 1 % is one
+/// or two requests, and a cause named from one request is an anecdote (a
+/// single scheduler stall of the generator, one slow fsync of a shared
+/// disk). Ten is below what `per_thread` keeps (50).
+pub const MIN_SLOWEST: usize = 10;
 
 /// One slow request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,10 +109,11 @@ pub fn per_thread(expected: f64, threads: usize) -> usize {
     ((2.0 * SHARE * expected / threads.max(1) as f64).ceil() as usize).clamp(50, 50_000)
 }
 
-/// The slowest `SHARE` of `counted` requests among `kept`.
+/// The slowest `SHARE` of `counted` requests among `kept`, and at least
+/// `MIN_SLOWEST` of them.
 pub fn slowest(mut kept: Vec<SlowRequest>, counted: u64) -> Vec<SlowRequest> {
     kept.sort_by(|a, b| b.cmp(a));
-    let n = ((counted as f64 * SHARE).ceil() as usize).max(1);
+    let n = ((counted as f64 * SHARE).ceil() as usize).max(MIN_SLOWEST);
     kept.truncate(n);
     kept
 }
@@ -283,8 +291,13 @@ mod tests {
         kept.sort();
         assert_eq!(kept, vec![5, 7, 9]);
         let all: Vec<SlowRequest> = (1..=300).map(|ms| req(ms, 0, None)).collect();
-        let s = slowest(all, 300);
-        assert_eq!(s.len(), 3);
+        let all: Vec<SlowRequest> = (1..=3000).map(|ms| req(ms, 0, None)).collect();
+        let s = slowest(all.clone(), 3000);
+        assert_eq!(s.len(), 30);
+        assert_eq!(s[0].latency, Duration::from_millis(3000));
+        // A short trial: its slowest 1 % is three requests, ten are kept.
+        let s = slowest(all[..300].to_vec(), 300);
+        assert_eq!(s.len(), MIN_SLOWEST);
         assert_eq!(s[0].latency, Duration::from_millis(300));
     }
 

@@ -333,7 +333,12 @@ fn judge(e: &Evidence) -> Verdict {
     let slow = tail.slowest.as_ref().unwrap_or(&empty);
     let slow_words = if slow.requests > 0 {
         format!(
-            "the slowest 1% {}({} requests, from {} ms, {} unanswered)",
+            "the slowest {} {}({} requests, from {} ms, {} unanswered)",
+            if slow.requests as usize > crate::load::slowest::MIN_SLOWEST {
+                "1%"
+            } else {
+                "requests"
+            },
             if std::ptr::eq(tail, t) {
                 String::new()
             } else {

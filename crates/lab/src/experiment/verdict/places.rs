@@ -76,6 +76,9 @@ pub struct Place {
     pub reads: bool,
     /// Per slow request, ms.
     pub mean_ms: f64,
+    /// Of `share`, what the requests spent waiting for a WAL fsync itself
+    /// (`fsync`, `peer-fsync`), not queued for the applier.
+    pub device: f64,
 }
 
 /// The places of `s`, largest first.
@@ -102,8 +105,12 @@ pub fn places(s: &Slowest) -> Vec<Place> {
             words: Vec::new(),
             reads: false,
             mean_ms: 0.0,
+            device: 0.0,
         });
         e.share += p.share / rest;
+        if matches!(p.what.as_str(), "fsync" | "peer-fsync") {
+            e.device += p.share / rest;
+        }
         e.mean_ms += p.mean_ms;
         e.words
             .push(format!("{:.0}% {}", 100.0 * p.share / rest, p.words));
@@ -233,13 +240,19 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                 ));
             }
             let f = c.get("fsync", Some(n))?;
-            // What the applier spent its time on: on a CPU (its own
-            // work), or waiting for the device (the fsync). The larger is
-            // why the writes queued for it; no fsync at all is a queue
+            // Requests that spent most of this place waiting for the fsync
+            // itself waited for the device, however seldom the WAL was
+            // busy (at a low rate a slow disk is busy 1 % of the time and
+            // still the whole tail): the fsync, below.
+            let on_device = p.device >= 0.5 * p.share;
+            // Otherwise, what the applier spent its time on: on a CPU (its
+            // own work), or waiting for the device (the fsync). The larger
+            // is why the writes queued for it; no fsync at all is a queue
             // behind what held it instead.
             let applier = index(n)
                 .and_then(|i| c.trial.per_node.get(i))
-                .and_then(|x| x.threads.iter().find(|t| t.name == "strata-apply"));
+                .and_then(|x| x.threads.iter().find(|t| t.name == "strata-apply"))
+                .filter(|_| !on_device);
             if let Some(a) = applier.filter(|a| a.cpu > f.value && a.cpu >= f.value.max(0.1)) {
                 if a.waiting >= STARVED * (a.cpu + a.waiting) {
                     return work(n, false, Some(p.mean_ms), c);
@@ -262,7 +275,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                     crossed: t.is_some_and(|t| t.crossed),
                 });
             }
-            if f.value < 0.01 {
+            if f.value < 0.01 && !on_device {
                 // The one nearest its threshold of what holds an applier
                 // that had no fsync to wait for.
                 let r = ["stalls", "io", "memory", "cpu"]

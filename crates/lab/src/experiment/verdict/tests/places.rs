@@ -209,6 +209,28 @@ fn a_queue_before_an_applier_with_no_fsync_is_behind_what_held_it() {
     named(&v, "stalls", Some("node-1"));
 }
 
+#[test]
+fn at_a_low_rate_a_tail_that_waited_for_its_fsync_is_the_fsync() {
+    // Seven writes a second: the WAL fsyncs for 0.5 % of the time, under
+    // the 1 % that means "no fsync at all", yet the slowest requests
+    // spent most of their time waiting for an fsync of a slow disk.
+    let mut t = trial(7.0, 1, |_, x| {
+        x.fsync_busy = Some(0.005);
+        x.fsync_p99_ms = Some(25.0);
+        x.cpu_cores = Some(0.02);
+        x.allowed_cpus_busy = Some(0.02);
+    });
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.64),
+        ("apply", Some("node-1"), 0.04),
+        ("applier", Some("node-1"), 0.01),
+        ("network", Some("node-1"), 0.31),
+    ]));
+    let v = judge(&[t], None);
+    named(&v, "fsync", Some("node-1"));
+    assert!(v.text.contains("seldom busy but slow"), "{}", v.text);
+}
+
 // The verdict and the chart read the same trial.
 
 #[test]
