@@ -84,8 +84,11 @@ fn sweep(urls: &str, lab_cpu: Option<&str>, extra: &[&str]) -> Said {
         eprintln!("report kept in {}", out.keep().display());
     }
     let text = String::from_utf8_lossy(&o.stdout);
+    // Exit 3: no rate met the objective. The sweep still says why (a
+    // starved generator may miss it at every rate), and the cause is what
+    // is judged.
     assert!(
-        o.status.success(),
+        o.status.success() || o.status.code() == Some(3),
         "strata sweep failed: {text}{}",
         String::from_utf8_lossy(&o.stderr)
     );
