@@ -72,7 +72,12 @@ pub const ALL: &[&str] = &[
 
 /// Histogram families (served as `_bucket`, `_sum` and `_count`), for the
 /// node's test.
-pub const HISTOGRAMS: &[&str] = &[COMMIT_GROUP, FSYNC_DURATION, SERVICE_DURATION];
+pub const HISTOGRAMS: &[&str] = &[
+    COMMIT_GROUP,
+    FSYNC_DURATION,
+    SERVICE_DURATION,
+    PAUSE_LATENESS,
+];
 
 // The process.
 pub const CPU_SECONDS: &str = "process_cpu_seconds_total";
@@ -101,6 +106,8 @@ pub const PRESSURE_MEMORY_SECONDS: &str = "strata_host_pressure_memory_waiting_s
 
 // The pause detector: a thread that ticks every few milliseconds and
 // records how late it woke.
+/// The family: how late each tick woke (buckets from 0.5 ms, doubling).
+pub const PAUSE_LATENESS: &str = "strata_pause_lateness_seconds";
 pub const PAUSE_LATENESS_SUM: &str = "strata_pause_lateness_seconds_sum";
 pub const PAUSE_LATENESS_COUNT: &str = "strata_pause_lateness_seconds_count";
 /// The latest wake-up over the last 10 seconds.

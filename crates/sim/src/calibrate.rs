@@ -24,8 +24,8 @@ pub mod names {
     pub use strata_api::metrics::{
         ADMISSION_LIMIT, CLUSTER_MEMBERS, COMMIT_GROUP, FSYNC_DURATION, HISTOGRAMS,
         HTTP_DURATION_COUNT, HTTP_DURATION_SUM, HTTP_REQUESTS, MAX_IN_SERVICE, MAX_WAITING,
-        MAX_WAIT_SECONDS, PROCESS_CPUS, REPLICA_COUNT, REPLICA_SUM, RUNTIME_BUSY, RUNTIME_PARKS,
-        RUNTIME_WORKERS, SERVICE_DURATION,
+        MAX_WAIT_SECONDS, PAUSE_LATENESS, PROCESS_CPUS, REPLICA_COUNT, REPLICA_SUM, RUNTIME_BUSY,
+        RUNTIME_PARKS, RUNTIME_WORKERS, SERVICE_DURATION,
     };
     /// Every plain name above (histogram families excluded).
     pub const READS: &[&str] = &[
@@ -90,6 +90,84 @@ impl HistDist for Hist {
             shift: Dur::ZERO,
         })
     }
+}
+
+/// A pause-detector tick at least this late is a stall of the process's
+/// threads (below it: the timer's own slack on an idle machine).
+pub const STALL_FROM: f64 = 0.001;
+
+/// The pause detector's tick (`strata_node::evidence::TICK`): a window's
+/// ticks and their lateness give its length.
+const PAUSE_TICK: f64 = 0.005;
+
+/// The stalls a node's threads met, from its pause detector's histogram
+/// over a window: how many ticks woke at least `STALL_FROM` late, per
+/// second of the window (ticks × the tick + their summed lateness), and
+/// their lengths as the buckets from `STALL_FROM` up. Stalls shorter than
+/// a tick are seen only when a tick falls in them, so their rate is a
+/// floor; the long ones, which decide a tail, are each seen once.
+pub fn stalls_from_pauses(h: &Hist) -> Option<crate::scenario::Stalls> {
+    let elapsed = h.count * PAUSE_TICK + h.sum;
+    if elapsed <= 0.0 {
+        return None;
+    }
+    let at = |le: f64| {
+        h.buckets
+            .iter()
+            .filter(|(b, _)| *b <= le * (1.0 + 1e-9))
+            .map(|(_, c)| *c)
+            .fold(0.0, f64::max)
+    };
+    let below = at(STALL_FROM);
+    let mut le = vec![STALL_FROM];
+    let mut counts = vec![0u64];
+    let mut prev = below;
+    for &(bound, cum) in h
+        .buckets
+        .iter()
+        .filter(|(b, _)| *b > STALL_FROM * (1.0 + 1e-9))
+    {
+        if !bound.is_finite() {
+            continue;
+        }
+        le.push(bound);
+        counts.push((cum - prev).max(0.0).round() as u64);
+        prev = cum.max(prev);
+    }
+    while counts.last() == Some(&0) {
+        counts.pop();
+        le.pop();
+    }
+    let n: u64 = counts.iter().sum();
+    if n == 0 {
+        return None;
+    }
+    Some(crate::scenario::Stalls {
+        per_second: n as f64 / elapsed,
+        length: DistSpec::Histogram {
+            le_seconds: le,
+            counts,
+            scale: None,
+            shift: Dur::ZERO,
+        },
+    })
+}
+
+/// A stall's mean length in seconds (bucket midpoints).
+fn stall_mean(st: &crate::scenario::Stalls) -> Option<f64> {
+    let DistSpec::Histogram {
+        le_seconds, counts, ..
+    } = &st.length
+    else {
+        return None;
+    };
+    let (mut sum, mut n, mut lo) = (0.0, 0.0, 0.0);
+    for (b, c) in le_seconds.iter().zip(counts) {
+        sum += (lo + b) / 2.0 * *c as f64;
+        n += *c as f64;
+        lo = *b;
+    }
+    (n > 0.0).then(|| sum / n)
 }
 
 /// How to turn metrics into a scenario.
@@ -245,6 +323,17 @@ pub fn scenario_from_metrics(
         max_wait,
         release_after: None,
     }];
+    let stalls = m
+        .histogram(names::PAUSE_LATENESS)
+        .and_then(|h| stalls_from_pauses(&h));
+    if let Some(st) = &stalls {
+        notes.push(format!(
+            "cpu: each core stalls {:.1} times a second for {} on average (the node's pause detector: ticks at least {} late; each of the node's threads loses its core as that thread did)",
+            st.per_second,
+            stall_mean(st).map(|x| human_ns(x * 1e9)).unwrap_or_default(),
+            human_ns(STALL_FROM * 1e9)
+        ));
+    }
     stages.push(Stage::Workers {
         name: "cpu".into(),
         only: Default::default(),
@@ -255,6 +344,7 @@ pub fn scenario_from_metrics(
             sd: Dur((cpu_ns / 2.0).round().max(1.0) as u64),
             shift: Dur::ZERO,
         },
+        stalls,
     });
     notes.push(
         "cpu: service drawn from gamma(mean, sd = mean / 2): the metrics give the mean only".into(),
@@ -350,6 +440,43 @@ mod tests {
         assert_eq!(m.samples[1].value, 2.5);
         assert_eq!(m.types["x"], "counter");
         assert!(parse_metrics("x{a=1} 2").is_err());
+    }
+
+    #[test]
+    fn stalls_are_the_pause_detectors_late_ticks() {
+        // 1,000 ticks: 990 under 1 ms late, 8 between 2 and 4 ms, 2
+        // between 16 and 32 ms; 5 s of ticks and 0.1 s of lateness.
+        let h = Hist {
+            buckets: vec![
+                (0.0005, 900.0),
+                (0.001, 990.0),
+                (0.002, 990.0),
+                (0.004, 998.0),
+                (0.008, 998.0),
+                (0.016, 998.0),
+                (0.032, 1000.0),
+                (f64::INFINITY, 1000.0),
+            ],
+            sum: 0.1,
+            count: 1000.0,
+        };
+        let st = stalls_from_pauses(&h).unwrap();
+        assert!((st.per_second - 10.0 / 5.1).abs() < 1e-9, "{st:?}");
+        let DistSpec::Histogram {
+            le_seconds, counts, ..
+        } = &st.length
+        else {
+            panic!("{st:?}")
+        };
+        assert_eq!(le_seconds, &vec![0.001, 0.002, 0.004, 0.008, 0.016, 0.032]);
+        assert_eq!(counts, &vec![0, 0, 8, 0, 0, 2]);
+        // No tick that late: no stalls.
+        let quiet = Hist {
+            buckets: vec![(0.0005, 10.0), (0.001, 10.0), (0.002, 10.0)],
+            sum: 0.001,
+            count: 10.0,
+        };
+        assert_eq!(stalls_from_pauses(&quiet), None);
     }
 
     #[test]

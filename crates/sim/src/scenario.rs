@@ -252,6 +252,10 @@ pub enum Stage {
         #[serde(default, skip_serializing_if = "is_zero")]
         tick: Dur,
         service: DistSpec,
+        /// Each server loses its core now and then (another process's time
+        /// slice, the host's): a request it serves waits out the stall.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stalls: Option<Stalls>,
     },
     /// A store taking writes (reads pass through): at most `max_concurrent`
     /// at once, each split into `parts` parts that take `latency` each.
@@ -289,6 +293,16 @@ pub enum Stage {
 
 fn one() -> u32 {
     1
+}
+
+/// A server's stalls: `per_second` of them a second, each `length` long
+/// (a CPU server of a node: its threads off their cores, as the node's
+/// pause detector saw it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stalls {
+    pub per_second: f64,
+    pub length: DistSpec,
 }
 
 impl Stage {
@@ -461,6 +475,11 @@ impl Scenario {
                 }
                 Stage::Workers { servers: 0, .. } => {
                     return Err(format!("{name}: servers must be >= 1"))
+                }
+                Stage::Workers {
+                    stalls: Some(st), ..
+                } if !(st.per_second.is_finite() && st.per_second >= 0.0) => {
+                    return Err(format!("{name}: stalls.per_second must be >= 0"))
                 }
                 Stage::Store {
                     max_concurrent,

@@ -160,7 +160,7 @@ fn calibrate_predicts_what_sweep_measures() {
     let e = &cal["evidence"];
     let model = e["model_breaking_point"].as_f64();
     match e["verdict"].as_str().unwrap() {
-        "agrees" | "model_below" => assert_eq!(Some(predicted), model, "{e}"),
+        "agrees" | "model_below" | "inconclusive" => assert_eq!(Some(predicted), model, "{e}"),
         "model_above" => {
             let failed = e["bracket"]["failed"].as_f64().unwrap();
             let met = e["bracket"]["met"].as_f64().unwrap_or(0.0);

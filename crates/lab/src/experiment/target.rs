@@ -155,6 +155,13 @@ impl TargetArgs {
                 );
             }
         }
+        let waited = wait_quiet(&nodes.urls);
+        if waited >= Duration::from_millis(1100) {
+            eprintln!(
+                "Waited {:.1}s for the nodes to finish what the preload left (flushes, compactions)",
+                waited.as_secs_f64()
+            );
+        }
         Ok(())
     }
 
@@ -222,5 +229,86 @@ impl TargetArgs {
                 .to_string();
             PathBuf::from("strata-reports").join(format!("{kind}-{stamp}"))
         })
+    }
+}
+
+/// A node is quiet when it used less than this share of a core over
+/// `QUIET_OVER`.
+pub const QUIET_CORES: f64 = 0.05;
+const QUIET_OVER: Duration = Duration::from_secs(1);
+/// At most this long is waited for quiet.
+pub const QUIET_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until every node is quiet (its `process_cpu_seconds_total` grew
+/// by less than `QUIET_CORES` of a core over a second), at most
+/// `QUIET_WAIT`; how long it waited. A preload leaves memtables to flush
+/// and tables to compact, and the first trial after it would measure that
+/// work as the node's (a calibration test's first steps failed at 2,000
+/// req/s while a later sweep met it). A node whose metrics cannot be read
+/// is not waited for.
+pub fn wait_quiet(urls: &[String]) -> Duration {
+    let start = std::time::Instant::now();
+    let cpu = |url: &str| {
+        crate::report::scrape::fetch_metrics(url)
+            .ok()
+            .and_then(|t| {
+                crate::report::scrape::metric_sums(&t)
+                    .get(strata_api::metrics::CPU_SECONDS)
+                    .copied()
+            })
+    };
+    while start.elapsed() < QUIET_WAIT {
+        let before: Vec<Option<f64>> = urls.iter().map(|u| cpu(u)).collect();
+        std::thread::sleep(QUIET_OVER);
+        let busy = urls.iter().zip(&before).any(|(u, b)| match (b, cpu(u)) {
+            (Some(b), Some(a)) => a - b > QUIET_CORES * QUIET_OVER.as_secs_f64(),
+            _ => false,
+        });
+        if !busy {
+            break;
+        }
+    }
+    start.elapsed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A `/metrics` endpoint whose CPU counter grows by 0.5 s a second
+    /// until `busy_for` has passed, then stays.
+    fn busy_node(busy_for: Duration) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let start = std::time::Instant::now();
+        std::thread::spawn(move || {
+            for s in l.incoming().flatten() {
+                let mut s = s;
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let t = start.elapsed().min(busy_for).as_secs_f64();
+                let body = format!("process_cpu_seconds_total {}\n", 0.5 * t);
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn a_busy_node_is_waited_for_until_it_is_quiet() {
+        let url = busy_node(Duration::from_millis(2500));
+        let waited = wait_quiet(&[url]);
+        assert!(
+            waited >= Duration::from_millis(2500) && waited < QUIET_WAIT,
+            "{waited:?}"
+        );
+        // A node whose metrics cannot be read is not waited for.
+        let waited = wait_quiet(&["http://127.0.0.1:9".into()]);
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
     }
 }

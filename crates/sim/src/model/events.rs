@@ -200,13 +200,14 @@ impl Sim {
                     tick,
                     busy,
                     queue,
+                    stalls,
                 } => {
                     stage.st.in_stage.add(now, t0, 1);
                     self.reqs[r].mark = now;
                     if *busy < *servers {
                         *busy += 1;
                         stage.st.busy.add(now, t0, 1);
-                        let x = serve(d, &mut stage.rng, &mut stage.st, win);
+                        let x = serve_stalled(d, stalls, true, &mut stage.rng, &mut stage.st, win);
                         self.q
                             .push(round_up(now + x, *tick), Ev::new(EV_WORK, 0, r));
                     } else {
@@ -463,6 +464,7 @@ impl Sim {
             tick,
             busy,
             queue,
+            stalls,
             ..
         } = &mut stage.rt
         else {
@@ -470,7 +472,7 @@ impl Sim {
         };
         if let Some(next) = queue.pop_front() {
             stage.st.queue.add(now, t0, -1);
-            let x = serve(d, &mut stage.rng, &mut stage.st, win);
+            let x = serve_stalled(d, stalls, false, &mut stage.rng, &mut stage.st, win);
             self.q
                 .push(round_up(now + x, *tick), Ev::new(EV_WORK, 0, next));
             let (waited, holders) = (now - self.reqs[next].mark, self.reqs[next].tickets);

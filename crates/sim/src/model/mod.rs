@@ -231,6 +231,7 @@ enum Rt {
         tick: u64,
         busy: u32,
         queue: VecDeque<u32>,
+        stalls: Option<StallRt>,
     },
     Store {
         slots: u32,
@@ -263,6 +264,52 @@ fn serve(d: &Sampler, rng: &mut SimRng, st: &mut StageStats, win: bool) -> u64 {
         st.service_ns += x as f64;
     }
     x
+}
+
+/// A CPU server's stalls at run time: their rate per nanosecond, their
+/// lengths, and the share of the time a server is away.
+pub(super) struct StallRt {
+    per_ns: f64,
+    length: Sampler,
+    away: f64,
+}
+
+impl StallRt {
+    /// The time a service of `x` ns takes with the server's stalls: each
+    /// stall that falls within it (a Poisson process) adds its length,
+    /// and a server found idle (`fresh`) is away `away` of the time, the
+    /// request then waiting out a part of a stall (uniform over its
+    /// length: the length-biased residual is not modelled).
+    fn stretch(&self, x: u64, fresh: bool, rng: &mut SimRng) -> u64 {
+        let mut extra = 0u64;
+        if fresh && rng.unit() < self.away {
+            extra += (self.length.sample(rng) as f64 * rng.unit()) as u64;
+        }
+        if self.per_ns > 0.0 {
+            let mut t = -rng.unit().max(1e-300).ln() / self.per_ns;
+            while t < x as f64 {
+                extra += self.length.sample(rng);
+                t += -rng.unit().max(1e-300).ln() / self.per_ns;
+            }
+        }
+        x + extra
+    }
+}
+
+/// `serve`, on a server that stalls.
+fn serve_stalled(
+    d: &Sampler,
+    stalls: &Option<StallRt>,
+    fresh: bool,
+    rng: &mut SimRng,
+    st: &mut StageStats,
+    win: bool,
+) -> u64 {
+    let x = serve(d, rng, st, win);
+    match stalls {
+        Some(s) => s.stretch(x, fresh, rng),
+        None => x,
+    }
 }
 
 struct StageRt {
@@ -487,18 +534,37 @@ impl Sim {
                     servers,
                     service,
                     tick,
+                    stalls,
                     ..
                 } => {
                     let d = comp(&name, "service", service)?;
                     inf.servers = *servers;
                     inf.mean_service_ns = d.mean();
                     inf.describe = format!("{servers} × {}", service.describe());
+                    let stalls = match stalls {
+                        Some(st) => {
+                            let length = comp(&name, "stalls.length", &st.length)?;
+                            let per_ns = st.per_second / 1e9;
+                            inf.describe += &format!(
+                                ", each stalling {:.1}/s for {} on average",
+                                st.per_second,
+                                crate::units::human_ns(length.mean())
+                            );
+                            Some(StallRt {
+                                per_ns,
+                                away: (per_ns * length.mean()).min(0.9),
+                                length,
+                            })
+                        }
+                        None => None,
+                    };
                     Rt::Workers {
                         servers: *servers,
                         d,
                         tick: tick.0,
                         busy: 0,
                         queue: VecDeque::new(),
+                        stalls,
                     }
                 }
                 Stage::Store {

@@ -7,7 +7,9 @@
 //! measurement wins: the calibration runs at most `BISECTIONS` more steps
 //! between the bracket's ends and answers its middle, saying so; the
 //! model's own figure is kept beside it. A model below a step that met the
-//! SLO is said, not changed (the safe side, and weaker evidence). Owns the bracket and that rule;
+//! SLO is said, not changed (the safe side, and weaker evidence); failures
+//! with no met rate below them, bisecting included, bound nothing (the
+//! model stands, said as inconclusive). Owns the bracket and that rule;
 //! must not run load itself (the caller's closure does) nor model anything.
 
 use serde::Serialize;
@@ -85,6 +87,11 @@ pub enum Verdict {
     ModelAbove,
     /// A step met the SLO above the model's breaking point.
     ModelBelow,
+    /// Steps failed the SLO below the model's figure, and none met it,
+    /// bisecting included: the node failed wherever it was measured then
+    /// (a store still flushing what a preload wrote, a slow phase of the
+    /// host), which bounds nothing; the model's figure stands.
+    Inconclusive,
 }
 
 /// What the steps' evidence did to the prediction (written into
@@ -146,7 +153,7 @@ pub fn settle(
         // than two failing (a sweep fails a deciding rate on a hiccup as
         // readily), and erring low is the safe side: the model's figure
         // stands, and the report says a step did better.
-        Verdict::ModelBelow => model,
+        Verdict::ModelBelow | Verdict::Inconclusive => model,
         Verdict::ModelAbove => {
             for _ in 0..BISECTIONS {
                 let Some(mid) = b.middle() else { break };
@@ -157,8 +164,20 @@ pub fn settle(
                     None => break,
                 }
             }
-            b.middle()
+            // Without a rate that met the SLO the bracket has no lower
+            // end, and its middle would be half of a failure, not a
+            // measurement.
+            if b.met.is_some() {
+                b.middle()
+            } else {
+                model
+            }
         }
+    };
+    let verdict = if verdict == Verdict::ModelAbove && b.met.is_none() {
+        Verdict::Inconclusive
+    } else {
+        verdict
     };
     Ok((
         Evidence {
@@ -215,5 +234,25 @@ mod tests {
         // A model below a met step stands (said, not changed).
         let (e, answer) = settle(&steps, Some(15_000.0), &mut |_| panic!("ran")).unwrap();
         assert_eq!((e.verdict, answer), (Verdict::ModelBelow, Some(15_000.0)));
+    }
+
+    #[test]
+    fn failures_with_nothing_met_below_them_bound_nothing() {
+        // The first steps after a preload failed (the store still
+        // flushing), the model says 2,157, and the bisecting steps meet
+        // nothing either or cannot be sent: the model's figure stands.
+        let steps = [(2000.0, Some(false)), (1985.0, Some(false))];
+        for outcome in [None, Some(false)] {
+            let (e, answer) = settle(&steps, Some(2157.0), &mut |_| Ok(outcome)).unwrap();
+            assert_eq!(e.verdict, Verdict::Inconclusive, "{outcome:?}");
+            assert_eq!(answer, Some(2157.0));
+            assert_eq!(e.model_breaking_point, Some(2157.0));
+        }
+        // One bisecting step that met closes the bracket: the measurement
+        // wins again.
+        let (e, answer) = settle(&steps, Some(2157.0), &mut |r| Ok(Some(r < 1000.0))).unwrap();
+        assert_eq!(e.verdict, Verdict::ModelAbove);
+        assert_eq!(e.bracket.met, Some(992.5));
+        assert_eq!(answer, e.bracket.middle());
     }
 }

@@ -472,6 +472,14 @@ pub fn evidence_line(e: &bracket::Evidence) -> String {
         bracket::Verdict::ModelBelow => format!(
             "A step did better than the model: it breaks at {model} req/s, but a step met the SLO at {met} req/s (once); the model's figure stands, on the safe side."
         ),
+        bracket::Verdict::Inconclusive => format!(
+            "Steps failed the SLO at {failed} req/s and below the model's {model}, and none met it at any rate tried{}: the node was failing wherever it was measured (a store still busy with a preload, a slow phase of the machine), which bounds nothing; the model's figure stands. Run the calibration again once the node is quiet.",
+            if e.bisected.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} more steps)", e.bisected.len())
+            }
+        ),
     }
 }
 
