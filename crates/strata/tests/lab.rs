@@ -232,3 +232,45 @@ fn a_checked_sweep_carries_the_checkers_verdict() {
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("Consistency check"), "{md}");
 }
+
+#[test]
+fn a_second_preload_of_the_same_keys_is_skipped() {
+    // A sweep after `strata calibrate` (or a second sweep) with the same
+    // workload: the node already holds the keys, and writing them again
+    // would give each a second version for every range read to step over.
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("http://{}", node.addr);
+    let load = |value_size: &str, dir: &str| {
+        let (ok, _, stderr) = strata(&[
+            "load",
+            &url,
+            "--workload",
+            "get",
+            "--keys",
+            "300",
+            "--value-size",
+            value_size,
+            "--preload",
+            "--rate",
+            "100",
+            "--duration",
+            "1",
+            "--quiet",
+            "--out",
+            out.path().join(dir).to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+        stderr
+    };
+    assert!(load("100", "a").contains("Preloaded 300 keys"));
+    let again = load("100", "b");
+    assert!(
+        again.contains("already holds the workload's keys"),
+        "{again}"
+    );
+    assert!(!again.contains("Preloaded"), "{again}");
+    // Values of another size are another load phase.
+    assert!(load("200", "c").contains("Preloaded 300 keys"));
+}

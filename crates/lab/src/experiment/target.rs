@@ -141,6 +141,13 @@ impl TargetArgs {
             return Ok(());
         }
         for (url, target) in nodes.urls.iter().zip(&nodes.targets) {
+            if crate::load::preload::already_loaded(target, w)? {
+                eprintln!(
+                    "{url} already holds the workload's keys ({} sampled, each with its value): not preloaded again",
+                    crate::load::preload::SAMPLED
+                );
+                continue;
+            }
             let (n, took) = crate::load::preload::preload(
                 target,
                 w,
