@@ -8,7 +8,7 @@
 //! (probe counts, latency histograms, time-weighted means); must not
 //! interpret them (that is `analysis`) or format them (that is `report`).
 //! Here: the state, its records and the event loop; `events` what each
-//! event does.
+//! event does; `stalls` a CPU server's stalls.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -24,6 +24,9 @@ use crate::scenario::{
 use crate::timer::{Slept, TimerRt};
 
 mod events;
+mod stalls;
+
+use stalls::{serve_stalled, StallRt};
 
 const NONE: u32 = u32::MAX;
 
@@ -264,52 +267,6 @@ fn serve(d: &Sampler, rng: &mut SimRng, st: &mut StageStats, win: bool) -> u64 {
         st.service_ns += x as f64;
     }
     x
-}
-
-/// A CPU server's stalls at run time: their rate per nanosecond, their
-/// lengths, and the share of the time a server is away.
-pub(super) struct StallRt {
-    per_ns: f64,
-    length: Sampler,
-    away: f64,
-}
-
-impl StallRt {
-    /// The time a service of `x` ns takes with the server's stalls: each
-    /// stall that falls within it (a Poisson process) adds its length,
-    /// and a server found idle (`fresh`) is away `away` of the time, the
-    /// request then waiting out a part of a stall (uniform over its
-    /// length: the length-biased residual is not modelled).
-    fn stretch(&self, x: u64, fresh: bool, rng: &mut SimRng) -> u64 {
-        let mut extra = 0u64;
-        if fresh && rng.unit() < self.away {
-            extra += (self.length.sample(rng) as f64 * rng.unit()) as u64;
-        }
-        if self.per_ns > 0.0 {
-            let mut t = -rng.unit().max(1e-300).ln() / self.per_ns;
-            while t < x as f64 {
-                extra += self.length.sample(rng);
-                t += -rng.unit().max(1e-300).ln() / self.per_ns;
-            }
-        }
-        x + extra
-    }
-}
-
-/// `serve`, on a server that stalls.
-fn serve_stalled(
-    d: &Sampler,
-    stalls: &Option<StallRt>,
-    fresh: bool,
-    rng: &mut SimRng,
-    st: &mut StageStats,
-    win: bool,
-) -> u64 {
-    let x = serve(d, rng, st, win);
-    match stalls {
-        Some(s) => s.stretch(x, fresh, rng),
-        None => x,
-    }
 }
 
 struct StageRt {
