@@ -457,28 +457,25 @@ pub fn evidence_line(e: &bracket::Evidence) -> String {
             .map(|m| fmt_num(m.round()))
             .unwrap_or_else(|| "no rate".into()),
     );
+    // The bisecting steps, when there were any.
+    let more = |lead: &str| match e.bisected.len() {
+        0 => String::new(),
+        n => format!("{lead} {n} more steps"),
+    };
     match e.verdict {
         bracket::Verdict::Agrees => format!(
             "The steps agree with the model: met the SLO at {met}, failed it at {failed} req/s."
         ),
         bracket::Verdict::ModelAbove => format!(
             "The steps contradict the model: it meets the SLO up to {model} req/s, but steps failed it (twice each) below that. The node has a delay the model lacks; the breaking point below is the middle of what the steps measured: met at {met}, failed at {failed} req/s{}.",
-            if e.bisected.is_empty() {
-                String::new()
-            } else {
-                format!(" after {} more steps", e.bisected.len())
-            }
+            more(" after")
         ),
         bracket::Verdict::ModelBelow => format!(
             "A step did better than the model: it breaks at {model} req/s, but a step met the SLO at {met} req/s (once); the model's figure stands, on the safe side."
         ),
         bracket::Verdict::Inconclusive => format!(
-            "Steps failed the SLO at {failed} req/s and below the model's {model}, and none met it at any rate tried{}: the node was failing wherever it was measured (a store still busy with a preload, a slow phase of the machine), which bounds nothing; the model's figure stands. Run the calibration again once the node is quiet.",
-            if e.bisected.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} more steps)", e.bisected.len())
-            }
+            "Steps failed the SLO at rates down to {failed} req/s, below the model's {model}, and none met it at any rate tried{}: the node was failing wherever it was measured (a store still busy with a preload, a slow phase of the machine), which bounds nothing; the model's figure stands. Run the calibration again once the node is quiet.",
+            more(", bisecting included, after")
         ),
     }
 }
