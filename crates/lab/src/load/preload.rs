@@ -19,6 +19,13 @@ const BUSY_FOR: Duration = Duration::from_secs(30);
 const BUSY_BACKOFF: Duration = Duration::from_millis(10);
 const BUSY_BACKOFF_MAX: Duration = Duration::from_millis(500);
 
+/// `path` made the entity route of `key` (cleared first).
+fn entity_path(path: &mut String, key: &str) {
+    path.clear();
+    path.push_str("/v0/entity?id=");
+    strata_api::query::encode_into(path, key);
+}
+
 /// Keys sampled, evenly over the load phase's keys, to tell whether a node
 /// already holds them.
 pub const SAMPLED: usize = 64;
@@ -48,8 +55,8 @@ pub fn already_loaded(target: &Target, workload: &Workload) -> Result<bool, Stri
     rt.block_on(async {
         let mut conn = Conn::new(target.clone());
         for (key, len) in sample {
-            let mut path = String::from("/v0/entity?id=");
-            strata_api::query::encode_into(&mut path, &key);
+            let mut path = String::new();
+            entity_path(&mut path, &key);
             let a = conn
                 .request("GET", &path, &[])
                 .await
@@ -92,9 +99,7 @@ pub fn preload(
                     if value.len() < len {
                         value.resize(len, b'v');
                     }
-                    path.clear();
-                    path.push_str("/v0/entity?id=");
-                    strata_api::query::encode_into(&mut path, &key);
+                    entity_path(&mut path, &key);
                     // A node past its capacity answers 503 (and may close
                     // the connection): the load phase backs off and tries
                     // again, as a client should, for a bounded time.
