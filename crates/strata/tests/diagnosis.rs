@@ -24,8 +24,8 @@
 //! limit the table says so rather than the scenario being reshaped. The
 //! admission limit, the starved generator and the throttled disk run with
 //! the tests (a run whose verdict blamed the generator or the machine for
-//! another scenario's break is run once more: the host's noise broke it
-//! first, `scenario_names`); all of them, each twice, with the table and its score
+//! another scenario's break is run again, up to three runs: the host's
+//! noise broke it first, `scenario_names`); all of them, each twice, with the table and its score
 //! asserted (9 of 10 right, at most 1 of 10 "cannot tell"), run with
 //! `scripts/diagnosis.sh` (docs/benchmarks.md, "Diagnosis"). A scenario
 //! needs `strace`, `taskset`, `python3`, `ip`, `nft` and root as it
@@ -345,15 +345,18 @@ const NOT_THE_TARGET: [&str; 2] = ["generator", "machine"];
 
 /// Runs a scenario and judges it; a run whose verdict put the break on the
 /// generator or the machine, when the scenario injected something else,
-/// is run once more and the second is judged. Such a verdict says the
-/// host's noise (a virtual machine's wake-up latency, a neighbour's
-/// stall) failed a trial before the injected cause did: the scenario did
-/// not happen, and its verdict is not evidence either way. A verdict
-/// naming another cause of the target is judged as it is.
+/// is run again, up to `RUNS` in all, and the last is judged. Such a
+/// verdict says the host's noise (a virtual machine's wake-up latency, a
+/// neighbour's stall) failed a trial before the injected cause did: the
+/// scenario did not happen, and its verdict is not evidence either way.
+/// A verdict naming another cause of the target is judged as it is.
 fn scenario_names(name: &str, run: fn() -> Said, cause: &str, node: Option<&str>) {
-    let mut said = run();
     let injected_is_lab = cause.split('|').any(|c| NOT_THE_TARGET.contains(&c));
-    if !injected_is_lab && NOT_THE_TARGET.contains(&said.cause.as_str()) {
+    let mut said = run();
+    for _ in 1..RUNS {
+        if injected_is_lab || !NOT_THE_TARGET.contains(&said.cause.as_str()) {
+            break;
+        }
         eprintln!(
             "{name}: the verdict named {} (the host's, not the scenario's), running it again:\n  {}",
             said.cause, said.verdict
@@ -362,6 +365,11 @@ fn scenario_names(name: &str, run: fn() -> Said, cause: &str, node: Option<&str>
     }
     expect(name, &said, cause, node);
 }
+
+/// Runs of a scenario the host's noise may take before one is judged (a
+/// noisy minute on a shared virtual machine fails two runs in a row: CI
+/// saw the generator's timer late for 11 % of sends at 125 req/s).
+const RUNS: usize = 3;
 
 #[test]
 fn a_tiny_admission_limit_is_named() {

@@ -282,6 +282,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let machine = Machine {
         cores,
         generator_cpus: crate::load::cpu::own_cpus(),
+        objective_ms: slo.bounds.iter().map(|b| b.limit_ms).min_by(f64::total_cmp),
     };
     for t in &mut trials {
         t.resources = crate::experiment::verdict::readings::readings(t, machine);

@@ -292,7 +292,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                 ));
             }
             let io = c.crossed("io", Some(n));
-            let how = if f.crossed {
+            let how = if f.value >= f.threshold {
                 "busy: one fsync after another, the disk's pace"
             } else if f.value < 0.5 * f.threshold {
                 "seldom busy but slow: each fsync waited on the device"

@@ -4,7 +4,7 @@
 //!
 //! | resource | figure | threshold |
 //! | --- | --- | --- |
-//! | `fsync` | share of the time the WAL spent in fsync | 0.7 |
+//! | `fsync` | share of the time the WAL spent in fsync, or its p99 fsync against the objective's tightest bound | 0.7, or half the bound |
 //! | `stalls` | share of the time writes were stalled (or 2 stalls) | 0.01 |
 //! | `cpu` | how busy the CPUs the node may run on were, whoever used them (or, on a machine of its own, what it used of them) | 0.85 |
 //! | `cpu` (a quota) | share of the time the node's cgroup was held back by its CPU quota | 0.1 |
@@ -28,6 +28,8 @@ use crate::experiment::slo::fmt_num;
 use crate::report::model::{ResourceReading, ServerSample, Trial};
 
 pub const FSYNC_BUSY: f64 = 0.7;
+/// A p99 fsync this share of the objective's tightest bound is slow.
+pub const SLOW_FSYNC: f64 = 0.5;
 pub const STALL_SHARE: f64 = 0.01;
 pub const CPU_USED: f64 = 0.85;
 pub const PAUSE_MS: f64 = 50.0;
@@ -50,6 +52,9 @@ pub struct Machine {
     pub cores: Option<f64>,
     /// Cores the generator may run on (its affinity).
     pub generator_cpus: Option<f64>,
+    /// The objective's tightest latency bound, ms (`p99<=10ms`: 10): a
+    /// WAL fsync is judged slow against it as well as busy.
+    pub objective_ms: Option<f64>,
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
@@ -212,21 +217,34 @@ fn node_readings(
     }
     let name = Some(format!("node-{}", i + 1));
     let field = |f: fn(&ServerSample) -> Option<f64>| xs.iter().filter_map(f);
-    // The WAL's fsync.
+    // The WAL's fsync: busy (one fsync after another), or slow. A write
+    // that arrives during an fsync waits for it and then for its own, so
+    // an fsync whose p99 takes half the objective's bound leaves a write
+    // no time to meet it however seldom the WAL is busy (a slow-but-idle
+    // disk).
     if let Some(busy) = mean(field(|x| x.fsync_busy)) {
-        out.push(reading(
+        let p99 = max(field(|x| x.fsync_p99_ms));
+        let slow =
+            matches!((p99, m.objective_ms), (Some(f), Some(o)) if o > 0.0 && f >= SLOW_FSYNC * o);
+        let mut r = reading(
             "fsync",
             name.clone(),
             busy,
             FSYNC_BUSY,
             format!(
-                "its WAL fsync was busy {:.0}% of the time (p99 fsync {} ms, {} writes per fsync, up to {} writers waiting)",
+                "its WAL fsync was busy {:.0}% of the time (p99 fsync {} ms{}, {} writes per fsync, up to {} writers waiting)",
                 busy * 100.0,
-                max(field(|x| x.fsync_p99_ms)).map(fmt_num).unwrap_or_else(|| "?".into()),
+                p99.map(fmt_num).unwrap_or_else(|| "?".into()),
+                match m.objective_ms {
+                    Some(o) if slow => format!(", at least half the objective's {} ms", fmt_num(o)),
+                    _ => String::new(),
+                },
                 mean(field(|x| x.writes_per_fsync)).map(fmt_num).unwrap_or_else(|| "?".into()),
                 max(field(|x| x.writers_waiting)).map(fmt_num).unwrap_or_else(|| "?".into()),
             ),
-        ));
+        );
+        r.crossed |= slow;
+        out.push(r);
     }
     // Write stalls: flush and compaction behind.
     let stalls: f64 = field(|x| x.stalls).sum();

@@ -245,6 +245,7 @@ fn a_generator_starved_by_a_nodes_busy_thread_is_the_threads() {
         Machine {
             cores: Some(2.0),
             generator_cpus: Some(1.0),
+            objective_ms: Some(10.0),
         },
     );
     assert_eq!(v.cause, "generator", "{}", v.text);

@@ -116,6 +116,7 @@ fn judge(trials: &[Trial], cores: Option<f64>) -> Verdict {
         Machine {
             cores,
             generator_cpus: cores,
+            objective_ms: Some(10.0),
         },
     )
 }

@@ -332,3 +332,37 @@ fn an_unpinned_nodes_cpu_is_the_machines_and_their_places_add_up() {
         v.text
     );
 }
+
+#[test]
+fn a_slow_fsync_is_judged_against_the_objective_not_only_by_how_busy_it_was() {
+    // A hundred writes a second on a throttled disk: the WAL busy a
+    // fifth of the time, its p99 fsync 25 ms against a 10 ms objective.
+    // The host's noise took a quarter of the slowest requests' time (the
+    // generator's lateness) and a sixth went unexplained, so the fsync
+    // holds the most but not half.
+    let t = |p99: f64| {
+        let mut t = trial(100.0, 1, |_, x| {
+            x.fsync_busy = Some(0.2);
+            x.fsync_p99_ms = Some(p99);
+            x.cpu_cores = Some(0.2);
+            x.allowed_cpus_busy = Some(0.4);
+        });
+        t.slowest = Some(slow(&[
+            ("fsync", Some("node-1"), 0.40),
+            ("generator", None, 0.24),
+            ("network", Some("node-1"), 0.18),
+        ]));
+        t
+    };
+    let v = judge(&[t(25.0)], None);
+    named(&v, "fsync", Some("node-1"));
+    assert!(
+        v.text.contains("at least half the objective's 10 ms"),
+        "{}",
+        v.text
+    );
+    // The same share with fsyncs well inside the objective: nothing
+    // corroborates the disk, and the verdict does not guess.
+    let v = judge(&[t(2.0)], None);
+    assert_eq!(v.cause, "unknown", "{}", v.text);
+}
