@@ -12,6 +12,9 @@
 #   no fsync     a fresh cluster with --durability none (the what-if
 #                "without the fsync on the write's path")
 #   5 nodes      a fresh 5-node cluster on the same host
+#   values       a fresh cluster written with 4096-byte values (the
+#                what-if "with 4096-byte values", priced by the
+#                calibration's value steps)
 # Prints predicted, measured and the gap for each.
 #
 # Knobs (environment): WORKLOAD (put), KEYS (100000), SLO (p99<=10ms),
@@ -56,6 +59,10 @@ NODES=5 cluster_up "$TMP/c5" -- --durability sync
 sweep nodes5 "$URLS"
 cluster_down
 
+cluster_up "$TMP/values" -- --durability sync
+sweep values "$URLS" --value-size 4096
+cluster_down
+
 if [[ -n ${KEEP:-} ]]; then
     mkdir -p "$KEEP"
     cp -r "$TMP"/cal "$TMP"/sweep-*.json "$KEEP/"
@@ -73,8 +80,10 @@ def pred(prefix):
 rows = [("base", "as given", "base"), ("ack=1", "at ack=1", "ack1"),
         ("one node down", "with one node down", "down"),
         ("no fsync", "without the fsync", "nofsync"),
-        ("5 nodes, same host", "with 5 nodes (the same", "nodes5")]
-print(f"{'what-if':<20} {'predicted':>10} {'measured':>10} {'gap':>8}")
+        ("5 nodes, same host", "with 5 nodes (the same", "nodes5"),
+        ("4096-byte values", "with 4096-byte values", "values")]
+base = {}
+print(f"{'what-if':<20} {'predicted':>10} {'measured':>10} {'gap':>8} {'vs base: predicted':>19} {'measured':>9}")
 for name, label, f in rows:
     p = pred(label)
     try:
@@ -84,5 +93,10 @@ for name, label, f in rows:
     gap = f"{100 * (p - m) / m:+.1f}%" if p and m else "-"
     ps = f"{p:,.0f}" if p else "none"
     ms = f"{m:,.0f}" if m else "none"
-    print(f"{name:<20} {ps:>10} {ms:>10} {gap:>8}")
+    if f == "base":
+        base = {"p": p, "m": m}
+    # The what-if's claim is its ratio to the base: beside the sweep's.
+    rp = f"{p / base['p']:.2f}x" if p and base.get("p") else "-"
+    rm = f"{m / base['m']:.2f}x" if m and base.get("m") else "-"
+    print(f"{name:<20} {ps:>10} {ms:>10} {gap:>8} {rp:>19} {rm:>9}")
 PY

@@ -664,6 +664,7 @@ pub fn scenario_from_cluster_metrics(
             },
             admission,
             wal,
+            value: None,
         },
     };
     sc.check().map_err(CalibrationError::Invalid)?;

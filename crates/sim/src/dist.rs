@@ -276,6 +276,16 @@ impl Sampler {
         }
     }
 
+    /// The same draws with `ns` added to each (negative: taken off, a
+    /// draw never below 0).
+    pub fn shifted(&self, ns: f64) -> Sampler {
+        Sampler {
+            kind: self.kind.clone(),
+            scale: self.scale,
+            shift: self.shift + ns,
+        }
+    }
+
     /// Compile a spec; files are read relative to `base` (the scenario's
     /// directory).
     pub fn compile(spec: &DistSpec, base: &Path) -> Result<Sampler, String> {

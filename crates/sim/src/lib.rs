@@ -14,7 +14,8 @@
 //! `report`, `cluster_report`), a parameter swept (`sweep`), a
 //! prediction of the breaking point (`predict`); and a model calibrated
 //! from a live node's or cluster's metrics (`calibrate`,
-//! `cluster_calibrate`). The crate stands alone: it must not
+//! `cluster_calibrate`, and what a write's value size costs:
+//! `value_calibrate`). The crate stands alone: it must not
 //! depend on any other Strata crate but the contracts (`strata-api`: the
 //! metric names it reads and their text format).
 
@@ -33,6 +34,7 @@ pub mod scenario;
 pub mod sweep;
 pub mod timer;
 pub mod units;
+pub mod value_calibrate;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

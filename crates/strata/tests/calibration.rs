@@ -15,12 +15,16 @@
 //! can make a step pass that the node cannot carry), so when the first
 //! sweep lands outside the band the test sweeps once more and keeps the
 //! higher breaking point.
+//!
+//! A cluster's calibration under writes prices a write's value size with
+//! two steps at one rate, and the what-if it answers with the price is in
+//! the calibration and in the scenario `strata sim` runs again.
 
 mod support;
 
 use std::process::Command;
 
-use support::NodeProc;
+use support::{ClusterProcs, NodeProc};
 
 fn taskset_works() -> bool {
     Command::new("taskset")
@@ -56,8 +60,17 @@ fn steal_ticks() -> (u64, u64) {
     (f.get(7).copied().unwrap_or(0), f.iter().sum())
 }
 
+/// One calibration at a time: each measures what the machine carries,
+/// which a second running beside it would change.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn calibrate_predicts_what_sweep_measures() {
+    let _one = one_at_a_time();
     let steal_at_start = steal_ticks();
     let pin = taskset_works();
     let data = tempfile::tempdir().unwrap();
@@ -238,4 +251,56 @@ fn calibrate_predicts_what_sweep_measures() {
         steps_line.join("; "),
         trials_line.join("; ")
     );
+}
+
+#[test]
+fn a_cluster_calibration_prices_larger_values() {
+    let _one = one_at_a_time();
+    let c = ClusterProcs::start(2, &[]);
+    let out = tempfile::tempdir().unwrap();
+    let urls = c.urls.join(",");
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["calibrate", &urls, "--workload", "put", "--keys", "2000"])
+        .args(["--duration", "1", "--steps", "4", "--slo", "p99<=50ms"])
+        .args(["--quiet", "--json", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let cal: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let v = &cal["cluster"]["value_step"];
+    assert_eq!(v["small"], 100, "{v}");
+    assert_eq!(v["big"], 4096, "{v}");
+    assert_eq!(v["spec"]["measured_at"], 100, "{v}");
+    // Both steps wrote, at the one rate, and each step's CPU per write was
+    // read from the nodes' own counters.
+    for i in 0..2 {
+        assert!(v["achieved"][i].as_f64().unwrap() > 0.0, "{v}");
+        assert!(v["cpu_per_write_s"][i].as_f64().unwrap() > 0.0, "{v}");
+    }
+    assert!(v["notes"][0].as_str().unwrap().contains("per KiB"), "{v}");
+    // The what-if with the step's values, priced by it: never above the
+    // base (a KiB costs nothing or more).
+    let w = cal["cluster"]["what_if"].as_array().unwrap();
+    let base = w[0]["capacity"].as_f64().unwrap();
+    let big = w
+        .iter()
+        .find(|x| x["label"].as_str().unwrap().contains("4096-byte values"))
+        .unwrap_or_else(|| panic!("no value what-if: {w:?}"));
+    assert!(big["capacity"].as_f64().unwrap() <= base * 1.001, "{big} against {base}");
+    // The scenario keeps the price: strata sim answers another size.
+    let scenario = cal["scenario_file"].as_str().unwrap();
+    let toml = std::fs::read_to_string(scenario).unwrap();
+    assert!(toml.contains("[cluster.value]"), "{toml}");
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["sim", scenario, "--duration", "1s", "--no-what-if"])
+        .args(["--set", "cluster.value.bytes=16384"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

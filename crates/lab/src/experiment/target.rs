@@ -123,6 +123,14 @@ impl TargetArgs {
         self.workload_share(Segment::default())
     }
 
+    /// The workload with its writes' values `bytes` long, when it is a
+    /// built-in whose writes take `--value-size` (`put`, `mixed`); None
+    /// for the others, whose values are their own.
+    pub fn with_value_size(&self, bytes: usize) -> Option<Result<Arc<Workload>, String>> {
+        matches!(self.workload.as_str(), "put" | "mixed")
+            .then(|| Workload::builtin(&self.workload, self.keys, bytes).map(Arc::new))
+    }
+
     /// The workload as `segment`'s share of the run.
     pub fn workload_share(&self, segment: Segment) -> Result<Arc<Workload>, String> {
         let w = if self.workload.ends_with(".toml") || Path::new(&self.workload).is_file() {

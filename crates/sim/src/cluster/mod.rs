@@ -29,6 +29,7 @@ use crate::dist::{DistSpec, Sampler};
 use crate::model::Latency;
 use crate::rng::SimRng;
 use crate::scenario::{Arrivals, Clients, Start};
+use crate::units::Dur;
 
 mod events;
 mod scenario;
@@ -290,7 +291,19 @@ impl ClusterSim {
         } else {
             None
         };
-        let w_request = opt("cpu.write.request", &w.request)?.unwrap_or(request.clone());
+        // A write's value beyond the measured size: its CPU on the
+        // coordinator, its bytes in its WAL group (`ValueSpec`).
+        let extra = |per: fn(&ValueSpec) -> Dur| {
+            c.value
+                .as_ref()
+                .map_or(0.0, |v| v.extra_kib() * per(v).0 as f64)
+        };
+        // (A smaller value keeps the measured WAL cost: its bytes were a
+        // small part of an fsync.)
+        let (value_cpu, value_wal) = (extra(|v| v.cpu_per_kib), extra(|v| v.wal_per_kib).max(0.0));
+        let w_request = opt("cpu.write.request", &w.request)?
+            .unwrap_or(request.clone())
+            .shifted(value_cpu);
         let w_send = match &w.send {
             Some(d) => Some(comp("cpu.write.send", d)?),
             None => send.clone(),
@@ -360,7 +373,11 @@ impl ClusterSim {
             Some(w) => Some(WalRt {
                 max_batch: w.max_batch,
                 fsync: comp("wal.fsync", &w.fsync)?,
-                per_write: opt("wal.per_write", &w.per_write)?,
+                per_write: match opt("wal.per_write", &w.per_write)? {
+                    Some(p) => Some(p.shifted(value_wal)),
+                    None if value_wal != 0.0 => Some(Sampler::constant(value_wal)),
+                    None => None,
+                },
                 shared: w.shared_disk,
             }),
             None => None,

@@ -141,6 +141,37 @@ pub struct ClusterSpec {
     /// Each node's WAL (writes only); absent when durability is not sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal: Option<WalSpec>,
+    /// What a write's value size costs, when calibrated at two sizes:
+    /// the costs above are at `measured_at` bytes, and a write of `bytes`
+    /// costs the difference more (or less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<ValueSpec>,
+}
+
+/// A write's value size and what each KiB of it costs (measured at two
+/// sizes at one rate, `cluster_calibrate::value`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueSpec {
+    /// The writes' value size, bytes.
+    pub bytes: u64,
+    /// The value size the CPU and WAL costs above were measured at.
+    pub measured_at: u64,
+    /// CPU a KiB of value adds to a write, on all the nodes its replicas
+    /// touch together, charged to its coordinator.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpu_per_kib: Dur,
+    /// Time a KiB of value adds to the WAL group its write is in (its
+    /// bytes to the device before the fsync returns).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wal_per_kib: Dur,
+}
+
+impl ValueSpec {
+    /// KiB a write carries beyond (or short of) the measured size.
+    pub fn extra_kib(&self) -> f64 {
+        (self.bytes as f64 - self.measured_at as f64) / 1024.0
+    }
 }
 
 /// CPU time per unit of work, by role.
@@ -310,6 +341,11 @@ impl ClusterScenario {
         if let Some(w) = &c.wal {
             if w.max_batch == 0 {
                 return Err("cluster.wal.max_batch must be >= 1".into());
+            }
+        }
+        if let Some(v) = &c.value {
+            if v.bytes == 0 || v.measured_at == 0 {
+                return Err("cluster.value.bytes and measured_at must be >= 1".into());
             }
         }
         if !(self.slo.quantile > 0.0 && self.slo.quantile <= 1.0) {

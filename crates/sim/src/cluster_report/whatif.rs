@@ -1,5 +1,5 @@
 //! A cluster scenario's breaking point in virtual time and its what-ifs
-//! (more nodes, another `ack`, a node down), each searched beside the
+//! (more nodes, another `ack`, a node down, larger values), each searched beside the
 //! base's. Owns the search's objective and the cases; must not format
 //! (that is `text`).
 
@@ -195,6 +195,15 @@ pub fn what_if_cases(sc: &ClusterScenario) -> Vec<(String, Vec<(String, String)>
         v.push((
             label,
             vec![("cluster.down".into(), (c.down + 1).to_string())],
+        ));
+    }
+    if let Some(x) = &c.value {
+        // The writes' values as large as the calibration's value step
+        // wrote them (any other size: `--set cluster.value.bytes=N`).
+        let big = crate::value_calibrate::bigger(x.bytes);
+        v.push((
+            format!("with {big}-byte values (writes)"),
+            vec![("cluster.value.bytes".into(), big.to_string())],
         ));
     }
     v

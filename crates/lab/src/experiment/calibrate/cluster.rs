@@ -23,8 +23,9 @@
 //! other nodes do replica work alone: that separates what a coordinator
 //! costs from what a replica costs, which the what-ifs need (more nodes
 //! change the share of remote operations; a node down removes one). Then
-//! the simulator searches the breaking point in virtual time and answers
-//! the what-ifs.
+//! the simulator searches the breaking point in virtual time, the steps'
+//! own evidence checks it (`bracket`), two steps price a write's value
+//! size (`value`), and the simulator answers the what-ifs.
 //!
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
 //! pace requests (the driver does).
@@ -118,6 +119,10 @@ pub struct ClusterCalibration {
     /// Whether the nodes (and the generator) share this machine's cores.
     pub one_host: bool,
     pub role_step: Option<RoleStep>,
+    /// The two steps that priced a write's value size (`value`), when the
+    /// workload writes values of `--value-size`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_step: Option<super::value::ValueStep>,
     /// The load the what-ifs' latencies are taken at (the model's rate).
     pub load: String,
     pub what_if: Vec<WhatIf>,
@@ -203,9 +208,9 @@ pub(super) fn generator_shares_cores(nodes: &Nodes) -> bool {
 /// One load at `rate` through `through`, with every node's metrics around
 /// it: the scrapes, the driver's outcome, the generator's CPU seconds and
 /// the seconds the nodes' counters cover.
-struct Measured {
-    scrapes: Vec<NodeScrape>,
-    outcome: driver::Outcome,
+pub(super) struct Measured {
+    pub(super) scrapes: Vec<NodeScrape>,
+    pub(super) outcome: driver::Outcome,
     generator_cpu_s: Option<f64>,
     /// The generator's voluntary context switches (its sleeps).
     generator_sleeps: Option<f64>,
@@ -215,7 +220,7 @@ struct Measured {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn measure(
+pub(super) fn measure(
     a: &CalibrateArgs,
     all: &Nodes,
     through: &Nodes,
@@ -597,6 +602,12 @@ pub fn run(
     let (evidence, answer) =
         super::bracket::settle(&judged, prediction.breaking_point, &mut bisect)?;
     prediction.breaking_point = answer;
+    // What a write's value size costs: two steps after the others (the
+    // larger values they write would change the store the others measure).
+    let value_rate = capacities.last().copied().unwrap_or(rate) * super::value::VALUE_STEP_SHARE;
+    let value_step = super::value::steps(a, nodes, value_rate, t.seed, &progress, on_line)?;
+    let mut sc = sc;
+    sc.cluster.value = value_step.as_ref().map(|v| v.spec.clone());
     let what_if = what_ifs(&sc, base, sc.seed, &obj, 0.02, &mut |_| {});
     let sizing = match a.size_for {
         Some(r) => {
@@ -628,6 +639,7 @@ pub fn run(
             ack,
             one_host,
             role_step,
+            value_step,
             load: strata_sim::cluster_report::describe_load(&sc),
             what_if,
             sizing,

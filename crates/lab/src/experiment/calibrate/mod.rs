@@ -12,7 +12,8 @@
 //! figure `strata sweep` measures the slow way.
 //!
 //! With several URLs the cluster's calibration runs instead
-//! (`cluster.rs`). Either way the steps' own judgement against the SLO
+//! (`cluster.rs`), with two steps at the end that price a write's value
+//! size (`value.rs`). Either way the steps' own judgement against the SLO
 //! checks the model's breaking point (`bracket.rs`).
 //!
 //! Owns that loop; must not model anything itself (`strata_sim` does) nor
@@ -20,6 +21,7 @@
 
 pub mod bracket;
 pub mod cluster;
+pub mod value;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
