@@ -12,6 +12,8 @@
 #   no fsync     a fresh cluster with --durability none (the what-if
 #                "without the fsync on the write's path")
 #   5 nodes      a fresh 5-node cluster on the same host
+#   one node     a fresh single node (the what-if "on one node, without
+#                replicas")
 #   values       a fresh cluster written with 4096-byte values (the
 #                what-if "with 4096-byte values", priced by the
 #                calibration's value steps)
@@ -59,6 +61,21 @@ NODES=5 cluster_up "$TMP/c5" -- --durability sync
 sweep nodes5 "$URLS"
 cluster_down
 
+echo "== one node ($(date -u +%H:%M))"
+"$STRATA_BIN" serve --listen 127.0.0.1:0 --data-dir "$TMP/one" --log-level warn \
+    --durability sync >"$TMP/one.out" 2>&1 &
+ONE=$!
+PIDS+=("$ONE")
+URL=
+for _ in $(seq 50); do
+    URL=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$TMP/one.out")
+    [[ -n $URL ]] && break
+    sleep 0.1
+done
+sweep one "$URL"
+kill "$ONE"
+wait "$ONE" 2>/dev/null || true
+
 cluster_up "$TMP/values" -- --durability sync
 sweep values "$URLS" --value-size 4096
 cluster_down
@@ -81,6 +98,7 @@ rows = [("base", "as given", "base"), ("ack=1", "at ack=1", "ack1"),
         ("one node down", "with one node down", "down"),
         ("no fsync", "without the fsync", "nofsync"),
         ("5 nodes, same host", "with 5 nodes (the same", "nodes5"),
+        ("one node", "on one node", "one"),
         ("4096-byte values", "with 4096-byte values", "values")]
 base = {}
 print(f"{'what-if':<20} {'predicted':>10} {'measured':>10} {'gap':>8} {'vs base: predicted':>19} {'measured':>9}")

@@ -1,5 +1,5 @@
 //! A cluster scenario's breaking point in virtual time and its what-ifs
-//! (more nodes, another `ack`, a node down, larger values), each searched beside the
+//! (more nodes, one node, another `ack`, a node down, larger values), each searched beside the
 //! base's. Owns the search's objective and the cases; must not format
 //! (that is `text`).
 
@@ -170,6 +170,20 @@ pub fn what_if_cases(sc: &ClusterScenario) -> Vec<(String, Vec<(String, String)>
             sets,
         ));
     }
+    if c.nodes > 1 {
+        // One node against the cluster: no replicas, every operation the
+        // coordinator's own (what replication costs, read backwards).
+        let mut one = vec![
+            ("cluster.nodes".to_string(), "1".to_string()),
+            ("cluster.from".to_string(), "1".to_string()),
+            ("cluster.ack".to_string(), "1".to_string()),
+            ("cluster.down".to_string(), "0".to_string()),
+        ];
+        if !c.weights.is_empty() {
+            one.push(("cluster.weights".into(), "[]".into()));
+        }
+        v.push((format!("on one node{host}, without replicas"), one));
+    }
     if c.ack > 1 {
         v.push(("at ack=1".into(), vec![("cluster.ack".into(), "1".into())]));
     } else if c.from > 1 {
@@ -309,4 +323,96 @@ pub fn what_if_line(w: &WhatIf, base: Option<f64>) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::cluster::{simulate, ClusterScenario};
+    use super::what_if_cases;
+
+    fn scenario() -> ClusterScenario {
+        ClusterScenario::from_toml(
+            r#"
+name = "t"
+duration = "1s"
+warmup = "100ms"
+[clients]
+mode = "open"
+rate = 1000.0
+write_fraction = 1.0
+[cluster]
+nodes = 1
+from = 1
+ack = 1
+cores = 2
+hop = { dist = "constant", value = "100us" }
+[cluster.cpu]
+request = { dist = "constant", value = "50us" }
+replica = { dist = "constant", value = "30us" }
+[cluster.wal]
+fsync = { dist = "constant", value = "1ms" }
+[cluster.value]
+bytes = 100
+measured_at = 100
+cpu_per_kib = "10us"
+wal_per_kib = "5us"
+"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_larger_value_costs_its_kib_on_the_coordinator_and_in_the_wal() {
+        let sc = scenario();
+        let run = simulate(&sc, Path::new("."), 1).unwrap();
+        // At the measured size: the costs as given.
+        assert!((run.role_mean_ns[1][1] - 50_000.0).abs() < 1.0);
+        assert_eq!(run.per_write_mean_ns, 0.0);
+        // The what-if writes 4 KiB more: 4 × 10 us more CPU, 4 × 5 us more
+        // per write in its WAL group.
+        let (label, sets) = what_if_cases(&sc)
+            .into_iter()
+            .find(|(l, _)| l.contains("4096-byte values"))
+            .expect("a value what-if");
+        let big = sc.with_overrides(&sets).unwrap();
+        let run = simulate(&big, Path::new("."), 1).unwrap();
+        let kib = (4096.0 - 100.0) / 1024.0;
+        assert!(
+            (run.role_mean_ns[1][1] - (50_000.0 + kib * 10_000.0)).abs() < 1.0,
+            "{label}: {:?}",
+            run.role_mean_ns
+        );
+        assert!((run.per_write_mean_ns - kib * 5_000.0).abs() < 1.0);
+        // Reads are not charged.
+        assert!((run.role_mean_ns[1][0] - 50_000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn one_node_against_the_cluster_is_a_what_if() {
+        let mut sc = scenario();
+        sc.cluster.nodes = 3;
+        sc.cluster.from = 3;
+        sc.cluster.ack = 2;
+        sc.cluster.down = 1;
+        let (_, sets) = what_if_cases(&sc)
+            .into_iter()
+            .find(|(l, _)| l.starts_with("on one node"))
+            .expect("a one-node what-if");
+        let one = sc.with_overrides(&sets).unwrap();
+        let c = &one.cluster;
+        assert_eq!((c.nodes, c.from, c.ack, c.down), (1, 1, 1, 0));
+        // Every operation the coordinator's own: no remote replica work.
+        let run = simulate(&one, Path::new("."), 1).unwrap();
+        assert_eq!(run.nodes.len(), 1);
+        assert!(run.ok() > 0);
+    }
+
+    #[test]
+    fn without_a_value_spec_there_is_no_value_what_if() {
+        let mut sc = scenario();
+        sc.cluster.value = None;
+        assert!(!what_if_cases(&sc).iter().any(|(l, _)| l.contains("values")));
+    }
 }
