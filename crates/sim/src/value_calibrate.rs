@@ -104,7 +104,9 @@ pub fn fit(
         }
         (None, None) => 0.0,
         _ => {
-            notes.push("value: the WAL's groups did not grow with the values: no WAL cost per KiB".into());
+            notes.push(
+                "value: the WAL's groups did not grow with the values: no WAL cost per KiB".into(),
+            );
             0.0
         }
     };
@@ -168,7 +170,12 @@ mod tests {
 
     #[test]
     fn steps_without_writes_cannot_say() {
-        let e = fit(100, step(0.0, 0.2, 0.0, 0.0, 0.0), 4196, step(0.0, 0.2, 0.0, 0.0, 0.0));
+        let e = fit(
+            100,
+            step(0.0, 0.2, 0.0, 0.0, 0.0),
+            4196,
+            step(0.0, 0.2, 0.0, 0.0, 0.0),
+        );
         assert!(e.unwrap_err().to_string().contains("workload that writes"));
     }
 }

@@ -272,7 +272,8 @@ fn a_cluster_calibration_prices_larger_values() {
         "{text}{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let cal: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let cal: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     let v = &cal["cluster"]["value_step"];
     assert_eq!(v["small"], 100, "{v}");
     assert_eq!(v["big"], 4096, "{v}");
@@ -292,7 +293,10 @@ fn a_cluster_calibration_prices_larger_values() {
         .iter()
         .find(|x| x["label"].as_str().unwrap().contains("4096-byte values"))
         .unwrap_or_else(|| panic!("no value what-if: {w:?}"));
-    assert!(big["capacity"].as_f64().unwrap() <= base * 1.001, "{big} against {base}");
+    assert!(
+        big["capacity"].as_f64().unwrap() <= base * 1.001,
+        "{big} against {base}"
+    );
     // The scenario keeps the price: strata sim answers another size.
     let scenario = cal["scenario_file"].as_str().unwrap();
     let toml = std::fs::read_to_string(scenario).unwrap();

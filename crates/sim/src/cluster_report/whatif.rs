@@ -329,8 +329,8 @@ pub fn what_if_line(w: &WhatIf, base: Option<f64>) -> String {
 mod tests {
     use std::path::Path;
 
-    use crate::cluster::{simulate, ClusterScenario};
     use super::what_if_cases;
+    use crate::cluster::{simulate, ClusterScenario};
 
     fn scenario() -> ClusterScenario {
         ClusterScenario::from_toml(

@@ -60,9 +60,24 @@ pub fn steps(
     let larger = larger?;
     let workload = t.workload()?;
     let run = |w, bytes: u64, k: u64| -> Result<(StepTotals, f64), String> {
-        let label = format!("value step, {bytes}-byte writes at {} req/s: ", fmt_num(rate));
-        let m = measure(a, nodes, nodes, w, rate, seed.wrapping_add(300 + k), &label, progress)?;
-        Ok((totals(&m.scrapes).map_err(|e| e.to_string())?, m.outcome.achieved_rate()))
+        let label = format!(
+            "value step, {bytes}-byte writes at {} req/s: ",
+            fmt_num(rate)
+        );
+        let m = measure(
+            a,
+            nodes,
+            nodes,
+            w,
+            rate,
+            seed.wrapping_add(300 + k),
+            &label,
+            progress,
+        )?;
+        Ok((
+            totals(&m.scrapes).map_err(|e| e.to_string())?,
+            m.outcome.achieved_rate(),
+        ))
     };
     let (t0, r0) = run(&workload, small, 0)?;
     let (t1, r1) = run(&larger, big, 1)?;
