@@ -262,6 +262,7 @@ fn the_shipped_scenario_parses_and_round_trips() {
         [
             "with 5 nodes (the same 2-core host)",
             "with 5 nodes, each on its own 2-core host",
+            "on one node (the same 2-core host), without replicas",
             "at ack=1",
             "without the fsync on the write's path (durability interval or none)",
             "with one node down"

@@ -14,7 +14,8 @@
 //! sweep is noisy in one direction only (a hiccup can fail a step, nothing
 //! can make a step pass that the node cannot carry), so when the first
 //! sweep lands outside the band the test sweeps once more and keeps the
-//! higher breaking point.
+//! higher breaking point; still outside, it calibrates a fresh node and
+//! compares again, and fails only when that misses too.
 //!
 //! A cluster's calibration under writes prices a write's value size with
 //! two steps at one rate, and the what-if it answers with the price is in
@@ -68,9 +69,9 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[test]
-fn calibrate_predicts_what_sweep_measures() {
-    let _one = one_at_a_time();
+/// Calibrate a fresh node, sweep it, and compare: out of the band is an
+/// `Err` with the figures; anything else wrong panics.
+fn compare_once() -> Result<(), String> {
     let steal_at_start = steal_ticks();
     let pin = taskset_works();
     let data = tempfile::tempdir().unwrap();
@@ -241,8 +242,10 @@ fn calibrate_predicts_what_sweep_measures() {
     let steal_now = steal_ticks();
     let stolen =
         (steal_now.0 - steal_at_start.0) as f64 / (steal_now.1 - steal_at_start.1).max(1) as f64;
-    assert!(
-        in_band(measured),
+    if in_band(measured) {
+        return Ok(());
+    }
+    Err(format!(
         "predicted {predicted:.0} req/s, measured {measured:.0} req/s (ratio {ratio:.2}); \
          the hypervisor stole {:.0}% of the machine's CPU time meanwhile\n\
          evidence: {}\nsteps: {}\nfirst sweep's trials: {}",
@@ -250,7 +253,23 @@ fn calibrate_predicts_what_sweep_measures() {
         cal["evidence"],
         steps_line.join("; "),
         trials_line.join("; ")
-    );
+    ))
+}
+
+/// The comparison, and once more on a fresh node when it lands outside
+/// the band: a calibration is as exposed to a stall of this host as a
+/// sweep is (one run: a step the debug generator fell behind on ended the
+/// climb early, and both sweeps met 969 against 1,638 predicted). A model
+/// that is wrong misses twice.
+#[test]
+fn calibrate_predicts_what_sweep_measures() {
+    let _one = one_at_a_time();
+    if let Err(first) = compare_once() {
+        eprintln!("out of the band once; calibrating a fresh node again:\n{first}");
+        if let Err(second) = compare_once() {
+            panic!("out of the band twice:\nfirst: {first}\nsecond: {second}");
+        }
+    }
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! figure `strata sweep` measures the slow way.
 //!
 //! With several URLs the cluster's calibration runs instead
-//! (`cluster.rs`), with two steps at the end that price a write's value
+//! (`cluster.rs`, each step measured by `measure.rs`), with two steps at the end that price a write's value
 //! size (`value.rs`). Either way the steps' own judgement against the SLO
 //! checks the model's breaking point (`bracket.rs`).
 //!
@@ -21,6 +21,7 @@
 
 pub mod bracket;
 pub mod cluster;
+pub mod measure;
 pub mod value;
 
 use std::collections::HashMap;
@@ -278,10 +279,10 @@ pub fn run(
         // One run of the step: the machine's busy time around it, the
         // node's metrics after it.
         let run_once = || -> Result<_, String> {
-            let h0 = cluster::host_busy();
+            let h0 = measure::host_busy();
             let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
             progress.finish();
-            let h1 = cluster::host_busy();
+            let h1 = measure::host_busy();
             let after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
             Ok((h0, o, h1, after))
         };

@@ -12,7 +12,7 @@ use serde::Serialize;
 use strata_sim::cluster::ValueSpec;
 use strata_sim::value_calibrate::{bigger, fit, totals, StepTotals};
 
-use super::cluster::measure;
+use super::measure::measure;
 use super::CalibrateArgs;
 use crate::experiment::slo::fmt_num;
 use crate::experiment::trial::Progress;
