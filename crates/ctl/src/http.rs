@@ -2,7 +2,7 @@
 //! node (`/v0/status`, `/v0/cluster`, `/v0/cluster/repair`): one request on a fresh connection with
 //! `Connection: close`, bounded by a deadline, the whole answer read into
 //! memory. Owns that exchange; must not be used for load (the generator
-//! has its own client in `client.rs`) or for large bodies.
+//! has its own, `strata_lab::load::driver`) or for large bodies.
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! conventions the checker relies on (`set/…` and `reg/…` keys, register
 //! values `<client>:<seq>`), and JSON lines to keep a history in a file.
 //! Owns what a history is and how it is stored; must not judge it (that is
-//! `checker.rs`) nor send requests.
+//! `checker`) nor send requests.
 
 use std::fmt;
 use std::io::{self, BufRead, BufWriter, Write};

@@ -1,8 +1,8 @@
 //! `strata cluster check`: its arguments, the run's configuration from
 //! them (through the client library for a cluster, `--client`), and the
 //! report printed, with the shared keys' linearizability when asked.
-//! Owns the command line; must not run the workload (that is `run.rs`)
-//! nor judge the history (`checker.rs`, `linear`).
+//! Owns the command line; must not run the workload (that is `check::run`)
+//! nor judge the history (`check::checker`, `check::linear`).
 
 use std::time::Duration;
 

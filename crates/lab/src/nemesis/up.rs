@@ -1,5 +1,5 @@
 //! `strata cluster up`: a local cluster in the foreground. Starts the
-//! nodes (see `local.rs`), prints where to reach them and where their
+//! nodes (see `nemesis::local`), prints where to reach them and where their
 //! secret, data and logs are, waits for Ctrl-C or SIGTERM (saying so if a
 //! node exits on its own meanwhile), then stops every node with SIGTERM
 //! and waits for them. Owns that sequence and its output; must not know

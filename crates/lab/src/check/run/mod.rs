@@ -7,7 +7,7 @@
 //! cluster heals); then the checker's report. Runs on a thread of its own
 //! (`spawn`) so that a test or a campaign injects faults meanwhile. Also
 //! the `clap` arguments for a command. Owns the workload, its timing and
-//! the final pass; must not judge the history (that is `checker.rs`) nor
+//! the final pass; must not judge the history (that is `check::checker`) nor
 //! inject faults. One client's operations are `client.rs`'s.
 
 use std::cell::RefCell;

@@ -4,7 +4,7 @@
 //! closed-loop client) its own `Generator`, seeded from the run's seed and
 //! the worker's index (lesson 5) and sharing only what must be shared (the
 //! insert counter, the sequential cursor). Must not pace requests, speak
-//! HTTP or keep results: the driver (`load.rs`) does.
+//! HTTP or keep results: the driver (`load::driver`) does.
 //!
 //! See `docs/workloads.md` for every built-in workload and the TOML format.
 
