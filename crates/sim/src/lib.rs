@@ -147,22 +147,8 @@ pub struct SimArgs {
     /// node down) and their breaking-point searches.
     #[arg(long)]
     pub no_what_if: bool,
-    /// With a cluster scenario: the fewest nodes that carry this many
-    /// requests per second within the scenario's SLO, each node on a
-    /// machine of its own (--node-cores, --fsync), the generator elsewhere.
-    #[arg(long, value_name = "RATE")]
-    pub size_for: Option<f64>,
-    /// With --size-for: cores per node [default: as calibrated; nodes that
-    /// shared one host get its cores each].
-    #[arg(long, value_name = "N", requires = "size_for")]
-    pub node_cores: Option<u32>,
-    /// With --size-for: the mean fsync of a node's disk (say 2ms); the
-    /// calibrated distribution's shape is kept [default: as calibrated].
-    #[arg(long, value_name = "DUR", value_parser = parse_dur, requires = "size_for")]
-    pub fsync: Option<Dur>,
-    /// With --size-for: try at most this many nodes.
-    #[arg(long, value_name = "N", default_value_t = 64, requires = "size_for")]
-    pub max_nodes: u32,
+    #[command(flatten)]
+    pub sizing: cluster_report::SizingArgs,
 }
 
 impl SimArgs {
@@ -235,7 +221,7 @@ pub fn run(args: &SimArgs, fetch: Option<FetchMetrics>) -> Result<(), SimError> 
     if let Some((sc, base)) = cluster_from_args(args)? {
         return cluster_report::run_cli(&sc, &base, args, &mut out);
     }
-    if args.size_for.is_some() {
+    if args.sizing.size_for.is_some() {
         return Err(SimError::Scenario(
             "--size-for needs a cluster scenario (a [cluster] table): `strata calibrate` with \
              every node's URL writes one, or see scenarios/cluster-*.toml"

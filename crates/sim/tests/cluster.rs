@@ -433,9 +433,12 @@ fn size_for_answers_with_the_fewest_nodes_of_the_named_size() {
     let sc = scenario(CPU_BOUND, &[("duration", "1s"), ("warmup", "200ms")]);
     let sized = |cores: u32| {
         let args = strata_sim::SimArgs {
-            size_for: Some(50_000.0),
-            node_cores: Some(cores),
-            max_nodes: 16,
+            sizing: strata_sim::cluster_report::SizingArgs {
+                size_for: Some(50_000.0),
+                node_cores: Some(cores),
+                max_nodes: 16,
+                ..Default::default()
+            },
             json: true,
             ..Default::default()
         };
@@ -451,7 +454,10 @@ fn size_for_answers_with_the_fewest_nodes_of_the_named_size() {
     assert_eq!(big, 3, "{v}");
     // A node scenario has no node count to size.
     let args = strata_sim::SimArgs {
-        size_for: Some(1000.0),
+        sizing: strata_sim::cluster_report::SizingArgs {
+            size_for: Some(1000.0),
+            ..Default::default()
+        },
         scenario: Some(shipped().with_file_name("strata-node.toml")),
         ..Default::default()
     };

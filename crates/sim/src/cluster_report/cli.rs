@@ -126,8 +126,8 @@ pub fn run_cli(
         }
         return Ok(());
     }
-    if let Some(target) = args.size_for {
-        return size_cli(&effective, base, seed, args, target, out).map_err(|e| match e {
+    if let Some(q) = args.sizing.query() {
+        return size_cli(&effective, base, seed, args, &q, out).map_err(|e| match e {
             SizeErr::Io(e) => io(e),
             SizeErr::Model(e) => SimError::Scenario(e),
         });
@@ -203,13 +203,9 @@ fn size_cli(
     base: &Path,
     seed: u64,
     args: &crate::SimArgs,
-    target: f64,
+    q: &SizeQuery,
     out: &mut dyn Write,
 ) -> Result<(), SizeErr> {
-    let m = Machine {
-        cores: args.node_cores,
-        fsync_mean: args.fsync,
-    };
     let obj = objective(sc);
     let slo = sc.slo.describe();
     let mut werr = None;
@@ -219,16 +215,11 @@ fn size_cli(
             out,
             "strata sim: {} (seed {seed}): sizing for {} req/s at {slo}",
             sc.name,
-            crate::units::rate(target)
+            crate::units::rate(q.rate)
         )
         .map_err(SizeErr::Io)?;
     }
-    let q = SizeQuery {
-        rate: target,
-        machine: m,
-        max_nodes: args.max_nodes,
-    };
-    let z = size_for(sc, &q, base, seed, &obj, &mut |r| {
+    let z = size_for(sc, q, base, seed, &obj, &mut |r| {
         if !json {
             if let Err(e) = writeln!(
                 out,

@@ -36,6 +36,42 @@ pub struct SizeQuery {
     pub max_nodes: u32,
 }
 
+/// The sizing question on a command line (`strata sim` and `strata
+/// calibrate` take the same flags).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SizingArgs {
+    /// With a cluster: the fewest nodes that carry this many requests per
+    /// second within the SLO, each node on a machine of its own
+    /// (--node-cores, --fsync), the generator elsewhere.
+    #[arg(long, value_name = "RATE")]
+    pub size_for: Option<f64>,
+    /// With --size-for: cores per node [default: as calibrated; nodes that
+    /// shared one host get its cores each].
+    #[arg(long, value_name = "N", requires = "size_for")]
+    pub node_cores: Option<u32>,
+    /// With --size-for: the mean fsync of a node's disk (say 2ms); the
+    /// calibrated distribution's shape is kept [default: as calibrated].
+    #[arg(long, value_name = "DUR", value_parser = Dur::parse, requires = "size_for")]
+    pub fsync: Option<Dur>,
+    /// With --size-for: try at most this many nodes.
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "size_for")]
+    pub max_nodes: u32,
+}
+
+impl SizingArgs {
+    /// The question asked, if --size-for was given.
+    pub fn query(&self) -> Option<SizeQuery> {
+        self.size_for.map(|rate| SizeQuery {
+            rate,
+            machine: Machine {
+                cores: self.node_cores,
+                fsync_mean: self.fsync,
+            },
+            max_nodes: self.max_nodes,
+        })
+    }
+}
+
 /// One node count tried.
 #[derive(Clone, Debug, Serialize)]
 pub struct SizeRow {

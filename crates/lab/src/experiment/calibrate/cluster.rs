@@ -39,8 +39,7 @@ use strata_sim::cluster_calibrate::{
     ClusterCalibrateOptions, NodeScrape, RoleCosts,
 };
 use strata_sim::cluster_report::{
-    analyse, at_rate, breaking_point, size_for, sizing_lines, what_ifs, Machine, SizeQuery, Sizing,
-    WhatIf,
+    analyse, at_rate, breaking_point, size_for, sizing_lines, what_ifs, Sizing, WhatIf,
 };
 use strata_sim::dist::DistSpec;
 use strata_sim::units::human_ns;
@@ -515,19 +514,8 @@ pub fn run(
     let mut sc = sc;
     sc.cluster.value = value_step.as_ref().map(|v| v.spec.clone());
     let what_if = what_ifs(&sc, base, sc.seed, &obj, 0.02, &mut |_| {});
-    let sizing = match a.size_for {
-        Some(r) => {
-            let m = Machine {
-                cores: a.node_cores,
-                fsync_mean: a.fsync,
-            };
-            let q = SizeQuery {
-                rate: r,
-                machine: m,
-                max_nodes: a.max_nodes,
-            };
-            Some(size_for(&sc, &q, base, sc.seed, &obj, &mut |_| {})?)
-        }
+    let sizing = match a.sizing.query() {
+        Some(q) => Some(size_for(&sc, &q, base, sc.seed, &obj, &mut |_| {})?),
         None => None,
     };
     let scenario_file = super::save_scenario(out, sc.to_toml()?)?;

@@ -63,22 +63,8 @@ pub struct CalibrateArgs {
     /// (and the generator) share; on separate machines: each node's.
     #[arg(long)]
     pub cores: Option<u32>,
-    /// Several URLs: also answer how many nodes carry this many requests
-    /// per second within the SLO, each on a machine of its own
-    /// (--node-cores, --fsync), the generator elsewhere.
-    #[arg(long, value_name = "RATE")]
-    pub size_for: Option<f64>,
-    /// With --size-for: cores per node [default: as calibrated; nodes
-    /// that shared this machine get its cores each].
-    #[arg(long, value_name = "N", requires = "size_for")]
-    pub node_cores: Option<u32>,
-    /// With --size-for: the mean fsync of a node's disk (say 2ms)
-    /// [default: as measured here].
-    #[arg(long, value_name = "DUR", value_parser = strata_sim::units::Dur::parse, requires = "size_for")]
-    pub fsync: Option<strata_sim::units::Dur>,
-    /// With --size-for: try at most this many nodes.
-    #[arg(long, value_name = "N", default_value_t = 64, requires = "size_for")]
-    pub max_nodes: u32,
+    #[command(flatten)]
+    pub sizing: strata_sim::cluster_report::SizingArgs,
 }
 
 /// A first step the generator cannot send is tried again at half its
@@ -246,7 +232,7 @@ pub fn run(
     if target.len() > 1 {
         return cluster::run(a, &target, out, on_line);
     }
-    if a.size_for.is_some() {
+    if a.sizing.size_for.is_some() {
         return Err(
             "--size-for needs the cluster's calibration: give every node's URL (URL1,URL2,...)"
                 .into(),
