@@ -24,8 +24,9 @@
 //! limit the table says so rather than the scenario being reshaped. The
 //! admission limit, the starved generator and the throttled disk run with
 //! the tests (a run whose verdict blamed the generator or the machine for
-//! another scenario's break is run again, up to three runs: the host's
-//! noise broke it first, `scenario_names`); all of them, each twice, with the table and its score
+//! another scenario's break, or could not tell with one of them the
+//! largest cause it saw, is run again, up to three runs: the host's noise
+//! broke it first, `scenario_names`); all of them, each twice, with the table and its score
 //! asserted (9 of 10 right, at most 1 of 10 "cannot tell"), run with
 //! `scripts/diagnosis.sh` (docs/benchmarks.md, "Diagnosis"). A scenario
 //! needs `strace`, `taskset`, `python3`, `ip`, `nft` and root as it
@@ -354,7 +355,7 @@ fn scenario_names(name: &str, run: fn() -> Said, cause: &str, node: Option<&str>
     let injected_is_lab = cause.split('|').any(|c| NOT_THE_TARGET.contains(&c));
     let mut said = run();
     for _ in 1..RUNS {
-        if injected_is_lab || !NOT_THE_TARGET.contains(&said.cause.as_str()) {
+        if injected_is_lab || !host_broke_it(&said) {
             break;
         }
         eprintln!(
@@ -364,6 +365,24 @@ fn scenario_names(name: &str, run: fn() -> Said, cause: &str, node: Option<&str>
         said = run();
     }
     expect(name, &said, cause, node);
+}
+
+/// Whether a verdict put the break on the host: it named the generator
+/// or the machine, or it could not tell and the largest cause of the
+/// slowest requests' time it saw was one of them (the first of "Their
+/// time:"; one run: the generator's lateness 23 %, the node's admission
+/// 8 %, 69 % unexplained, with the generator's timer late for 42 % of its
+/// sends).
+fn host_broke_it(said: &Said) -> bool {
+    if NOT_THE_TARGET.contains(&said.cause.as_str()) {
+        return true;
+    }
+    let largest = said
+        .verdict
+        .split_once("Their time: ")
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .unwrap_or("");
+    said.cause == "unknown" && NOT_THE_TARGET.contains(&largest)
 }
 
 /// Runs of a scenario the host's noise may take before one is judged (a
