@@ -96,6 +96,9 @@ pub const THREAD_SLICES: &str = "strata_thread_timeslices_total";
 /// Busy time of the CPUs the node may run on (its affinity), whoever used
 /// them; with `PROCESS_CPUS`, whether its cores were full.
 pub const ALLOWED_CPUS_BUSY_SECONDS: &str = "strata_host_allowed_cpus_busy_seconds_total";
+/// Of that busy time, what the hypervisor took for other guests (steal):
+/// time the node's cores ran nothing of this machine's.
+pub const ALLOWED_CPUS_STOLEN_SECONDS: &str = "strata_host_allowed_cpus_stolen_seconds_total";
 /// Time the node's cgroup was held back by its CPU quota.
 pub const CPU_THROTTLED_SECONDS: &str = "strata_process_cpu_throttled_seconds_total";
 /// The machine's pressure stall information (`/proc/pressure/*`, "some"):

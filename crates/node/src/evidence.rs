@@ -112,10 +112,22 @@ pub fn run_queue_wait(all: &[strata_api::threads::ThreadTimes]) -> Duration {
     all.iter().map(|t| t.waiting).sum()
 }
 
-/// Busy time of the CPUs this process may run on (its affinity mask), from
-/// `/proc/stat`'s per-CPU lines (user, nice, system, irq, softirq, steal):
-/// whether the cores it has are full, whoever keeps them busy.
-pub fn allowed_cpus_busy() -> Option<Duration> {
+/// Time of the CPUs this process may run on (its affinity mask), from
+/// `/proc/stat`'s per-CPU lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AllowedCpus {
+    /// Busy (user, nice, system, irq, softirq, steal): whether the cores
+    /// it has are full, whoever keeps them busy.
+    pub busy: Duration,
+    /// Of `busy`, steal: time the hypervisor ran another guest on them.
+    /// A node's own CPU time does not count it, so a model that prices a
+    /// request by that time alone sees a whole core where the node had
+    /// less.
+    pub stolen: Duration,
+}
+
+/// The busy and stolen time of the CPUs this process may run on.
+pub fn allowed_cpus() -> Option<AllowedCpus> {
     // SAFETY: sched_getaffinity fills the set we pass; all-zero is valid.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: pid 0 is this thread; the size is the set's.
@@ -127,7 +139,7 @@ pub fn allowed_cpus_busy() -> Option<Duration> {
     // SAFETY: sysconf reads a constant.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let hz = if hz > 0 { hz as f64 } else { 100.0 };
-    let mut ticks = 0u64;
+    let (mut busy, mut stolen) = (0u64, 0u64);
     for line in stat.lines() {
         let Some(rest) = line.strip_prefix("cpu") else {
             continue;
@@ -142,12 +154,17 @@ pub fn allowed_cpus_busy() -> Option<Duration> {
         }
         let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
         // user nice system idle iowait irq softirq steal
-        ticks += [0, 1, 2, 5, 6, 7]
+        busy += [0, 1, 2, 5, 6, 7]
             .iter()
             .filter_map(|&i| v.get(i))
             .sum::<u64>();
+        stolen += v.get(7).copied().unwrap_or(0);
     }
-    Some(Duration::from_secs_f64(ticks as f64 / hz))
+    let secs = |ticks: u64| Duration::from_secs_f64(ticks as f64 / hz);
+    Some(AllowedCpus {
+        busy: secs(busy),
+        stolen: secs(stolen),
+    })
 }
 
 /// Time this process's cgroup was held back by its CPU quota (CFS
@@ -220,7 +237,11 @@ mod tests {
         // Some cgroup's cpu.stat is there (v1 or v2), and reads.
         assert!(cpu_throttled().is_some());
         // The CPUs this process may run on have been busy some time.
-        assert!(allowed_cpus_busy().is_some_and(|d| d > Duration::ZERO));
+        let cpus = allowed_cpus().unwrap();
+        assert!(
+            cpus.busy > Duration::ZERO && cpus.stolen <= cpus.busy,
+            "{cpus:?}"
+        );
         // Pressure is there on kernels with PSI; when it is, it parses.
         if std::path::Path::new("/proc/pressure/cpu").exists() {
             assert!(pressure("cpu").is_some());

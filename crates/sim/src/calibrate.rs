@@ -22,10 +22,11 @@ use crate::units::{human_ns, rate, Dur};
 /// a peer in `CLUSTER_ONLY`.
 pub mod names {
     pub use strata_api::metrics::{
-        ADMISSION_LIMIT, CLUSTER_MEMBERS, COMMIT_GROUP, FSYNC_DURATION, HISTOGRAMS,
-        HTTP_DURATION_COUNT, HTTP_DURATION_SUM, HTTP_REQUESTS, MAX_IN_SERVICE, MAX_WAITING,
-        MAX_WAIT_SECONDS, PAUSE_LATENESS, PROCESS_CPUS, REPLICA_COUNT, REPLICA_SUM, RUNTIME_BUSY,
-        RUNTIME_PARKS, RUNTIME_WORKERS, SERVICE_DURATION, WAL_WRITTEN_BYTES,
+        ADMISSION_LIMIT, ALLOWED_CPUS_STOLEN_SECONDS, CLUSTER_MEMBERS, COMMIT_GROUP,
+        FSYNC_DURATION, HISTOGRAMS, HTTP_DURATION_COUNT, HTTP_DURATION_SUM, HTTP_REQUESTS,
+        MAX_IN_SERVICE, MAX_WAITING, MAX_WAIT_SECONDS, PAUSE_LATENESS, PROCESS_CPUS, REPLICA_COUNT,
+        REPLICA_SUM, RUNTIME_BUSY, RUNTIME_PARKS, RUNTIME_WORKERS, SERVICE_DURATION,
+        WAL_WRITTEN_BYTES,
     };
     /// Every plain name above (histogram families excluded).
     pub const READS: &[&str] = &[
@@ -36,6 +37,7 @@ pub mod names {
         RUNTIME_BUSY,
         RUNTIME_PARKS,
         PROCESS_CPUS,
+        ALLOWED_CPUS_STOLEN_SECONDS,
         CLUSTER_MEMBERS,
         MAX_IN_SERVICE,
         MAX_WAITING,
@@ -154,6 +156,28 @@ pub fn stalls_from_pauses(h: &Hist) -> Option<crate::scenario::Stalls> {
 }
 
 /// A stall's mean length in seconds (bucket midpoints).
+/// The share of the node's cores the hypervisor took for other guests
+/// (steal) over the window its pause detector covers, beyond what that
+/// detector already saw as stalls (`stall_share`): steal in slices too
+/// short to make a tick late. The node's CPU seconds per request do not
+/// count it, so each request's service on those cores takes longer by
+/// 1 / (1 - share). At most `MAX_STOLEN`; `None` when the node does not
+/// say (an older node, no `/proc/stat`).
+pub fn stolen_beyond_stalls(m: &Metrics, stall_share: f64) -> Option<f64> {
+    let stolen = m.get(names::ALLOWED_CPUS_STOLEN_SECONDS)?;
+    let h = m.histogram(names::PAUSE_LATENESS)?;
+    let elapsed = h.count * PAUSE_TICK + h.sum;
+    let cpus = m.get(names::PROCESS_CPUS).unwrap_or(1.0).max(1.0);
+    (elapsed > 0.0).then(|| (stolen / (elapsed * cpus) - stall_share).clamp(0.0, MAX_STOLEN))
+}
+
+/// Steal above this share is taken as this share: a model of a core the
+/// hypervisor nearly never runs says nothing useful.
+pub const MAX_STOLEN: f64 = 0.9;
+
+/// Steal from this share up is named in the scenario's notes.
+const STOLEN_NOTED: f64 = 0.005;
+
 fn stall_mean(st: &crate::scenario::Stalls) -> Option<f64> {
     let DistSpec::Histogram {
         le_seconds, counts, ..
@@ -271,6 +295,16 @@ pub fn scenario_from_metrics(
     let max_batch = opts.max_batch.unwrap_or(512).max(1);
 
     let mut notes = Vec::new();
+    let stalls = m
+        .histogram(names::PAUSE_LATENESS)
+        .and_then(|h| stalls_from_pauses(&h));
+    let stall_share = stalls
+        .as_ref()
+        .and_then(|st| Some(st.per_second * stall_mean(st)?))
+        .unwrap_or(0.0);
+    let stolen = stolen_beyond_stalls(&m, stall_share).unwrap_or(0.0);
+    let all_ns = cpu_per_req * 1e9;
+    let cpu_per_req = cpu_per_req / (1.0 - stolen);
     let cpu_ns = cpu_per_req * 1e9;
     let cpu_cap = cores as f64 / cpu_per_req;
     if shared > 0.0 {
@@ -279,7 +313,7 @@ pub fn scenario_from_metrics(
             requests as u64,
             human_ns(own_per_req * 1e9),
             human_ns(shared * 1e9),
-            human_ns(cpu_ns),
+            human_ns(all_ns),
             human_ns(cpu_ns),
             rate(cpu_cap)
         ));
@@ -287,9 +321,16 @@ pub fn scenario_from_metrics(
         notes.push(format!(
             "CPU: {cpu:.3} s of process CPU / {} requests = {} per request; {cores} cores ({cores_from}) / {} = {} req/s",
             requests as u64,
-            human_ns(cpu_ns),
+            human_ns(all_ns),
             human_ns(cpu_ns),
             rate(cpu_cap)
+        ));
+    }
+    if stolen >= STOLEN_NOTED {
+        notes.push(format!(
+            "cpu: the hypervisor took {:.1}% of the node's cores for other guests beyond the stalls below (steal, /proc/stat): each request's CPU time stretched by 1 / {:.3} (the figure divided above)",
+            stolen * 100.0,
+            1.0 - stolen
         ));
     }
     let mut caps = vec![cpu_cap];
@@ -323,9 +364,6 @@ pub fn scenario_from_metrics(
         max_wait,
         release_after: None,
     }];
-    let stalls = m
-        .histogram(names::PAUSE_LATENESS)
-        .and_then(|h| stalls_from_pauses(&h));
     if let Some(st) = &stalls {
         notes.push(format!(
             "cpu: each core stalls {:.1} times a second for {} on average (the node's pause detector: ticks at least {} late; each of the node's threads loses its core as that thread did)",

@@ -182,3 +182,49 @@ fn cores_shared_with_other_work_serve_it_too() {
         );
     }
 }
+
+#[test]
+fn steal_the_pause_detector_missed_stretches_each_request() {
+    // 5 s of pause-detector ticks (1,000 of them, none late enough to be a
+    // stall) on a node with 2 CPUs, and 2.5 s of those CPUs' time taken by
+    // the hypervisor: a quarter of the cores. The node's 600 µs of CPU
+    // per request takes 800 µs of a core it gets three quarters of.
+    let with = |stolen: f64| {
+        format!(
+            "{}\n# TYPE strata_pause_lateness_seconds histogram\n\
+             strata_pause_lateness_seconds_bucket{{le=\"0.0005\"}} 990\n\
+             strata_pause_lateness_seconds_bucket{{le=\"0.001\"}} 1000\n\
+             strata_pause_lateness_seconds_bucket{{le=\"+Inf\"}} 1000\n\
+             strata_pause_lateness_seconds_sum 0\n\
+             strata_pause_lateness_seconds_count 1000\n\
+             # TYPE strata_process_cpus gauge\nstrata_process_cpus 2\n\
+             # TYPE strata_host_allowed_cpus_stolen_seconds counter\n\
+             strata_host_allowed_cpus_stolen_seconds_total {stolen}\n",
+            sample()
+        )
+    };
+    let opts = CalibrateOptions {
+        cores: Some(2),
+        ..Default::default()
+    };
+    let mean_of = |text: &str| {
+        let sc = scenario_from_metrics(text, &opts).unwrap();
+        let Stage::Workers {
+            service: DistSpec::Gamma { mean, .. },
+            ..
+        } = &sc.stages[1]
+        else {
+            panic!("{:?}", sc.stages[1])
+        };
+        (mean.0, sc.notes)
+    };
+    let (mean, notes) = mean_of(&with(2.5));
+    assert_eq!(mean, 800_000);
+    assert!(
+        notes.iter().any(|n| n.contains("hypervisor took 25.0%")),
+        "{notes:?}"
+    );
+    // No steal, or a node that does not say: the node's own cost.
+    assert_eq!(mean_of(&with(0.0)).0, 600_000);
+    assert_eq!(mean_of(&sample()).0, 600_000);
+}

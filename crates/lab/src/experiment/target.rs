@@ -131,9 +131,15 @@ impl TargetArgs {
             .then(|| Workload::builtin(&self.workload, self.keys, bytes).map(Arc::new))
     }
 
+    /// Whether `--workload` names a file (its keys and values its own)
+    /// rather than a built-in.
+    pub fn workload_is_file(&self) -> bool {
+        self.workload.ends_with(".toml") || Path::new(&self.workload).is_file()
+    }
+
     /// The workload as `segment`'s share of the run.
     pub fn workload_share(&self, segment: Segment) -> Result<Arc<Workload>, String> {
-        let w = if self.workload.ends_with(".toml") || Path::new(&self.workload).is_file() {
+        let w = if self.workload_is_file() {
             Workload::from_toml_file(Path::new(&self.workload))?
         } else {
             Workload::builtin(&self.workload, self.keys, self.value_size)?

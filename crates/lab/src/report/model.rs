@@ -415,6 +415,10 @@ pub struct ServerSample {
     /// share of them all).
     #[serde(default)]
     pub allowed_cpus_busy: Option<f64>,
+    /// Of that, the share the hypervisor took for other guests (steal):
+    /// the node's cores ran nothing of this machine's then.
+    #[serde(default)]
+    pub allowed_cpus_stolen: Option<f64>,
     /// What the node's engine wrote per second: WAL, flushes and
     /// compactions, bytes.
     #[serde(default)]

@@ -172,6 +172,9 @@ fn sample(
         allowed_cpus_busy: per_sec(M::ALLOWED_CPUS_BUSY_SECONDS)
             .zip(get(M::PROCESS_CPUS))
             .map(|(b, n)| b / n.max(1.0)),
+        allowed_cpus_stolen: per_sec(M::ALLOWED_CPUS_STOLEN_SECONDS)
+            .zip(get(M::PROCESS_CPUS))
+            .map(|(b, n)| b / n.max(1.0)),
         wal_bytes_per_s: per_sec(M::WAL_WRITTEN_BYTES),
         flush_bytes_per_s: per_sec(M::FLUSH_BYTES),
         compaction_bytes_per_s: per_sec(M::COMPACTION_WRITTEN_BYTES),
@@ -498,6 +501,7 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         run_queue_cores: sum(a.run_queue_cores, b.run_queue_cores),
         throttled_share: max(a.throttled_share, b.throttled_share),
         allowed_cpus_busy: max(a.allowed_cpus_busy, b.allowed_cpus_busy),
+        allowed_cpus_stolen: max(a.allowed_cpus_stolen, b.allowed_cpus_stolen),
         wal_bytes_per_s: sum(a.wal_bytes_per_s, b.wal_bytes_per_s),
         flush_bytes_per_s: sum(a.flush_bytes_per_s, b.flush_bytes_per_s),
         compaction_bytes_per_s: sum(a.compaction_bytes_per_s, b.compaction_bytes_per_s),

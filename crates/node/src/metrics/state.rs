@@ -485,12 +485,18 @@ impl StateCollector {
             run_queue_wait(&threads).as_secs_f64(),
         )?;
         super::threads::encode(e, strata_api::threads::busiest(threads))?;
-        if let Some(b) = crate::evidence::allowed_cpus_busy() {
+        if let Some(c) = crate::evidence::allowed_cpus() {
             counter(
                 e,
                 m::ALLOWED_CPUS_BUSY_SECONDS,
                 "Busy time of the CPUs this process may run on (its affinity), whoever used them (/proc/stat)",
-                b.as_secs_f64(),
+                c.busy.as_secs_f64(),
+            )?;
+            counter(
+                e,
+                m::ALLOWED_CPUS_STOLEN_SECONDS,
+                "Of that busy time, what the hypervisor ran other guests in (/proc/stat's steal)",
+                c.stolen.as_secs_f64(),
             )?;
         }
         if let Some(t) = crate::evidence::cpu_throttled() {

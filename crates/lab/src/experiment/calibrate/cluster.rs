@@ -346,6 +346,9 @@ pub fn run(
             generator_behind: false,
             shared_cpu_per_request_us: None,
             met_slo: Some(super::bracket::meets(&m.outcome, rate, &slo)),
+            // The cluster's model does not price steal (a single node's
+            // does): not measured here.
+            stolen_share: None,
         };
         // What the machine was busy with besides the nodes and the lab
         // (the driver's window is the steps' seconds; the busy counter

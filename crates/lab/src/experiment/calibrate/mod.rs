@@ -103,6 +103,11 @@ pub struct Step {
     pub p99_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_p99_ms: Option<f64>,
+    /// The share of the node's cores' time the hypervisor took for other
+    /// guests over the step (steal): the model stretches each request's
+    /// CPU time by what of it the node's pause detector did not see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stolen_share: Option<f64>,
     /// The node served less than `SERVED_SHARE` of the offered rate even
     /// when the step ran again: the rate was past its limit at that moment
     /// (the machine slowed it). Its model is not used; the next step runs
@@ -114,9 +119,11 @@ pub struct Step {
     /// the node; its model is not used and the climb ends there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub generator_behind: bool,
-    /// A node sharing this machine's cores with the generator: the CPU
-    /// per request that other work took on them (the generator, the
-    /// kernel's network work), which the model adds to the node's own.
+    /// The CPU per request other work took on the node's cores, as the
+    /// node counts them (their busy time less steal less its own CPU):
+    /// the generator's when it shares them, the kernel's network work for
+    /// the node's connections, a neighbour's. The model adds it to the
+    /// node's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_cpu_per_request_us: Option<f64>,
     /// Whether the step met the SLO as a sweep's trial would (a failure
@@ -262,17 +269,14 @@ pub fn run(
         let seed = t.seed.wrapping_add(i as u64);
         let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
         let prefix = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
-        // One run of the step: the machine's busy time around it, the
-        // node's metrics after it.
+        // One run of the step, and the node's metrics after it.
         let run_once = || -> Result<_, String> {
-            let h0 = measure::host_busy();
             let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
             progress.finish();
-            let h1 = measure::host_busy();
             let after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
-            Ok((h0, o, h1, after))
+            Ok((o, after))
         };
-        let (mut host0, mut o, mut host1, mut after) = run_once()?;
+        let (mut o, mut after) = run_once()?;
         // A step whose generator fell behind (a stall of this process, a
         // busy machine) did not offer its rate, and one the node could not
         // carry (the machine slowed it, or the last prediction was high)
@@ -287,7 +291,7 @@ pub fn run(
                 fmt_num(rate)
             ));
             before = after;
-            (host0, o, host1, after) = run_once()?;
+            (o, after) = run_once()?;
         }
         // A step that failed the SLO runs once more before it counts as
         // evidence that the breaking point is below its rate (a sweep
@@ -300,7 +304,7 @@ pub fn run(
                 fmt_num(o.all.value_at_quantile(0.99) as f64 / 1e3)
             ));
             before = after;
-            (host0, o, host1, after) = run_once()?;
+            (o, after) = run_once()?;
             met = bracket::meets(&o, rate, &slo);
         }
         // The window the node's counters cover includes the warm-up.
@@ -308,16 +312,21 @@ pub fn run(
         let (m0, m1) = (metric_sums(&before), metric_sums(&after));
         let cpu = delta(&m0, &m1, strata_api::metrics::CPU_SECONDS);
         let reqs = delta(&m0, &m1, strata_api::metrics::HTTP_REQUESTS);
-        // What the machine did besides the node, per request: on shared
-        // cores the node gets only what is left of them.
-        let shared = if shares {
-            host0
-                .zip(host1)
-                .zip(cpu.zip(reqs))
-                .map(|((h0, h1), (c, n))| ((h1 - h0 - c) / n.max(1.0)).max(0.0))
-        } else {
-            None
-        };
+        let stolen_share =
+            delta(&m0, &m1, strata_api::metrics::ALLOWED_CPUS_STOLEN_SECONDS).map(|s| {
+                let cpus = m1.get(strata_api::metrics::PROCESS_CPUS).copied();
+                s / (secs * cpus.unwrap_or(1.0).max(1.0))
+            });
+        // What the node's cores did besides the node, per request, as the
+        // node counts them (busy, less the hypervisor's steal, less its
+        // own CPU): the generator's work when it shares them, the
+        // kernel's network work for the node's connections, a neighbour.
+        // The node gets only what is left of them; steal is priced apart.
+        let stolen_s =
+            delta(&m0, &m1, strata_api::metrics::ALLOWED_CPUS_STOLEN_SECONDS).unwrap_or(0.0);
+        let shared = delta(&m0, &m1, strata_api::metrics::ALLOWED_CPUS_BUSY_SECONDS)
+            .zip(cpu.zip(reqs))
+            .map(|(b, (c, n))| ((b - stolen_s - c) / n.max(1.0)).max(0.0));
         let opts = CalibrateOptions {
             cores: a.cores,
             baseline: Some(before.clone()),
@@ -343,6 +352,7 @@ pub fn run(
             generator_behind: generator_behind(&o).is_some(),
             shared_cpu_per_request_us: shared.map(|s| s * 1e6),
             met_slo: generator_behind(&o).is_none().then_some(met),
+            stolen_share,
         };
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
@@ -526,9 +536,16 @@ pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
         v.push(String::new());
     }
     let t = &a.target;
+    // A workload file names its own keys and values: the flags for them
+    // are a built-in's only.
+    let sizes = if t.workload_is_file() {
+        String::new()
+    } else {
+        format!(" --keys {} --value-size {}", t.keys, t.value_size)
+    };
     v.push(format!(
-        "Check it: strata sweep {} --workload {} --keys {} --value-size {} --slo '{}' --max-errors {}",
-        t.url, t.workload, t.keys, t.value_size, a.objective.slo, a.objective.max_errors
+        "Check it: strata sweep {} --workload {}{sizes} --slo '{}' --max-errors {}",
+        t.url, t.workload, a.objective.slo, a.objective.max_errors
     ));
     v.push(format!("Model: strata sim {}", c.scenario_file.display()));
     v

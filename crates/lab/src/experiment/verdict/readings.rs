@@ -32,6 +32,9 @@ pub const FSYNC_BUSY: f64 = 0.7;
 pub const SLOW_FSYNC: f64 = 0.5;
 pub const STALL_SHARE: f64 = 0.01;
 pub const CPU_USED: f64 = 0.85;
+/// Steal from this share of the node's cores up is quoted in the CPU
+/// reading (it is already part of how busy they were; quoted, not judged).
+pub const STOLEN_QUOTED: f64 = 0.02;
 pub const PAUSE_MS: f64 = 50.0;
 pub const THROTTLED: f64 = 0.1;
 pub const IO_PRESSURE: f64 = 0.5;
@@ -279,6 +282,7 @@ fn node_readings(
     let waiting = mean(field(|x| x.run_queue_cores)).unwrap_or(0.0);
     let pressure = mean(field(|x| x.pressure_cpu));
     let full = mean(field(|x| x.allowed_cpus_busy));
+    let stolen = mean(field(|x| x.allowed_cpus_stolen)).unwrap_or(0.0);
     // On a machine of its own, what it used of its cores says it too.
     let own = if m.cores.is_some() { 0.0 } else { used / cpus };
     let throttled = mean(field(|x| x.throttled_share)).unwrap_or(0.0);
@@ -300,9 +304,17 @@ fn node_readings(
             "{}it used {} of them and its threads waited for a CPU {} s per second{}{}",
             match full {
                 Some(f) => format!(
-                    "the {} cores it may run on were {:.0}% busy; ",
+                    "the {} cores it may run on were {:.0}% busy{}; ",
                     fmt_num(cpus),
-                    f * 100.0
+                    f * 100.0,
+                    if stolen >= STOLEN_QUOTED {
+                        format!(
+                            " ({:.0}% of their time taken by the hypervisor for other guests)",
+                            stolen * 100.0
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
                 None => format!("of its {} cores, ", fmt_num(cpus)),
             },

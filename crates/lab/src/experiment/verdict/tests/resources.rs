@@ -268,9 +268,25 @@ fn a_paused_node_is_a_pause_and_a_busy_cpu_is_not() {
         ("queue", Some("node-1"), 0.5),
         ("other", Some("node-1"), 0.5),
     ]));
-    let v = judge(&[t], Some(2.0));
+    let v = judge(&[t.clone()], Some(2.0));
     assert_eq!(v.cause, "cpu", "{}", v.text);
     assert!(v.text.contains("97% busy"), "{}", v.text);
+    assert!(!v.text.contains("hypervisor"), "{}", v.text);
+    // The same cores full with a third of their time the hypervisor's:
+    // still the CPU, and the steal is said.
+    for n in &mut t.per_node {
+        for x in &mut n.server {
+            x.allowed_cpus_stolen = Some(0.33);
+        }
+    }
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(
+        v.text
+            .contains("97% busy (33% of their time taken by the hypervisor"),
+        "{}",
+        v.text
+    );
     // Threads waiting for a CPU alone (hand-overs on a machine with room,
     // the generator's waiting alike) are not a cause.
     let mut t = trial(2000.0, 1, |_, x| {
