@@ -8,7 +8,8 @@
 //! answer's `Server-Timing` header names and how it is written and read
 //! (`timing`), the names of the metrics the lab reads from `/metrics`
 //! to judge what saturated and the simulator to model a node (`metrics`),
-//! the text format they are read in (`exposition`), one thread's
+//! the text format they are read in (`exposition`), the paths a node
+//! serves (`routes`), one thread's
 //! times as the node exports them and the lab reads them (`threads`), and how a key is
 //! written in a query string (`query`). The node writes these, clients and
 //! the lab read them; neither spells a name of its own. Owns names, shapes
@@ -22,6 +23,7 @@ pub mod metrics;
 pub mod operate;
 pub mod placement;
 pub mod query;
+pub mod routes;
 pub mod threads;
 pub mod timing;
 pub mod view;

@@ -1,6 +1,7 @@
-//! The names, as `/metrics` exposes them, of what the lab reads to judge a
-//! run and the simulator reads to build a model of a node: one constant
-//! each, so that the node's test can check that every
+//! The names, as `/metrics` exposes them, of everything a node writes
+//! there: one constant each, used by the node that writes it and by the
+//! lab and the simulator that read it. Those the readers rely on are in
+//! `ALL` and `HISTOGRAMS`, so that the node's test can check that every
 //! one is served (a renamed metric fails there, not silently in a report).
 //! Owns the names; must not parse or serve anything.
 
@@ -156,10 +157,14 @@ pub const WAL_WRITERS_WAITING: &str = "strata_wal_writers_waiting";
 pub const REPLICA_ERRORS: &str = "strata_replica_errors_total";
 pub const REPLICA_SUM: &str = "strata_replica_duration_seconds_sum";
 pub const REPLICA_COUNT: &str = "strata_replica_duration_seconds_count";
+/// The histogram family of replica operations, send to answer.
+pub const REPLICA_DURATION: &str = "strata_replica_duration_seconds";
 pub const NOT_ENOUGH_REPLICAS: &str = "strata_cluster_not_enough_replicas_total";
 pub const HINTS_PENDING: &str = "strata_hints_pending";
 /// Requests answered, by method and status (a counter).
 pub const HTTP_REQUESTS: &str = "strata_http_requests_total";
+/// The histogram family of each request's time, arrival to answer.
+pub const HTTP_DURATION: &str = "strata_http_request_duration_seconds";
 pub const HTTP_DURATION_SUM: &str = "strata_http_request_duration_seconds_sum";
 pub const HTTP_DURATION_COUNT: &str = "strata_http_request_duration_seconds_count";
 pub const CLUSTER_MEMBERS: &str = "strata_cluster_members";
@@ -175,7 +180,69 @@ pub const MAX_WAITING: &str = "strata_admission_max_waiting";
 pub const MAX_WAIT_SECONDS: &str = "strata_admission_max_wait_seconds";
 /// A histogram family.
 pub const SERVICE_DURATION: &str = "strata_admission_service_duration_seconds";
+/// The histogram family of each waiting request's wait for admission.
+pub const ADMISSION_WAIT_DURATION: &str = "strata_admission_wait_duration_seconds";
 
 // Histogram families of the engine.
 pub const FSYNC_DURATION: &str = "strata_engine_wal_fsync_duration_seconds";
 pub const COMMIT_GROUP: &str = "strata_engine_commit_group_writes";
+
+// The rest the node writes (read by no other crate yet): typed here so
+// that each name is spelled once.
+
+pub const RUNTIME_LAG_SECONDS: &str = "strata_runtime_lag_seconds";
+
+pub const CONNECTIONS_ACCEPTED: &str = "strata_connections_accepted_total";
+pub const CONNECTIONS_STALE_CLOSED: &str = "strata_connections_stale_closed_total";
+pub const CONNECTIONS_PARKED: &str = "strata_connections_parked_total";
+pub const CONNECTIONS_EVICTED: &str = "strata_connections_evicted_total";
+
+pub const ENGINE_NO_SPACE: &str = "strata_engine_no_space";
+pub const ENGINE_NO_SPACE_ERRORS: &str = "strata_engine_no_space_errors_total";
+pub const ENGINE_TABLES_QUARANTINED: &str = "strata_engine_tables_quarantined_total";
+pub const ENGINE_SCRUB_BYTES: &str = "strata_engine_scrub_bytes_total";
+pub const ENGINE_SCRUB_PASSES: &str = "strata_engine_scrub_passes_total";
+pub const ENGINE_SCRUB_CORRUPTIONS: &str = "strata_engine_scrub_corruptions_total";
+pub const ENGINE_READ_ERRORS: &str = "strata_engine_read_errors_total";
+pub const ENGINE_LEVEL_BYTES: &str = "strata_engine_level_bytes";
+pub const ENGINE_FLUSH_SECONDS: &str = "strata_engine_flush_seconds_total";
+pub const ENGINE_COMPACTION_READ_BYTES: &str = "strata_engine_compaction_read_bytes_total";
+pub const ENGINE_COMPACTION_SECONDS: &str = "strata_engine_compaction_seconds_total";
+pub const ENGINE_WRITE_SLOWDOWNS: &str = "strata_engine_write_slowdowns_total";
+pub const ENGINE_BUSY: &str = "strata_engine_busy_total";
+pub const ENGINE_USER_WRITTEN_BYTES: &str = "strata_engine_user_written_bytes_total";
+pub const ENGINE_BLOOM_NEGATIVES: &str = "strata_engine_bloom_negatives_total";
+pub const ENGINE_BLOCK_CACHE_HITS: &str = "strata_engine_block_cache_hits_total";
+pub const ENGINE_BLOCK_CACHE_MISSES: &str = "strata_engine_block_cache_misses_total";
+pub const ENGINE_DISK_BYTES: &str = "strata_engine_disk_bytes";
+
+pub const DISK_FREE_BYTES: &str = "strata_disk_free_bytes";
+pub const DISK_SIZE_BYTES: &str = "strata_disk_size_bytes";
+
+pub const PROCESS_RESIDENT_FILE_BYTES: &str = "strata_process_resident_file_bytes";
+
+pub const CLUSTER_READ_REPAIRS: &str = "strata_cluster_read_repairs_total";
+pub const CLUSTER_SUPERSEDED_RETRIES: &str = "strata_cluster_superseded_retries_total";
+pub const CLUSTER_REPEATED_WRITES: &str = "strata_cluster_repeated_writes_total";
+pub const CLUSTER_STAMPED_PAST_NEWER: &str = "strata_cluster_stamped_past_newer_total";
+pub const CLUSTER_CLOCK_CLAMPED: &str = "strata_cluster_clock_clamped_total";
+pub const CLUSTER_TOMBSTONES_PURGED: &str = "strata_cluster_tombstones_purged_total";
+pub const CLUSTER_TOMBSTONES_KEPT: &str = "strata_cluster_tombstones_kept_total";
+pub const CLUSTER_WRITES_TOO_OLD: &str = "strata_cluster_writes_too_old_total";
+pub const CLUSTER_MEMBER_STATE: &str = "strata_cluster_member_state";
+
+pub const ANTIENTROPY_EXCHANGES: &str = "strata_antientropy_exchanges_total";
+pub const ANTIENTROPY_FAILED: &str = "strata_antientropy_failed_total";
+pub const ANTIENTROPY_PULLED: &str = "strata_antientropy_pulled_total";
+pub const ANTIENTROPY_PUSHED: &str = "strata_antientropy_pushed_total";
+pub const ANTIENTROPY_ALREADY_THERE: &str = "strata_antientropy_already_there_total";
+pub const ANTIENTROPY_SENT_BYTES: &str = "strata_antientropy_sent_bytes_total";
+pub const ANTIENTROPY_RECEIVED_BYTES: &str = "strata_antientropy_received_bytes_total";
+pub const ANTIENTROPY_APPLIED_FROM_PEERS: &str = "strata_antientropy_applied_from_peers_total";
+pub const ANTIENTROPY_OLDEST_SYNC_SECONDS: &str = "strata_antientropy_oldest_sync_seconds";
+pub const ANTIENTROPY_NEVER_SYNCED: &str = "strata_antientropy_never_synced";
+
+pub const HINTS_PENDING_BYTES: &str = "strata_hints_pending_bytes";
+pub const HINTS_WRITTEN: &str = "strata_hints_written";
+pub const HINTS_DELIVERED: &str = "strata_hints_delivered";
+pub const HINTS_DROPPED: &str = "strata_hints_dropped";

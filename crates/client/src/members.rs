@@ -7,6 +7,7 @@
 //! refuses to guess. Owns the view; must not send data requests.
 
 use std::sync::Arc;
+use strata_api::routes;
 
 use strata_api::placement::{member_id, normalize_url, Placement};
 use strata_api::view::ClusterHead;
@@ -139,7 +140,7 @@ pub async fn fetch(target: &Target, url: &str) -> Result<ClusterHead, Error> {
     let mut conn = Conn::new(target.clone());
     let mut body = Vec::new();
     let a = conn
-        .request_into("GET", "/v0/cluster", b"", &mut body)
+        .request_into("GET", routes::CLUSTER, b"", &mut body)
         .await
         .map_err(|e| Error::Unreachable(format!("{url}: {e}")))?;
     let not_strata = |why: String| {

@@ -13,6 +13,7 @@
 
 use std::sync::Mutex;
 use std::time::Duration;
+use strata_api::routes;
 
 use bytes::Bytes;
 use strata_api::query::encode_into;
@@ -98,7 +99,8 @@ impl Client {
     /// `/v0/entity?id=KEY[&ack=A&from=F]`.
     fn entity_path(&self, key: &[u8], o: &Options) -> String {
         let mut p = String::with_capacity(24 + key.len() * 3);
-        p.push_str("/v0/entity?id=");
+        p.push_str(routes::ENTITY);
+        p.push_str("?id=");
         encode_into(&mut p, key);
         if let Some((ack, from)) = o.replication.or(self.config().replication) {
             p.push_str(&format!("&ack={ack}&from={from}"));
@@ -219,7 +221,7 @@ impl Client {
     /// [`Range::next`] until it returns `None`. Memory stays at one entry
     /// whatever the range's size.
     pub fn range(&self, start: impl AsRef<[u8]>, end: Option<&[u8]>) -> Range {
-        let mut path = String::from("/v0/entities?start=");
+        let mut path = format!("{}?start=", routes::ENTITIES);
         encode_into(&mut path, start.as_ref());
         if let Some(e) = end {
             path.push_str("&end=");

@@ -8,6 +8,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use crate::conn::{Answer, Conn};
 use crate::members::Members;
@@ -220,7 +221,8 @@ impl Session {
                 self.client.stats().probes.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
                     let mut c = Conn::new(t);
-                    match tokio::time::timeout(timeout, c.request("GET", "/v0/status", b"")).await {
+                    match tokio::time::timeout(timeout, c.request("GET", routes::STATUS, b"")).await
+                    {
                         Ok(Ok(a)) if a.status == 200 => h.success(&cfg),
                         _ => h.failure(&cfg),
                     }

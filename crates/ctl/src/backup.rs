@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use strata_api::routes;
 
 use serde::{Deserialize, Serialize};
 
@@ -76,11 +77,16 @@ pub fn node_dir(dir: &Path, url: &str) -> PathBuf {
 /// Back up the node at `url` into `node_dir(dir, url)`.
 pub fn backup_one(url: &str, dir: &Path) -> Result<(PathBuf, Manifest), String> {
     let base = url.trim_end_matches('/');
-    let t: Taken = http::json("POST", base, "/v0/backup", 201, IDLE)?;
+    let t: Taken = http::json("POST", base, routes::BACKUP, 201, IDLE)?;
     let out = node_dir(dir, base);
     let got = download_all(base, &t, &out);
     // The node's checkpoint goes whether or not the download worked.
-    let _ = http::request("DELETE", base, &format!("/v0/backup/{}", t.id), IDLE);
+    let _ = http::request(
+        "DELETE",
+        base,
+        &format!("{}/{}", routes::BACKUP, t.id),
+        IDLE,
+    );
     got?;
     let m = Manifest {
         node: t
@@ -107,7 +113,12 @@ fn download_all(base: &str, t: &Taken, out: &Path) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     for f in &t.files {
         let to = out.join(&f.name);
-        let n = http::download(base, &format!("/v0/backup/{}/{}", t.id, f.name), &to, IDLE)?;
+        let n = http::download(
+            base,
+            &format!("{}/{}/{}", routes::BACKUP, t.id, f.name),
+            &to,
+            IDLE,
+        )?;
         if n != f.bytes {
             return Err(format!(
                 "{}: {n} bytes downloaded, the node listed {}",

@@ -7,6 +7,7 @@
 //! and following; must not move anything itself (the nodes do).
 
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use crate::http;
 use crate::status::{aligned, bytes as size};
@@ -36,15 +37,15 @@ pub use strata_api::view::Layout;
 pub use strata_api::operate::{Change, ClusterView as View, Started, Stream};
 
 pub fn view(url: &str) -> Result<View, String> {
-    http::json("GET", url, "/v0/cluster", 200, Duration::from_secs(5))
+    http::json("GET", url, routes::CLUSTER, 200, Duration::from_secs(5))
 }
 
 /// Ask `url` to join (`join`) or leave; returns the target layout.
 pub fn start(url: &str, join: bool) -> Result<Layout, String> {
     let path = if join {
-        "/v0/cluster/join"
+        routes::CLUSTER_JOIN
     } else {
-        "/v0/cluster/leave"
+        routes::CLUSTER_LEAVE
     };
     let s: Started = http::json("POST", url, path, 202, Duration::from_secs(30))?;
     Ok(s.target)
@@ -52,7 +53,7 @@ pub fn start(url: &str, join: bool) -> Result<Layout, String> {
 
 /// Ask member `via` to remove `gone` (a member that is down).
 pub fn start_removal(via: &str, gone: &str) -> Result<Layout, String> {
-    let mut path = String::from("/v0/cluster/leave?node=");
+    let mut path = format!("{}?node=", routes::CLUSTER_LEAVE);
     strata_api::query::encode_into(&mut path, gone);
     let s: Started = http::json("POST", via, &path, 202, Duration::from_secs(30))?;
     Ok(s.target)

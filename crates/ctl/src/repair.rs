@@ -6,6 +6,7 @@
 //! move anything itself (the nodes do).
 
 use std::time::Duration;
+use strata_api::routes;
 
 use crate::http;
 use crate::status::{aligned, bytes as size, fetch, same, short};
@@ -29,7 +30,7 @@ pub use strata_api::operate::{Exchange, Repaired};
 
 /// Ask one node to repair now.
 pub fn repair_one(url: &str, timeout: Duration) -> Result<Repaired, String> {
-    http::json("POST", url, "/v0/cluster/repair", 200, timeout)
+    http::json("POST", url, routes::CLUSTER_REPAIR, 200, timeout)
 }
 
 /// Run `strata cluster repair`: the table; an error if any exchange

@@ -10,6 +10,7 @@
 //! beyond showing what each node says.
 
 use std::time::Duration;
+use strata_api::routes;
 
 use crate::http;
 
@@ -67,7 +68,7 @@ pub fn observe(url: &str) -> Result<Vec<Observed>, String> {
 
 /// One node's view.
 pub fn fetch(url: &str) -> Result<ClusterView, String> {
-    http::json("GET", url, "/v0/cluster", 200, TIMEOUT)
+    http::json("GET", url, routes::CLUSTER, 200, TIMEOUT)
 }
 
 /// The same URL, with or without a trailing `/`.

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use strata_api::routes;
 
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
@@ -134,15 +135,13 @@ pub struct Access {
 pub fn need(method: &Method, path: &str) -> Option<Need> {
     let read = method == Method::GET || method == Method::HEAD;
     Some(match path {
-        "/v0/status" => Need::Health,
-        "/v0/entity" | "/v0/entities" if read => Need::Read,
-        "/v0/entity" | "/v0/entities" => Need::Write,
-        "/v0/cluster" => Need::Read,
-        "/metrics" => Need::Monitor,
-        "/v0/cluster/repair" | "/v0/cluster/join" | "/v0/cluster/leave" => Need::Operate,
-        p if p == "/v0/backup" || p.starts_with("/v0/backup/") || p.starts_with("/debug/") => {
-            Need::Operate
-        }
+        routes::STATUS => Need::Health,
+        routes::ENTITY | routes::ENTITIES if read => Need::Read,
+        routes::ENTITY | routes::ENTITIES => Need::Write,
+        routes::CLUSTER => Need::Read,
+        routes::METRICS => Need::Monitor,
+        routes::CLUSTER_REPAIR | routes::CLUSTER_JOIN | routes::CLUSTER_LEAVE => Need::Operate,
+        p if routes::under(p, routes::BACKUP) || p.starts_with(routes::DEBUG) => Need::Operate,
         _ => return None,
     })
 }

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -306,26 +307,26 @@ async fn route(
     conn: Conn,
 ) -> Response<Body> {
     match req.uri().path() {
-        "/v0/entity" => entity(node, id, req, waited).await.unwrap_or_else(|r| r),
-        "/v0/entities" => entities(node, id, req, waited).await.unwrap_or_else(|r| r),
-        "/v0/internal" => crate::peer::accept(
+        routes::ENTITY => entity(node, id, req, waited).await.unwrap_or_else(|r| r),
+        routes::ENTITIES => entities(node, id, req, waited).await.unwrap_or_else(|r| r),
+        routes::INTERNAL => crate::peer::accept(
             &node.cluster,
             node.config.tls.as_ref().is_some_and(|t| t.mutual),
             req,
             &conn.peer,
             conn.open,
         ),
-        "/v0/status" => status(node, &req).await,
-        "/v0/cluster" => operator::cluster_view(&node.cluster, &req),
-        "/v0/cluster/repair" => operator::repair(&node.cluster, &req).await,
-        "/v0/cluster/join" | "/v0/cluster/leave" => operator::change(&node.cluster, &req).await,
-        p if p == "/v0/backup" || p.starts_with("/v0/backup/") => {
+        routes::STATUS => status(node, &req).await,
+        routes::CLUSTER => operator::cluster_view(&node.cluster, &req),
+        routes::CLUSTER_REPAIR => operator::repair(&node.cluster, &req).await,
+        routes::CLUSTER_JOIN | routes::CLUSTER_LEAVE => operator::change(&node.cluster, &req).await,
+        p if routes::under(p, routes::BACKUP) => {
             crate::backup::handle(&node.cluster, &node.config.data_dir, &req).await
         }
-        "/metrics" => metrics(node, &req).await,
-        "/debug/pprof/profile" => profile(&req).await.unwrap_or_else(|r| r),
-        "/debug/pprof/heap" => heap_profile(&req).await.unwrap_or_else(|r| r),
-        "/debug/clock" => operator::clock(&node.cluster, node.config.test_clock_hook, &req),
+        routes::METRICS => metrics(node, &req).await,
+        routes::PROFILE => profile(&req).await.unwrap_or_else(|r| r),
+        routes::HEAP_PROFILE => heap_profile(&req).await.unwrap_or_else(|r| r),
+        routes::CLOCK => operator::clock(&node.cluster, node.config.test_clock_hook, &req),
         _ => text(StatusCode::BAD_REQUEST, "unknown path"),
     }
 }

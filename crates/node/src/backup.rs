@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use strata_api::routes;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -161,7 +162,7 @@ pub(crate) async fn handle(
     req: &Request<Incoming>,
 ) -> Response<Body> {
     let root = root(data_dir);
-    let rest = req.uri().path()["/v0/backup".len()..].trim_start_matches('/');
+    let rest = req.uri().path()[routes::BACKUP.len()..].trim_start_matches('/');
     let parts: Vec<&str> = if rest.is_empty() {
         vec![]
     } else {

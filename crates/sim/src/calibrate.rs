@@ -22,7 +22,7 @@ use crate::units::{human_ns, rate, Dur};
 /// a peer in `CLUSTER_ONLY`.
 pub mod names {
     pub use strata_api::metrics::{
-        ADMISSION_LIMIT, ALLOWED_CPUS_STOLEN_SECONDS, CLUSTER_MEMBERS, COMMIT_GROUP,
+        ADMISSION_LIMIT, ALLOWED_CPUS_STOLEN_SECONDS, CLUSTER_MEMBERS, COMMIT_GROUP, CPU_SECONDS,
         FSYNC_DURATION, HISTOGRAMS, HTTP_DURATION_COUNT, HTTP_DURATION_SUM, HTTP_REQUESTS,
         MAX_IN_SERVICE, MAX_WAITING, MAX_WAIT_SECONDS, PAUSE_LATENESS, PROCESS_CPUS, REPLICA_COUNT,
         REPLICA_SUM, RUNTIME_BUSY, RUNTIME_PARKS, RUNTIME_WORKERS, SERVICE_DURATION,
@@ -248,12 +248,13 @@ pub fn scenario_from_metrics(
     let writes = m.sum(names::HTTP_REQUESTS, is_write_method).unwrap_or(0.0);
     let wf = (writes / requests).clamp(0.0, 1.0);
     let cpu = m
-        .get("process_cpu_seconds_total")
-        .ok_or(CalibrationError::Missing("process_cpu_seconds_total"))?;
+        .get(names::CPU_SECONDS)
+        .ok_or(CalibrationError::Missing(names::CPU_SECONDS))?;
     if cpu <= 0.0 {
-        return Err(CalibrationError::Invalid(
-            "process_cpu_seconds_total is 0".into(),
-        ));
+        return Err(CalibrationError::Invalid(format!(
+            "{} is 0",
+            names::CPU_SECONDS
+        )));
     }
     let own_per_req = cpu / requests;
     let shared = opts

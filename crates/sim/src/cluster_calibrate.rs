@@ -85,8 +85,10 @@ pub fn node_delta(s: &NodeScrape) -> Result<NodeDelta, CalibrationError> {
                 crate::calibrate::names::HTTP_REQUESTS,
             ))?;
     let cpu_s = m
-        .get("process_cpu_seconds_total")
-        .ok_or(CalibrationError::Missing("process_cpu_seconds_total"))?;
+        .get(crate::calibrate::names::CPU_SECONDS)
+        .ok_or(CalibrationError::Missing(
+            crate::calibrate::names::CPU_SECONDS,
+        ))?;
     let mut sent = BTreeMap::new();
     let mut rtt_sum_s = 0.0;
     for x in &m.samples {

@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use crate::load::workload::Workload;
 use strata_client::conn::{Conn, Target};
@@ -22,7 +23,8 @@ const BUSY_BACKOFF_MAX: Duration = Duration::from_millis(500);
 /// `path` made the entity route of `key` (cleared first).
 fn entity_path(path: &mut String, key: &str) {
     path.clear();
-    path.push_str("/v0/entity?id=");
+    path.push_str(routes::ENTITY);
+    path.push_str("?id=");
     strata_api::query::encode_into(path, key);
 }
 

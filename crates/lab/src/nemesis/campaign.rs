@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use super::fault::{wait_level, Backlog, Fault, Plan};
 use super::local::{ClusterOptions, LocalCluster};
@@ -381,7 +382,10 @@ fn own_range(
 ) -> Result<(), String> {
     // `set/<run>/<c>/` up to `set/<run>/<c>0`: '0' follows '/'. The run
     // tag is hexadecimal: nothing to encode.
-    let path = format!("/v0/entities?start=set%2F{run}%2F{client}%2F&end=set%2F{run}%2F{client}0");
+    let path = format!(
+        "{}?start=set%2F{run}%2F{client}%2F&end=set%2F{run}%2F{client}0",
+        routes::ENTITIES
+    );
     let r = http::get(url, &path, Duration::from_secs(30))?;
     if r.status != 200 {
         return Err(format!("{url}{path}: {}", r.status));

@@ -15,6 +15,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 const ENV: &str = "STRATA_LAB_FAKE_NODE_ARGS";
 
@@ -117,7 +118,7 @@ fn answer(mut s: TcpStream, heard: &Heard, members: &[String], me: &str) {
         );
     };
     match (path, from) {
-        ("/v0/internal", Some(from)) => {
+        (routes::INTERNAL, Some(from)) => {
             let _ = s.write_all(
                 b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: strata-internal/0\r\n\r\n",
             );
@@ -127,8 +128,8 @@ fn answer(mut s: TcpStream, heard: &Heard, members: &[String], me: &str) {
                 heard.lock().unwrap().insert(from.clone(), Instant::now());
             }
         }
-        ("/v0/status", _) => reply(&mut s, "200 OK", ""),
-        ("/v0/cluster", _) => {
+        (routes::STATUS, _) => reply(&mut s, "200 OK", ""),
+        (routes::CLUSTER, _) => {
             let heard = heard.lock().unwrap();
             let view: Vec<String> = members
                 .iter()

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use strata_api::routes;
 
 use pprof::protos::{Message, Profile};
 
@@ -177,7 +178,7 @@ pub fn load(what: &str, save: Option<&Path>) -> Result<Profile, String> {
         let _ = std::fs::remove_file(&to);
         strata_ctl::http::download(
             what.trim_end_matches('/'),
-            "/debug/pprof/heap",
+            routes::HEAP_PROFILE,
             &to,
             Duration::from_secs(60),
         )?;

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use strata_api::metrics as M;
 
@@ -121,7 +122,7 @@ fn for_metrics(target: &Target) -> Target {
 /// The `/metrics` text of the node at `url` (`http://HOST:PORT`).
 pub fn fetch_metrics(url: &str) -> Result<String, String> {
     let t = for_metrics(&strata_client::conn::Target::parse(url)?);
-    http_get(&t, "/metrics", Duration::from_secs(10))
+    http_get(&t, routes::METRICS, Duration::from_secs(10))
 }
 
 /// What the lab needs to see a node's metrics, for a refusal.
@@ -391,7 +392,7 @@ fn scrape_loop(
     let mut tick = 0u64;
     while !stop.load(Ordering::Acquire) {
         let now = Instant::now();
-        let answer = strata_ctl::http::request_to("GET", node, "/metrics", SCRAPE_TIMEOUT);
+        let answer = strata_ctl::http::request_to("GET", node, routes::METRICS, SCRAPE_TIMEOUT);
         if let Some(why) = answer
             .as_ref()
             .ok()

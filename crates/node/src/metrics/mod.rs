@@ -16,6 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use strata_api::metrics as metric;
 use strata_cluster::{Cluster, OpKind};
 use strata_engine::{Event, EventListener};
 
@@ -147,6 +148,15 @@ impl strata_cluster::Observer for ClusterObserver {
     }
 }
 
+/// A family's name as the registry takes it: without the suffix its
+/// encoder adds (`_total` for a counter, the unit's `_seconds`).
+fn stem<'a>(name: &'a str, suffix: &str) -> &'a str {
+    name.strip_suffix(suffix).unwrap_or(name)
+}
+
+/// The unit's suffix the registry adds to a family registered in seconds.
+const SECONDS: &str = "_seconds";
+
 impl Metrics {
     pub fn new(events: Arc<EngineEvents>) -> Metrics {
         let mut registry = Registry::default();
@@ -156,24 +166,24 @@ impl Metrics {
             Histogram::new(exponential_buckets(25e-6, 2.0, 20))
         });
         registry.register(
-            "strata_http_requests",
+            stem(metric::HTTP_REQUESTS, "_total"),
             "HTTP requests answered, by method and status",
             requests.clone(),
         );
         registry.register_with_unit(
-            "strata_http_request_duration",
+            stem(metric::HTTP_DURATION, SECONDS),
             "Time from a request's arrival in its socket (kernel receive timestamp) to its answer, by method, for requests not refused (503s are counted in strata_http_requests only)",
             prometheus_client::registry::Unit::Seconds,
             latency.clone(),
         );
         registry.register_with_unit(
-            "strata_engine_wal_fsync_duration",
+            stem(metric::FSYNC_DURATION, SECONDS),
             "Duration of each WAL fsync (one per commit group under sync durability)",
             prometheus_client::registry::Unit::Seconds,
             events.wal_fsync.clone(),
         );
         registry.register(
-            "strata_engine_commit_group_writes",
+            metric::COMMIT_GROUP,
             "Records (puts and deletes) per WAL commit group: how many writes one fsync carries",
             events.commit_group.clone(),
         );
@@ -182,14 +192,14 @@ impl Metrics {
             Histogram::new(exponential_buckets(25e-6, 2.0, 20))
         });
         registry.register_with_unit(
-            "strata_replica_duration",
+            stem(metric::REPLICA_DURATION, SECONDS),
             "Replica operations sent to peers, by peer and operation (write, read, version, repair, hint), send to answer",
             prometheus_client::registry::Unit::Seconds,
             replica_latency.clone(),
         );
         let replica_errors = Family::<ReplicaLabels, Counter>::default();
         registry.register(
-            "strata_replica_errors",
+            stem(metric::REPLICA_ERRORS, "_total"),
             "Replica operations that failed (timeout, connection, refusal), by peer and operation",
             replica_errors.clone(),
         );
@@ -221,20 +231,20 @@ impl Metrics {
     ) {
         let (service, wait) = admission.histograms();
         self.registry.register_with_unit(
-            "strata_admission_service_duration",
+            stem(metric::SERVICE_DURATION, SECONDS),
             "Time each admitted request held its place in service (admission to answer)",
             prometheus_client::registry::Unit::Seconds,
             service,
         );
         self.registry.register_with_unit(
-            "strata_admission_wait_duration",
+            stem(metric::ADMISSION_WAIT_DURATION, SECONDS),
             "Time each request that had to wait spent waiting (admitted or refused)",
             prometheus_client::registry::Unit::Seconds,
             wait,
         );
         let pauses = crate::evidence::pauses();
         self.registry.register_with_unit(
-            "strata_pause_lateness",
+            stem(metric::PAUSE_LATENESS, SECONDS),
             "How late the pause detector's thread woke from each 5 ms sleep: a stopped or CPU-starved process wakes late",
             prometheus_client::registry::Unit::Seconds,
             pauses.lateness.clone(),

@@ -11,6 +11,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use strata_api::metrics as metric;
 use strata_cluster::Cluster;
 
 use crate::admission::Admission;
@@ -79,63 +80,63 @@ impl Collector for StateCollector {
         let a = &self.admission;
         gauge(
             &mut e,
-            "strata_admission_in_service",
+            metric::ADMISSION_IN_SERVICE,
             "Requests in service now",
             a.in_service() as f64,
         )?;
         gauge(
             &mut e,
-            "strata_admission_waiting",
+            metric::ADMISSION_WAITING,
             "Requests waiting for admission now",
             a.waiting() as f64,
         )?;
         gauge(
             &mut e,
-            "strata_admission_limit",
+            metric::ADMISSION_LIMIT,
             "Current limit of requests in service",
             a.limit() as f64,
         )?;
         let (max_in_service, max_waiting, max_wait) = a.bounds();
         gauge(
             &mut e,
-            "strata_admission_max_in_service",
+            metric::MAX_IN_SERVICE,
             "Configured ceiling of requests in service",
             max_in_service as f64,
         )?;
         gauge(
             &mut e,
-            "strata_admission_max_waiting",
+            metric::MAX_WAITING,
             "Configured number of waiting places",
             max_waiting as f64,
         )?;
         gauge(
             &mut e,
-            "strata_admission_max_wait_seconds",
+            metric::MAX_WAIT_SECONDS,
             "Configured longest wait for admission",
             max_wait.as_secs_f64(),
         )?;
         let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as f64;
         counter(
             &mut e,
-            "strata_admission_admitted_at_once_total",
+            metric::ADMITTED_AT_ONCE,
             "Requests admitted without waiting (request-nonblock)",
             load(&a.admitted_at_once),
         )?;
         counter(
             &mut e,
-            "strata_admission_admitted_after_wait_total",
+            metric::ADMITTED_AFTER_WAIT,
             "Requests admitted after waiting (request-block)",
             load(&a.admitted_after_wait),
         )?;
         counter(
             &mut e,
-            "strata_admission_refused_queue_full_total",
+            metric::REFUSED_QUEUE_FULL,
             "Requests refused at once: no room to wait",
             load(&a.refused_full),
         )?;
         counter(
             &mut e,
-            "strata_admission_refused_timeout_total",
+            metric::REFUSED_TIMEOUT,
             "Requests refused after waiting too long",
             load(&a.refused_timeout),
         )?;
@@ -143,43 +144,43 @@ impl Collector for StateCollector {
         let g = &self.guard;
         gauge(
             &mut e,
-            "strata_connections_open",
+            metric::CONNECTIONS_OPEN,
             "Client connections open now",
             g.open_now() as f64,
         )?;
         gauge(
             &mut e,
-            "strata_connections_limit",
+            metric::CONNECTIONS_LIMIT,
             "Current limit of client connections (the overload guard's)",
             g.limit() as f64,
         )?;
         gauge(
             &mut e,
-            "strata_runtime_lag_seconds",
+            metric::RUNTIME_LAG_SECONDS,
             "Mean wait of requests between arriving in their socket and being read, over the last 50 ms window that had requests",
             g.wait().as_secs_f64(),
         )?;
         counter(
             &mut e,
-            "strata_connections_accepted_total",
+            metric::CONNECTIONS_ACCEPTED,
             "Client connections accepted",
             load(&g.accepted),
         )?;
         counter(
             &mut e,
-            "strata_connections_shed_total",
+            metric::CONNECTIONS_SHED,
             "Connections closed after an answer because the node was over its connection limit",
             load(&g.shed),
         )?;
         counter(
             &mut e,
-            "strata_connections_stale_closed_total",
+            metric::CONNECTIONS_STALE_CLOSED,
             "Connections answered 503 and closed at once: their first request had waited (in the kernel's backlog or parked) past the longest wait",
             load(&g.stale_closed),
         )?;
         counter(
             &mut e,
-            "strata_connections_parked_total",
+            metric::CONNECTIONS_PARKED,
             "Connections accepted past the connection limit and parked unread until there was room (newest first)",
             load(&g.parked),
         )?;
@@ -197,7 +198,7 @@ impl Collector for StateCollector {
         )?;
         counter(
             &mut e,
-            "strata_connections_evicted_total",
+            metric::CONNECTIONS_EVICTED,
             "Parked connections closed unread to make room for a new one when every place under --max-connections was taken (oldest first)",
             load(&g.evicted),
         )?;
@@ -206,188 +207,188 @@ impl Collector for StateCollector {
         let s = self.cluster.local().stats();
         gauge(
             &mut e,
-            "strata_engine_memtable_bytes",
+            metric::MEMTABLE_BYTES,
             "Bytes in the memtable and immutable memtables",
             s.memtable_bytes as f64,
         )?;
         gauge(
             &mut e,
-            "strata_engine_immutable_memtables",
+            metric::IMMUTABLE_MEMTABLES,
             "Immutable memtables waiting for flush",
             s.immutable_memtables as f64,
         )?;
         gauge(
             &mut e,
-            "strata_engine_no_space",
+            metric::ENGINE_NO_SPACE,
             "1 while writes are refused (507) because a flush or compaction found the disk full; 0 once a retry found room",
             if s.no_space { 1.0 } else { 0.0 },
         )?;
         counter(
             &mut e,
-            "strata_engine_no_space_errors_total",
+            metric::ENGINE_NO_SPACE_ERRORS,
             "Commit groups (their writes refused with 507), flushes and compactions (each retried after 1 s) that found the disk full",
             s.no_space_errors as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_tables_quarantined_total",
+            metric::ENGINE_TABLES_QUARANTINED,
             "Tables that failed a checksum and were set aside under DATA/quarantine (their keys are repaired from the replicas)",
             s.tables_quarantined as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_scrub_bytes_total",
+            metric::ENGINE_SCRUB_BYTES,
             "Bytes of table blocks the background scrub read from disk and checked against their checksums (--scrub-rate)",
             s.scrub_bytes as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_scrub_passes_total",
+            metric::ENGINE_SCRUB_PASSES,
             "Passes the scrub finished over every table",
             s.scrub_passes as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_scrub_corruptions_total",
+            metric::ENGINE_SCRUB_CORRUPTIONS,
             "Damaged blocks the scrub found (each table set aside and repaired from the replicas)",
             s.scrub_corruptions as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_read_errors_total",
+            metric::ENGINE_READ_ERRORS,
             "Reads of table blocks the disk failed (EIO), by lookups, scans and the scrub",
             s.read_errors as f64,
         )?;
         per_level(
             &mut e,
-            "strata_engine_tables",
+            metric::TABLES,
             "Tables per level",
             s.levels.iter().map(|l| l.tables as i64),
         )?;
         per_level(
             &mut e,
-            "strata_engine_level_bytes",
+            metric::ENGINE_LEVEL_BYTES,
             "Bytes of tables per level",
             s.levels.iter().map(|l| l.bytes as i64),
         )?;
         counter(
             &mut e,
-            "strata_engine_flushes_total",
+            metric::FLUSHES,
             "Memtable flushes",
             s.flushes as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_flush_bytes_total",
+            metric::FLUSH_BYTES,
             "Bytes written by flushes",
             s.flush_bytes as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_flush_seconds_total",
+            metric::ENGINE_FLUSH_SECONDS,
             "Time spent flushing",
             s.flush_seconds,
         )?;
         counter(
             &mut e,
-            "strata_engine_compactions_total",
+            metric::COMPACTIONS,
             "Compactions",
             s.compactions as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_compaction_read_bytes_total",
+            metric::ENGINE_COMPACTION_READ_BYTES,
             "Bytes read by compactions",
             s.compaction_bytes_read as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_compaction_written_bytes_total",
+            metric::COMPACTION_WRITTEN_BYTES,
             "Bytes written by compactions",
             s.compaction_bytes_written as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_compaction_seconds_total",
+            metric::ENGINE_COMPACTION_SECONDS,
             "Time spent compacting",
             s.compaction_seconds,
         )?;
         counter(
             &mut e,
-            "strata_engine_write_stalls_total",
+            metric::WRITE_STALLS,
             "Write stall episodes",
             s.stalls as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_write_stall_seconds_total",
+            metric::WRITE_STALL_SECONDS,
             "Time writes spent stalled",
             s.stall_seconds,
         )?;
         counter(
             &mut e,
-            "strata_engine_write_slowdowns_total",
+            metric::ENGINE_WRITE_SLOWDOWNS,
             "Writes delayed by 1 ms for level-0 pressure",
             s.slowdowns as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_busy_total",
+            metric::ENGINE_BUSY,
             "Writes refused as busy after the stall timeout",
             s.busy_errors as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_wal_written_bytes_total",
+            metric::WAL_WRITTEN_BYTES,
             "Bytes appended to the WAL",
             s.wal_bytes as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_user_written_bytes_total",
+            metric::ENGINE_USER_WRITTEN_BYTES,
             "Key and value bytes written by users",
             s.user_bytes_written as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_bloom_negatives_total",
+            metric::ENGINE_BLOOM_NEGATIVES,
             "Table lookups a bloom filter answered with no",
             s.bloom_negatives as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_block_cache_hits_total",
+            metric::ENGINE_BLOCK_CACHE_HITS,
             "Block cache hits",
             s.cache_hits as f64,
         )?;
         counter(
             &mut e,
-            "strata_engine_block_cache_misses_total",
+            metric::ENGINE_BLOCK_CACHE_MISSES,
             "Block cache misses",
             s.cache_misses as f64,
         )?;
         gauge(
             &mut e,
-            "strata_engine_block_cache_bytes",
+            metric::BLOCK_CACHE_BYTES,
             "Bytes held by the block cache",
             s.cache_usage_bytes as f64,
         )?;
         gauge(
             &mut e,
-            "strata_engine_disk_bytes",
+            metric::ENGINE_DISK_BYTES,
             "Bytes of live tables and WAL on disk",
             s.disk_bytes as f64,
         )?;
         if let Some((free, size)) = fs_space(self.cluster.local().path()) {
             gauge(
                 &mut e,
-                "strata_disk_free_bytes",
+                metric::DISK_FREE_BYTES,
                 "Bytes free for the node's data (the file system of its data directory, as an unprivileged writer sees it)",
                 free,
             )?;
             gauge(
                 &mut e,
-                "strata_disk_size_bytes",
+                metric::DISK_SIZE_BYTES,
                 "Size of the file system of the node's data directory",
                 size,
             )?;
@@ -401,13 +402,13 @@ impl Collector for StateCollector {
             };
             gauge(
                 &mut e,
-                "strata_runtime_workers",
+                metric::RUNTIME_WORKERS,
                 "Worker threads of the runtimes that serve HTTP (all runtimes)",
                 workers().count() as f64,
             )?;
             counter(
                 &mut e,
-                "strata_runtime_worker_parks_total",
+                metric::RUNTIME_PARKS,
                 "Times a runtime worker went idle (parked) waiting for work, all workers",
                 workers()
                     .map(|(rt, w)| rt.worker_park_count(w))
@@ -415,7 +416,7 @@ impl Collector for StateCollector {
             )?;
             counter(
                 &mut e,
-                "strata_runtime_worker_busy_seconds_total",
+                metric::RUNTIME_BUSY,
                 "Time runtime workers spent running tasks (not parked), all workers",
                 workers()
                     .map(|(rt, w)| rt.worker_total_busy_duration(w).as_secs_f64())
@@ -426,37 +427,37 @@ impl Collector for StateCollector {
         let p = process();
         gauge(
             &mut e,
-            "strata_process_cpus",
+            metric::PROCESS_CPUS,
             "CPUs this process may run on (its affinity mask and cgroup quota)",
             std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
         )?;
         counter(
             &mut e,
-            "process_cpu_seconds_total",
+            metric::CPU_SECONDS,
             "User and system CPU time of the process",
             p.cpu_seconds,
         )?;
         gauge(
             &mut e,
-            "process_resident_memory_bytes",
+            metric::RESIDENT_BYTES,
             "Resident set size",
             p.rss_bytes as f64,
         )?;
         gauge(
             &mut e,
-            "strata_process_resident_anon_bytes",
+            metric::RESIDENT_ANON_BYTES,
             "Of the resident set, anonymous memory (the heap, the block cache, memtables)",
             p.rss_anon_bytes as f64,
         )?;
         gauge(
             &mut e,
-            "strata_process_resident_file_bytes",
+            metric::PROCESS_RESIDENT_FILE_BYTES,
             "Of the resident set, file pages mapped in (the tables' mmaps; the kernel may take them back)",
             p.rss_file_bytes as f64,
         )?;
         gauge(
             &mut e,
-            "process_open_fds",
+            metric::OPEN_FDS,
             "Open file descriptors",
             p.open_fds as f64,
         )?;
@@ -535,98 +536,98 @@ impl StateCollector {
         let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
         counter(
             e,
-            "strata_cluster_not_enough_replicas_total",
+            metric::NOT_ENOUGH_REPLICAS,
             "Requests answered 504: fewer than ack replicas answered in time",
             get(&st.not_enough_replicas),
         )?;
         counter(
             e,
-            "strata_cluster_read_repairs_total",
+            metric::CLUSTER_READ_REPAIRS,
             "Stale replicas written back to by reads",
             get(&st.read_repairs),
         )?;
         counter(
             e,
-            "strata_cluster_superseded_retries_total",
+            metric::CLUSTER_SUPERSEDED_RETRIES,
             "Writes stamped again because a replica held a newer version",
             get(&st.superseded_retries),
         )?;
         counter(
             e,
-            "strata_cluster_repeated_writes_total",
+            metric::CLUSTER_REPEATED_WRITES,
             "Writes sent again by a client (the same Strata-Write-Id) whose first phase found an earlier attempt applied: finished at its version, not applied twice",
             get(&st.repeated_writes),
         )?;
         counter(
             e,
-            "strata_cluster_stamped_past_newer_total",
+            metric::CLUSTER_STAMPED_PAST_NEWER,
             "Writes stamped past a version newer than this node's clock (found by their first phase, or by a replica holding it)",
             get(&st.stamped_past_newer),
         )?;
         counter(
             e,
-            "strata_cluster_clock_clamped_total",
+            metric::CLUSTER_CLOCK_CLAMPED,
             "Peer timestamps too far ahead of this node's clock, followed only up to the bound",
             c.hlc().clamped.load(Ordering::Relaxed) as f64,
         )?;
         let rs = c.reaper_stats();
         counter(
             e,
-            "strata_cluster_tombstones_purged_total",
+            metric::CLUSTER_TOMBSTONES_PURGED,
             "Tombstones dropped after the grace period, once every member held them or newer",
             get(&rs.purged),
         )?;
         counter(
             e,
-            "strata_cluster_tombstones_kept_total",
+            metric::CLUSTER_TOMBSTONES_KEPT,
             "Tombstones past the grace period kept because a member was down, silent or behind",
             get(&rs.kept),
         )?;
         counter(
             e,
-            "strata_cluster_writes_too_old_total",
+            metric::CLUSTER_WRITES_TOO_OLD,
             "Fresh writes refused (to be stamped again) because stamped longer ago than the tombstone grace period",
             get(&rs.refused_old),
         )?;
         let ae = c.anti_entropy_stats();
         for (name, help, v) in [
             (
-                "strata_antientropy_exchanges_total",
+                metric::ANTIENTROPY_EXCHANGES,
                 "Anti-entropy exchanges this node started (one home set with one peer)",
                 &ae.exchanges,
             ),
             (
-                "strata_antientropy_failed_total",
+                metric::ANTIENTROPY_FAILED,
                 "Anti-entropy exchanges that failed (a peer silent, down or still building its trees)",
                 &ae.failed,
             ),
             (
-                "strata_antientropy_pulled_total",
+                metric::ANTIENTROPY_PULLED,
                 "Records fetched from peers by anti-entropy and applied here",
                 &ae.pulled,
             ),
             (
-                "strata_antientropy_pushed_total",
+                metric::ANTIENTROPY_PUSHED,
                 "Records this node's exchanges pushed to peers and they applied",
                 &ae.pushed,
             ),
             (
-                "strata_antientropy_already_there_total",
+                metric::ANTIENTROPY_ALREADY_THERE,
                 "Records an exchange moved that the receiver already held (overstreaming)",
                 &ae.already_there,
             ),
             (
-                "strata_antientropy_sent_bytes_total",
+                metric::ANTIENTROPY_SENT_BYTES,
                 "Bytes of anti-entropy frames this node's exchanges sent",
                 &ae.bytes_sent,
             ),
             (
-                "strata_antientropy_received_bytes_total",
+                metric::ANTIENTROPY_RECEIVED_BYTES,
                 "Bytes of anti-entropy frames this node's exchanges received",
                 &ae.bytes_received,
             ),
             (
-                "strata_antientropy_applied_from_peers_total",
+                metric::ANTIENTROPY_APPLIED_FROM_PEERS,
                 "Records peers' exchanges pushed here that were applied",
                 &ae.received,
             ),
@@ -642,7 +643,7 @@ impl StateCollector {
         if !pairs.is_empty() {
             gauge(
                 e,
-                "strata_antientropy_oldest_sync_seconds",
+                metric::ANTIENTROPY_OLDEST_SYNC_SECONDS,
                 "Age of the oldest completed exchange over this node's ranges and their other replicas (0 before any)",
                 pairs
                     .iter()
@@ -652,20 +653,20 @@ impl StateCollector {
             )?;
             gauge(
                 e,
-                "strata_antientropy_never_synced",
+                metric::ANTIENTROPY_NEVER_SYNCED,
                 "Pairs of (range, other replica) not yet exchanged since this node started",
                 pairs.iter().filter(|p| p.is_none()).count() as f64,
             )?;
         }
         gauge(
             e,
-            "strata_cluster_members",
+            metric::CLUSTER_MEMBERS,
             "Members of the cluster, this node included",
             view.members.len() as f64,
         )?;
         let peers: Vec<_> = view.members.iter().filter(|m| !m.is_self).collect();
         let mut fam = e.encode_descriptor(
-            "strata_cluster_member_state",
+            metric::CLUSTER_MEMBER_STATE,
             "This node's failure detector: 1 for the state each peer is in",
             None,
             ConstGauge::new(0i64).metric_type(),
@@ -685,31 +686,31 @@ impl StateCollector {
         type HintField = fn(&strata_cluster::PeerHints) -> u64;
         let hint_metrics: [(&str, &str, HintField, bool); 5] = [
             (
-                "strata_hints_pending",
+                metric::HINTS_PENDING,
                 "Hints waiting for each peer",
                 |h| h.count,
                 false,
             ),
             (
-                "strata_hints_pending_bytes",
+                metric::HINTS_PENDING_BYTES,
                 "Bytes of hints waiting for each peer",
                 |h| h.bytes,
                 false,
             ),
             (
-                "strata_hints_written",
+                metric::HINTS_WRITTEN,
                 "Hints kept for each peer",
                 |h| h.written,
                 true,
             ),
             (
-                "strata_hints_delivered",
+                metric::HINTS_DELIVERED,
                 "Hints delivered to each peer",
                 |h| h.delivered,
                 true,
             ),
             (
-                "strata_hints_dropped",
+                metric::HINTS_DROPPED,
                 "Hints dropped (over the byte bound, expired, or the writer queue full), by peer",
                 |h| h.dropped,
                 true,

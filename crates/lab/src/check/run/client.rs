@@ -10,6 +10,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use rand::rngs::SmallRng;
 use rand::Rng;
@@ -84,7 +85,8 @@ impl Client {
             _ => q.ack_write,
         };
         self.path.clear();
-        self.path.push_str("/v0/entity?id=");
+        self.path.push_str(routes::ENTITY);
+        self.path.push_str("?id=");
         encode_into(&mut self.path, key);
         if let Some(a) = ack {
             self.path.push_str(&format!("&ack={a}"));

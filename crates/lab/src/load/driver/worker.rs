@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
+use strata_api::routes;
 
 use strata_api::query::encode_into;
 use strata_client::conn::Conn;
@@ -63,7 +64,8 @@ impl Worker {
         self.before = None;
         match op {
             Op::Get { key } | Op::Delete { key } => {
-                self.path.push_str("/v0/entity?id=");
+                self.path.push_str(routes::ENTITY);
+                self.path.push_str("?id=");
                 encode_into(&mut self.path, key);
                 self.path.push_str(&self.query);
                 let m = if matches!(op, Op::Get { .. }) {
@@ -74,14 +76,16 @@ impl Worker {
                 self.one(m, key.as_ref(), b"").await
             }
             Op::Put { key, value_len } => {
-                self.path.push_str("/v0/entity?id=");
+                self.path.push_str(routes::ENTITY);
+                self.path.push_str("?id=");
                 encode_into(&mut self.path, key);
                 self.path.push_str(&self.query);
                 let v = self.values.get(*value_len);
                 self.one(Method::Put, key.as_ref(), &v[..*value_len]).await
             }
             Op::Range { start, end, .. } => {
-                self.path.push_str("/v0/entities?start=");
+                self.path.push_str(routes::ENTITIES);
+                self.path.push_str("?start=");
                 encode_into(&mut self.path, start);
                 self.path.push_str("&end=");
                 encode_into(&mut self.path, end);
@@ -92,7 +96,8 @@ impl Worker {
                     .map(|a| a.status)
             }
             Op::ReadModifyWrite { key, value_len } => {
-                self.path.push_str("/v0/entity?id=");
+                self.path.push_str(routes::ENTITY);
+                self.path.push_str("?id=");
                 encode_into(&mut self.path, key);
                 self.path.push_str(&self.query);
                 let read = self.one(Method::Get, key.as_ref(), b"").await?;

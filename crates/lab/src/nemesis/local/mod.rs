@@ -24,6 +24,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+use strata_api::routes;
 
 use super::netns::{Cut, NetLab};
 use super::proxy::{Fault, FaultProxy, LinkStats};
@@ -502,7 +503,7 @@ impl LocalCluster {
     /// node must run `--test-clock-hook`).
     pub fn jump_clock(&self, i: usize, ms: i64) -> Result<(), String> {
         let url = &self.nodes[i].url;
-        let path = format!("/debug/clock?jump_ms={ms}");
+        let path = format!("{}?jump_ms={ms}", routes::CLOCK);
         let r = http::request("POST", url, &path, Duration::from_secs(10))?;
         if r.status != 200 {
             return Err(format!(
@@ -658,7 +659,7 @@ impl LocalCluster {
                     tail(&self.nodes[i].log, 20)
                 ));
             }
-            let last = match http::get(&url, "/v0/status", Duration::from_secs(1)) {
+            let last = match http::get(&url, routes::STATUS, Duration::from_secs(1)) {
                 Ok(r) if r.status == 200 => return Ok(()),
                 Ok(r) => format!("status {}", r.status),
                 Err(e) => e,
