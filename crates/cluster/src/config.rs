@@ -1,11 +1,15 @@
 //! A cluster's settings: members, replication, the secret, timeouts and
-//! each subsystem's own configuration, as the node builds them from its
-//! options. Owns the defaults; must not read files or the environment.
+//! each subsystem's own configuration (anti-entropy's and the reaper's
+//! here; hints' and transport's beside their code), as the node builds
+//! them from its options. Owns the defaults; must not read files or the environment.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::{AntiEntropyConfig, HintsConfig, ReaperConfig, Secret, TransportConfig, WallClock};
+use crate::auth::Secret;
+use crate::hints::HintsConfig;
+use crate::hlc::WallClock;
+use crate::transport::TransportConfig;
 
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
@@ -97,6 +101,55 @@ impl Default for ClusterConfig {
             scrub_rate: 8 << 20,
             wall_clock: WallClock::system(),
             inline_io: false,
+        }
+    }
+}
+
+/// Anti-entropy's rounds: how often, how fast, what it leaves out.
+#[derive(Clone, Copy, Debug)]
+pub struct AntiEntropyConfig {
+    /// Time between scheduled rounds; zero: only on demand.
+    pub interval: Duration,
+    /// Bytes of records moved a second, at most (pulled and pushed).
+    pub rate: u64,
+    /// Records younger than this are left out of an exchange.
+    pub settle: Duration,
+}
+
+impl Default for AntiEntropyConfig {
+    fn default() -> Self {
+        AntiEntropyConfig {
+            interval: Duration::from_secs(600),
+            rate: 16 << 20,
+            settle: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The reaper's passes over tombstones.
+#[derive(Clone, Copy, Debug)]
+pub struct ReaperConfig {
+    /// Time since a delete before its tombstone may be dropped. Must
+    /// exceed the hints' maximum age.
+    pub grace: Duration,
+    /// Time between passes over this node's store.
+    pub interval: Duration,
+    /// Tombstones examined per pass at most (the next pass goes on).
+    pub max_per_pass: usize,
+    /// Keys checked with the other members at once.
+    pub concurrency: usize,
+}
+
+impl Default for ReaperConfig {
+    fn default() -> Self {
+        ReaperConfig {
+            // Two hours: twice the hints' default maximum age (1 h), so
+            // that no delivered hint can be older than a dropped
+            // tombstone, with room for a slow restart.
+            grace: Duration::from_secs(2 * 3600),
+            interval: Duration::from_secs(60),
+            max_per_pass: 10_000,
+            concurrency: 16,
         }
     }
 }

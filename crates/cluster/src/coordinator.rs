@@ -20,8 +20,10 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::error::{ClusterError, Result};
 use crate::fence::Fence;
 use crate::membership::{State, HEARTBEAT};
+use crate::ops::{OpKind, Replication, Stats};
 use crate::reaper::Reaper;
 use crate::record::{Mark, Record, Version, WriteId};
 use crate::shared::{record_bytes, Shared};
@@ -30,7 +32,6 @@ use crate::topology::Pinned;
 use crate::trace::{LocalTiming, PeerWait, Trace};
 use crate::transport::CallError;
 use crate::wire::{Request, Response};
-use crate::{ClusterError, OpKind, Replication, Result, Stats};
 
 /// Attempts of a write that replicas keep answering with newer versions.
 pub(crate) const MAX_ATTEMPTS: usize = 4;

@@ -2,8 +2,6 @@
 //! peer. The node maps each to its HTTP status (`cluster_error` and
 //! `write_error` in `node/src/api.rs`); this module must not know HTTP.
 
-use crate::wire;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// `ack`/`from` out of range: the caller's mistake.
@@ -38,18 +36,6 @@ pub enum ClusterError {
 }
 
 impl ClusterError {
-    /// The error as an answer to a peer (`transient`: busy or closing).
-    pub(crate) fn into_response(self) -> wire::Response {
-        wire::Response::Error {
-            transient: matches!(
-                self,
-                ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember
-            ),
-            read_only: matches!(self, ClusterError::ReadOnly(_)),
-            message: self.to_string(),
-        }
-    }
-
     /// The same error for another member of a failed group.
     pub fn share(&self) -> ClusterError {
         match self {

@@ -12,15 +12,26 @@ use bytes::Bytes;
 use strata_engine::Db;
 use tokio::time::Instant;
 
+use crate::antientropy::{self, Exchange};
+use crate::config::ClusterConfig;
+use crate::error::{ClusterError, Result};
 use crate::hints::Hints;
 use crate::hlc::Hlc;
+use crate::layout::LayoutState;
+use crate::membership::State;
+use crate::ops::{Observer, Replication, Stats};
 use crate::parts::Parts;
+use crate::reaper::ReaperStats;
 use crate::record::WriteId;
 use crate::shared::Shared;
+use crate::shared::{check_layout, home_fn, new_member};
 use crate::store::Store;
 use crate::topology::Topology;
 use crate::transport::Ctx;
-use crate::*;
+use crate::transport::{self, BoxStream, Dialer};
+use crate::view::{ClusterView, MemberView, RangeView};
+use crate::{hints, scan, scrub, store, trace};
+use strata_api::placement::{member_id, normalize_url};
 
 /// The cluster as seen from one node.
 pub struct Cluster {
@@ -521,5 +532,28 @@ impl Cluster {
             h.close()?;
         }
         Ok(())
+    }
+
+    /// Add this node (started with a seed, its store empty) to the
+    /// seed's cluster. Returns the target layout once the change is under
+    /// way; `view().change` follows it.
+    pub async fn join(&self) -> std::result::Result<LayoutState, String> {
+        self.parts.rebalance.join().await
+    }
+
+    /// Take this node out of the cluster: its keys move to the members
+    /// that gain them. It goes on serving until stopped.
+    pub async fn leave(&self) -> std::result::Result<LayoutState, String> {
+        self.parts.rebalance.leave().await
+    }
+
+    /// Take `url` out of the cluster. This node itself, or a member the
+    /// failure detector holds down (its disk gone, its machine dead):
+    /// then the change skips it, and the other replicas of its keys
+    /// stream them. A member that is up must leave itself (it holds
+    /// writes the others may lack, and would go on serving under the old
+    /// layout).
+    pub async fn remove_member(&self, url: &str) -> std::result::Result<LayoutState, String> {
+        self.parts.rebalance.remove_member(url).await
     }
 }

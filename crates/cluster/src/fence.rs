@@ -26,10 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::{ClusterError, Result};
 use crate::layout::Stage;
 use crate::shared::Shared;
 use crate::wire::Request;
-use crate::{ClusterError, Result};
 
 /// How long client requests wait for the first answer after a start.
 pub(crate) const FIRST_CHECK: Duration = Duration::from_secs(3);

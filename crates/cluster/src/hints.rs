@@ -18,9 +18,9 @@ use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
 use strata_engine::{Db, WriteBatch};
 
+use crate::error::{ClusterError, Result};
 use crate::hlc::WallClock;
 use crate::record::Record;
-use crate::{ClusterError, Result};
 
 #[derive(Clone, Copy, Debug)]
 pub struct HintsConfig {

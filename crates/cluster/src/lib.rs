@@ -72,8 +72,6 @@ pub use store::Outcome;
 pub use transport::{BoxStream, DialFuture, Dialer, TransportConfig};
 pub use view::{ClusterView, MemberView, RangeView};
 
-pub(crate) use shared::{check_layout, home_fn, new_member};
-
 /// A member's id, a hash of its advertised URL (it seeds its placement
 /// scores and breaks version ties), and URLs compared without a trailing
 /// slash: the placement the clients share (`strata_api::placement`).

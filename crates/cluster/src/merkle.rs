@@ -62,6 +62,11 @@ pub fn set_name(member_ids: impl IntoIterator<Item = u64>) -> u64 {
     })
 }
 
+/// The home set of `key`: the name of its first `rf` members.
+pub fn home_name(p: &strata_api::placement::Placement, ids: &[u64], rf: usize, key: &[u8]) -> u64 {
+    set_name(p.replicas(key, rf).into_iter().map(|m| ids[m]))
+}
+
 /// One home set's tree.
 #[derive(Clone)]
 pub struct Tree {

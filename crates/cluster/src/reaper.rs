@@ -21,44 +21,18 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::fence::Fence;
 use crate::hlc::LOGICAL_BITS;
+use crate::ops::OpKind;
 use crate::record::{Record, Version};
 use crate::shared::Shared;
 use crate::store::Outcome;
-use crate::OpKind;
 
-#[derive(Clone, Copy, Debug)]
-pub struct ReaperConfig {
-    /// Time since a delete before its tombstone may be dropped. Must
-    /// exceed the hints' maximum age.
-    pub grace: Duration,
-    /// Time between passes over this node's store.
-    pub interval: Duration,
-    /// Tombstones examined per pass at most (the next pass goes on).
-    pub max_per_pass: usize,
-    /// Keys checked with the other members at once.
-    pub concurrency: usize,
-}
-
-impl Default for ReaperConfig {
-    fn default() -> Self {
-        ReaperConfig {
-            // Two hours: twice the hints' default maximum age (1 h), so
-            // that no delivered hint can be older than a dropped
-            // tombstone, with room for a slow restart.
-            grace: Duration::from_secs(2 * 3600),
-            interval: Duration::from_secs(60),
-            max_per_pass: 10_000,
-            concurrency: 16,
-        }
-    }
-}
+pub use crate::config::ReaperConfig;
 
 /// What the reaper did.
 #[derive(Debug, Default)]
@@ -119,7 +93,7 @@ impl Reaper {
         &self,
         key: Bytes,
         rec: Record,
-    ) -> (crate::Result<Outcome>, crate::trace::LocalTiming) {
+    ) -> (crate::error::Result<Outcome>, crate::trace::LocalTiming) {
         let floor = self.write_floor();
         if rec.version < floor {
             self.stats.refused_old.fetch_add(1, Ordering::Relaxed);
@@ -179,7 +153,12 @@ impl Reaper {
 
     /// Up to `step` records from `from`: the tombstones among them older
     /// than `floor`, and the key to go on from (`None` at the end).
-    fn tombstones_before(&self, from: &[u8], floor: Version, step: usize) -> crate::Result<Found> {
+    fn tombstones_before(
+        &self,
+        from: &[u8],
+        floor: Version,
+        step: usize,
+    ) -> crate::error::Result<Found> {
         let mut out = Vec::new();
         let mut it = self.store.scan(from, None)?;
         for _ in 0..step {

@@ -39,11 +39,11 @@ use crate::antientropy::Rounds;
 use crate::coordinator::Coordinator;
 use crate::layout::{LayoutState, Stage};
 use crate::record::Record;
+use crate::shared::new_member;
 use crate::shared::Shared;
 use crate::shared::LAYOUT_CALL;
 use crate::topology::Topology;
 use crate::wire::{Request, Response};
-use crate::{new_member, Cluster};
 
 /// Records read from the store per step of a scan.
 const PAGE: usize = 1024;
@@ -81,12 +81,14 @@ pub struct RebalanceState {
     started: parking_lot::Mutex<Option<Instant>>,
 }
 
-impl Cluster {
+/// Joining and leaving, as `Cluster::join`, `leave` and `remove_member`
+/// ask for them.
+impl Rebalance {
     /// Add this node (started with a seed, its store empty) to the
     /// seed's cluster. Returns the target layout once the change is under
     /// way; `view().change` follows it.
-    pub async fn join(&self) -> Result<LayoutState, String> {
-        let i = &self.parts.rebalance;
+    pub(crate) async fn join(self: &Arc<Self>) -> Result<LayoutState, String> {
+        let i = self;
         if i.ctx.is_none() {
             return Err("joining needs a cluster secret".into());
         }
@@ -107,7 +109,7 @@ impl Cluster {
             .cfg
             .seed
             .as_deref()
-            .map(crate::normalize_url)
+            .map(strata_api::placement::normalize_url)
             .ok_or("this node was started without --seed: it does not know whom to join")?;
         let store = i.store.db().clone();
         let empty = i
@@ -140,8 +142,8 @@ impl Cluster {
 
     /// Take this node out of the cluster: its keys move to the members
     /// that gain them. It goes on serving until stopped.
-    pub async fn leave(&self) -> Result<LayoutState, String> {
-        let me = self.parts.shared.cfg.advertise.clone();
+    pub(crate) async fn leave(self: &Arc<Self>) -> Result<LayoutState, String> {
+        let me = self.cfg.advertise.clone();
         self.remove_member(&me).await
     }
 
@@ -151,9 +153,9 @@ impl Cluster {
     /// stream them. A member that is up must leave itself (it holds
     /// writes the others may lack, and would go on serving under the old
     /// layout).
-    pub async fn remove_member(&self, url: &str) -> Result<LayoutState, String> {
-        let i = &self.parts.rebalance;
-        let url = crate::normalize_url(url).to_string();
+    pub(crate) async fn remove_member(self: &Arc<Self>, url: &str) -> Result<LayoutState, String> {
+        let i = self;
+        let url = strata_api::placement::normalize_url(url).to_string();
         let me = url == i.cfg.advertise;
         let skip = if me { Vec::new() } else { vec![url.clone()] };
         let mine = i.topo().state.clone();
@@ -288,7 +290,7 @@ impl Rebalance {
         target: LayoutState,
         skip: Vec<String>,
     ) -> Result<LayoutState, String> {
-        crate::check_layout(&target)?;
+        crate::shared::check_layout(&target)?;
         {
             let mut c = self.state.change.lock();
             if let Some(c) = c.as_ref() {
@@ -495,7 +497,7 @@ impl Rebalance {
                 cur.version
             ));
         }
-        crate::check_layout(&new)?;
+        crate::shared::check_layout(&new)?;
         let me = self.me;
         if new.rank() > cur.rank() {
             // The roster grows by the members it did not know.
@@ -566,7 +568,7 @@ impl Rebalance {
         let Some(m) = self.store.merkle() else {
             return;
         };
-        m.reset(crate::home_fn(t));
+        m.reset(crate::shared::home_fn(t));
         self.rounds.ae.stats.synced.lock().clear();
         self.rounds.spawn_tree_build(false);
     }
@@ -722,7 +724,7 @@ impl Rebalance {
                 set.spawn(async move { s.store.purge(k, rec.version).await });
             }
             while let Some(r) = set.join_next().await {
-                if let Ok(Ok(crate::Outcome::Applied)) = r {
+                if let Ok(Ok(crate::store::Outcome::Applied)) = r {
                     removed += 1;
                 }
             }

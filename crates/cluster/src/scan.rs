@@ -15,11 +15,11 @@ use tokio::time::Instant;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use crate::error::Result;
 use crate::record::Record;
 use crate::shared::Shared;
 use crate::store::RecordIter;
 use crate::wire::{Request, Response};
-use crate::Result;
 
 /// Entries asked of a peer at a time.
 const PAGE: u32 = 512;

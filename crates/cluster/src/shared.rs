@@ -15,11 +15,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use crate::config::ClusterConfig;
+use crate::error::{ClusterError, Result};
 use crate::hints::Hints;
 use crate::hlc::Hlc;
+use crate::layout::LayoutState;
 use crate::layout::StreamStats;
 use crate::membership::{Detector, Member, State};
-use crate::placement::Placement;
+use crate::ops::{Observer, OpKind};
 use crate::record::{Record, Version, WriteId};
 use crate::store::Outcome;
 use crate::store::Store;
@@ -27,7 +30,9 @@ use crate::topology::Topology;
 use crate::trace::LocalTiming;
 use crate::transport::{CallError, Ctx, Peer};
 use crate::wire::{Request, Response};
-use crate::*;
+use crate::{hints, merkle, store};
+use strata_api::placement::member_id;
+use strata_api::placement::Placement;
 
 /// A subsystem sees what every subsystem shares (`$field` holds its
 /// `Arc<Shared>`): `self.topo()`, `self.store`, `self.cfg`, the calls to a
@@ -321,7 +326,7 @@ pub(crate) fn home_fn(t: &Topology) -> store::HomeOf {
         if ids.is_empty() {
             0
         } else {
-            antientropy::home_name(&p, &ids, rf, k)
+            merkle::home_name(&p, &ids, rf, k)
         }
     })
 }

@@ -19,10 +19,10 @@ use bytes::Bytes;
 use strata_engine::{Db, DbIterator, WriteBatch};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::error::{ClusterError, Result};
 use crate::merkle::Trees;
 use crate::record::{Record, Version};
 use crate::trace::LocalTiming;
-use crate::{ClusterError, Result};
 
 /// The home set (its `merkle::set_name`) of a key.
 pub type HomeOf = Arc<dyn Fn(&[u8]) -> u64 + Send + Sync>;

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use crate::layout::{LayoutState, Stage};
 use crate::membership::{Detector, Member};
-use crate::placement::Placement;
 use crate::transport::Peer;
+use strata_api::placement::Placement;
 
 /// One layout over the roster: member indices and their placement.
 pub struct Layout {
@@ -206,7 +206,7 @@ mod tests {
             .map(|i| {
                 let url = format!("http://127.0.0.1:{}", 7001 + i);
                 Member {
-                    id: crate::member_id(&url),
+                    id: strata_api::placement::member_id(&url),
                     url,
                     is_self: i == 0,
                 }

@@ -5,7 +5,11 @@
 
 use std::time::Duration;
 
-use crate::{rebalance, Exchange, LayoutState, PeerHints, State};
+use crate::antientropy::Exchange;
+use crate::hints::PeerHints;
+use crate::layout::LayoutState;
+use crate::membership::State;
+use crate::rebalance;
 
 /// One member as this node sees it.
 #[derive(Clone, Debug)]

@@ -286,3 +286,147 @@ fn the_lab_rooms_import_only_those_before_them() {
         ["check -> load"]
     );
 }
+
+/// The modules `text` (a file of module `own`, its unit tests left out)
+/// imports through `crate::`: `Ok(module)` for each module path,
+/// `Err(name)` for a name that is not a module (a re-export of `lib.rs`,
+/// or a glob), so reached through the crate's top.
+fn crate_paths(own: &str, text: &str, modules: &[String]) -> Vec<Result<String, String>> {
+    let body = text.split("#[cfg(test)]").next().unwrap_or("");
+    let mut out = Vec::new();
+    for line in body.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for (i, _) in line.match_indices("crate::") {
+            // `$crate::` in a macro is the crate's own path too.
+            let rest = &line[i + "crate::".len()..];
+            let mut names: Vec<String> = Vec::new();
+            if let Some(group) = rest.strip_prefix('{') {
+                let inner = group.split('}').next().unwrap_or("");
+                for item in inner.split(',') {
+                    let first: String = item
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '*')
+                        .collect();
+                    if !first.is_empty() {
+                        names.push(first);
+                    }
+                }
+            } else {
+                names.push(
+                    rest.chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '*')
+                        .collect(),
+                );
+            }
+            for n in names.into_iter().filter(|n| n != own && !n.is_empty()) {
+                out.push(if modules.contains(&n) { Ok(n) } else { Err(n) });
+            }
+        }
+    }
+    out
+}
+
+/// A loop among `edges` (module -> the modules it imports), if any.
+fn a_circle(edges: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        edges: &BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == m) {
+            let mut c = path[at..].to_vec();
+            c.push(m.to_string());
+            return Some(c);
+        }
+        if done.iter().any(|d| d == m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for n in edges.get(m).into_iter().flatten() {
+            if let Some(c) = visit(n, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(m.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    edges
+        .keys()
+        .find_map(|m| visit(m, edges, &mut Vec::new(), &mut done))
+}
+
+/// Issue 48's end state for the cluster: its modules import each other
+/// by their own paths, never through what `lib.rs` re-exports (lib.rs
+/// is the top floor), and never in a circle; no file over 800 lines.
+#[test]
+fn the_cluster_modules_import_down_only() {
+    let src = workspace().join("crates/cluster/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let (modules, _) = declared(&lib);
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        if rel == Path::new("lib.rs") || rel.ends_with("tests.rs") {
+            continue;
+        }
+        let own = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let text = std::fs::read_to_string(f).unwrap();
+        for p in crate_paths(&own, &text, &modules) {
+            match p {
+                Ok(m) => edges.entry(own.clone()).or_default().push(m),
+                Err(n) => bad.push(format!(
+                    "{}: crate::{n} is reached through lib.rs",
+                    rel.display()
+                )),
+            }
+        }
+        let lines = text.lines().count();
+        if lines > 800 {
+            bad.push(format!("{}: {lines} lines", rel.display()));
+        }
+    }
+    if let Some(c) = a_circle(&edges) {
+        bad.push(format!("a circle: {}", c.join(" -> ")));
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+
+    // And the rules catch what they are for.
+    let mods: Vec<String> = ["store", "wire", "error"].map(String::from).to_vec();
+    assert_eq!(
+        crate_paths(
+            "wire",
+            "use crate::{error::ClusterError, store};\nuse crate::Result;\nuse crate::*;\n#[cfg(test)]\nuse crate::Cluster;",
+            &mods
+        ),
+        [
+            Ok("error".to_string()),
+            Ok("store".to_string()),
+            Err("Result".to_string()),
+            Err("*".to_string())
+        ]
+    );
+    let circle = BTreeMap::from([
+        ("error".to_string(), vec!["wire".to_string()]),
+        ("store".to_string(), vec!["error".to_string()]),
+        ("wire".to_string(), vec!["store".to_string()]),
+    ]);
+    assert!(a_circle(&circle).is_some());
+    let line = BTreeMap::from([
+        ("wire".to_string(), vec!["store".to_string()]),
+        ("store".to_string(), vec!["error".to_string()]),
+    ]);
+    assert_eq!(a_circle(&line), None);
+}

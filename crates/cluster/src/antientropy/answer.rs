@@ -121,7 +121,7 @@ impl AntiEntropy {
     pub(super) async fn apply_many(
         self: &Arc<Self>,
         entries: Vec<(Bytes, Record)>,
-    ) -> crate::Result<(u64, u64)> {
+    ) -> crate::error::Result<(u64, u64)> {
         let mut already = 0;
         let mut set = tokio::task::JoinSet::new();
         for (k, r) in entries {

@@ -36,38 +36,19 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 
+use crate::error::ClusterError;
 use crate::merkle::{self, set_name, LEAVES, LEAVES_PER_BRANCH};
 use crate::reaper::Reaper;
 use crate::record::{Record, Version};
 use crate::shared::Shared;
 use crate::store::Outcome;
 use crate::wire::{Request, Response};
-use crate::ClusterError;
 
 mod answer;
 mod schedule;
 
+pub use crate::config::AntiEntropyConfig;
 pub(crate) use schedule::Rounds;
-
-#[derive(Clone, Copy, Debug)]
-pub struct AntiEntropyConfig {
-    /// Time between scheduled rounds; zero: only on demand.
-    pub interval: Duration,
-    /// Bytes of records moved a second, at most (pulled and pushed).
-    pub rate: u64,
-    /// Records younger than this are left out of an exchange.
-    pub settle: Duration,
-}
-
-impl Default for AntiEntropyConfig {
-    fn default() -> Self {
-        AntiEntropyConfig {
-            interval: Duration::from_secs(600),
-            rate: 16 << 20,
-            settle: Duration::from_secs(5),
-        }
-    }
-}
 
 /// Keys and versions a peer sends in one page at most.
 pub const KEYS_PAGE: u32 = 4096;
@@ -185,11 +166,6 @@ pub fn home_sets(ids: &[u64], rf: usize, me: usize) -> Vec<HomeSet> {
     out
 }
 
-/// The home set of `key`: the name of its first `rf` members.
-pub fn home_name(p: &crate::placement::Placement, ids: &[u64], rf: usize, key: &[u8]) -> u64 {
-    set_name(p.replicas(key, rf).into_iter().map(|m| ids[m]))
-}
-
 /// Encoded size of a request or answer, for the byte counts.
 fn req_len(req: &Request) -> u64 {
     let mut b = BytesMut::new();
@@ -243,7 +219,12 @@ impl AntiEntropy {
 
     // ----- this node's side -----
 
-    async fn ae_call(&self, m: usize, req: Request, x: &mut Exchange) -> crate::Result<Response> {
+    async fn ae_call(
+        &self,
+        m: usize,
+        req: Request,
+        x: &mut Exchange,
+    ) -> crate::error::Result<Response> {
         let peer = self.topo().peers[m].clone().expect("a peer, not this node");
         x.bytes_sent += req_len(&req);
         let r = peer
@@ -259,7 +240,7 @@ impl AntiEntropy {
         set: u64,
         level: u8,
         branches: &[u16],
-    ) -> crate::Result<(u64, u64, Vec<u64>)> {
+    ) -> crate::error::Result<(u64, u64, Vec<u64>)> {
         hashes_of(
             self.answer_hashes(set, level, branches),
             "this node's",
@@ -274,7 +255,7 @@ impl AntiEntropy {
         level: u8,
         branches: Vec<u16>,
         x: &mut Exchange,
-    ) -> crate::Result<(u64, u64, Vec<u64>)> {
+    ) -> crate::error::Result<(u64, u64, Vec<u64>)> {
         let req = Request::Hashes {
             set,
             level,
@@ -332,7 +313,7 @@ impl AntiEntropy {
         set: u64,
         m: usize,
         x: &mut Exchange,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         let (lk, lroot, _) = self.local_hashes(set, 0, &[])?;
         let (pk, proot, _) = self.peer_hashes(m, set, 0, vec![], x).await?;
         x.local_keys = lk;
@@ -411,7 +392,7 @@ impl AntiEntropy {
         wanted: &Leaves,
         after: Option<&[u8]>,
         upto: Option<&[u8]>,
-    ) -> crate::Result<(Vec<Entry>, Option<Bytes>)> {
+    ) -> crate::error::Result<(Vec<Entry>, Option<Bytes>)> {
         let mut out = Vec::new();
         for r in self.store.scan(after.unwrap_or(b""), None)? {
             let (k, rec) = r?;
@@ -444,7 +425,7 @@ impl AntiEntropy {
         theirs: Vec<Entry>,
         x: &mut Exchange,
         budget: &mut Budget,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         // This node's side of the range, a bounded chunk at a time (a peer
         // that holds nothing covers the whole store in one page).
         let mut from = after;
@@ -478,7 +459,7 @@ impl AntiEntropy {
         theirs: &[Entry],
         x: &mut Exchange,
         budget: &mut Budget,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         x.keys_compared += (ours.len() + theirs.len()) as u64;
         let (pull, push) = self.plan(ours, theirs);
         for chunk in pull.chunks(BATCH) {
@@ -531,7 +512,7 @@ impl AntiEntropy {
         m: usize,
         entries: Vec<(Bytes, Record)>,
         x: &mut Exchange,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         let n = entries.len() as u64;
         match self.ae_call(m, Request::Push { entries }, x).await? {
             Response::Pushed { applied } => {
@@ -608,7 +589,7 @@ fn hashes_of(
     r: Response,
     whose: &str,
     other: impl FnOnce() -> ClusterError,
-) -> crate::Result<(u64, u64, Vec<u64>)> {
+) -> crate::error::Result<(u64, u64, Vec<u64>)> {
     match r {
         Response::Hashes {
             ready: true,

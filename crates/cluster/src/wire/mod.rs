@@ -20,6 +20,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::error::ClusterError;
 use crate::layout::{LayoutState, StreamStats};
 use crate::record::{Record, Version, WriteId};
 use crate::store::Outcome;
@@ -668,6 +669,22 @@ pub fn decode_response(kind: u8, mut b: Bytes) -> Result<Response, BadFrame> {
         return Err(bad("trailing bytes"));
     }
     Ok(r)
+}
+
+/// A cluster error as the answer to a peer (here, beside the answer it
+/// becomes, so that the errors need not know the wire).
+impl ClusterError {
+    /// The error as an answer to a peer (`transient`: busy or closing).
+    pub(crate) fn into_response(self) -> Response {
+        Response::Error {
+            transient: matches!(
+                self,
+                ClusterError::Busy(_) | ClusterError::Closed | ClusterError::NotMember
+            ),
+            read_only: matches!(self, ClusterError::ReadOnly(_)),
+            message: self.to_string(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -73,12 +73,12 @@ fn every_message_round_trips_through_a_byte_stream() {
             entries: vec![(Bytes::from_static(b"p"), rec(Some(b"v")))],
         },
         Request::Layout {
-            state: crate::LayoutState {
+            state: crate::layout::LayoutState {
                 version: 3,
                 replication: 2,
                 members: vec!["http://a".into(), "http://b".into()],
                 previous: Some(vec!["http://a".into()]),
-                stage: crate::Stage::Syncing,
+                stage: crate::layout::Stage::Syncing,
             },
             cleanup: true,
         },
@@ -127,7 +127,7 @@ fn every_message_round_trips_through_a_byte_stream() {
         Response::Fetched(vec![Some(rec(None)), None]),
         Response::Pushed { applied: 7 },
         Response::Layout {
-            state: crate::LayoutState::none(),
+            state: crate::layout::LayoutState::none(),
             stream: StreamStats {
                 version: 4,
                 done: true,
