@@ -67,8 +67,6 @@ pub(crate) struct Coordinator {
     pub(crate) stats: Stats,
 }
 
-sees_shared!(Coordinator, sh);
-
 impl Coordinator {
     pub(crate) fn new(sh: Arc<Shared>, fence: Arc<Fence>, reaper: Arc<Reaper>) -> Coordinator {
         Coordinator {
@@ -80,14 +78,14 @@ impl Coordinator {
     }
 
     fn stamp(&self) -> Version {
-        let hlc = if self.cfg.unsafe_wall_clock {
-            (self.hlc.wall_ms() << crate::hlc::LOGICAL_BITS) | (self.hlc.now() & 0xffff)
+        let hlc = if self.sh.cfg.unsafe_wall_clock {
+            (self.sh.hlc.wall_ms() << crate::hlc::LOGICAL_BITS) | (self.sh.hlc.now() & 0xffff)
         } else {
-            self.hlc.now()
+            self.sh.hlc.now()
         };
         Version {
             hlc,
-            node: self.my_id,
+            node: self.sh.my_id,
         }
     }
 
@@ -104,7 +102,7 @@ impl Coordinator {
         r: Replication,
         trace: &mut Trace,
     ) -> Result<()> {
-        let t = self.topo().pin();
+        let t = self.sh.topo().pin();
         if t.current.is_empty() {
             return Err(ClusterError::NotMember);
         }
@@ -122,14 +120,14 @@ impl Coordinator {
         // write (ordered just before that version) only after the first
         // phase, where the newer one can only be a concurrent write's, and
         // in the deliberately broken wall-clock mode.
-        let keep = first || self.cfg.unsafe_wall_clock;
+        let keep = first || self.sh.cfg.unsafe_wall_clock;
         if first {
             // ABD's first phase: the newest version `ack` replicas of each
             // live layout hold; this write is stamped past it, once.
             let applied;
             (floor, applied) = self.clone().newest(id, (&key, wid), &sets, r.ack).await?;
             if let Some(v) = floor {
-                self.hlc.observe(v.hlc);
+                self.sh.hlc.observe(v.hlc);
             }
             if let (Some(v), Some(w)) = (applied, wid) {
                 // An earlier attempt of this write was applied at `v`: make
@@ -171,7 +169,7 @@ impl Coordinator {
             {
                 Replicated::Done => return Ok(()),
                 Replicated::Superseded(v) => {
-                    self.hlc.observe(v.hlc);
+                    self.sh.hlc.observe(v.hlc);
                     floor = Some(v);
                     self.stats
                         .superseded_retries
@@ -179,7 +177,7 @@ impl Coordinator {
                 }
                 Replicated::Short(got, err) => {
                     if let Some(e) = err {
-                        if sets == [vec![self.me]] || !matches!(e, ClusterError::Failed(_)) {
+                        if sets == [vec![self.sh.me]] || !matches!(e, ClusterError::Failed(_)) {
                             return Err(e);
                         }
                     }
@@ -198,7 +196,7 @@ impl Coordinator {
     /// losing to it. Never in the deliberately broken wall-clock mode,
     /// which must stay broken for the checker to catch it.
     fn first_phase(&self, r: Replication) -> bool {
-        self.cfg.versions_from_quorum && 2 * r.ack > r.from && !self.cfg.unsafe_wall_clock
+        self.sh.cfg.versions_from_quorum && 2 * r.ack > r.from && !self.sh.cfg.unsafe_wall_clock
     }
 
     /// The newest version of `key` held by `ack` replicas of each of
@@ -221,8 +219,8 @@ impl Coordinator {
         let mut applied: Option<Version> = None;
         let mut outstanding = 0;
         for (&m, &reach) in replicas.iter().zip(&reach) {
-            if m == self.me {
-                if let Ok(rec) = self.store.read(key) {
+            if m == self.sh.me {
+                if let Ok(rec) = self.sh.store.read(key) {
                     newest = newest.max(rec.as_ref().map(|r| r.version));
                     applied = applied.max(wid.and_then(|w| rec.as_ref()?.applied(w)));
                     answered.push(m);
@@ -230,7 +228,7 @@ impl Coordinator {
             } else if reach {
                 let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
                 tokio::spawn(async move {
-                    let r = s.send_version(id, m, k, wid).await;
+                    let r = s.sh.send_version(id, m, k, wid).await;
                     let _ = tx.send((m, r)).await;
                 });
                 outstanding += 1;
@@ -241,7 +239,7 @@ impl Coordinator {
             sets.iter()
                 .all(|s| s.iter().filter(|m| answered.contains(m)).count() >= ack)
         };
-        let deadline = tokio::time::Instant::now() + self.timeout_for(0);
+        let deadline = tokio::time::Instant::now() + self.sh.timeout_for(0);
         while !enough(&answered) && outstanding > 0 {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some((m, res))) => {
@@ -289,7 +287,7 @@ impl Coordinator {
     ) -> Replicated {
         *trace = Trace::default();
         // The common single-replica case on this node: no task, no channel.
-        if sets.len() == 1 && sets[0] == [self.me] {
+        if sets.len() == 1 && sets[0] == [self.sh.me] {
             let (r, timing) = self.reaper.apply_fresh(key, record).await;
             trace.local = Some(timing);
             return match r {
@@ -321,7 +319,7 @@ impl Coordinator {
             // Each send holds the topology pinned until it is answered,
             // after the write has returned.
             let pin = pin.clone();
-            if m == self.me {
+            if m == self.sh.me {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
                     let (r, timing) = s.reaper.apply_fresh(k, rec).await;
@@ -329,14 +327,14 @@ impl Coordinator {
                     drop(pin);
                 });
             } else if !reach {
-                self.keep_hint(m, key.clone(), record.clone());
+                self.sh.keep_hint(m, key.clone(), record.clone());
                 continue;
             } else {
                 let (s, tx, k, rec) = (self.clone(), tx.clone(), key.clone(), record.clone());
                 tokio::spawn(async move {
-                    let r = s
-                        .send_write_timed(id, m, k.clone(), rec.clone(), OpKind::Write)
-                        .await;
+                    let r =
+                        s.sh.send_write_timed(id, m, k.clone(), rec.clone(), OpKind::Write)
+                            .await;
                     let failed = r.is_err();
                     let (r, timing) = match r {
                         Ok((o, t)) => (Ok(o), t),
@@ -344,7 +342,7 @@ impl Coordinator {
                     };
                     let _ = tx.send((m, r, timing)).await;
                     if failed {
-                        s.keep_hint(m, k, rec);
+                        s.sh.keep_hint(m, k, rec);
                     }
                     drop(pin);
                 });
@@ -358,7 +356,7 @@ impl Coordinator {
                 .count()
         };
         let began = tokio::time::Instant::now();
-        let deadline = began + self.timeout_for(record_bytes(&key, &record));
+        let deadline = began + self.sh.timeout_for(record_bytes(&key, &record));
         let mut local_err = None;
         // This node's own part, when it answered, and when.
         let mut local_done = None;
@@ -372,10 +370,10 @@ impl Coordinator {
             if applied >= ack {
                 // The answer that completed the quorum was a peer's: the
                 // wait after this node's own part is that peer's.
-                if let Some((m, timing)) = last.filter(|(m, _)| *m != self.me) {
+                if let Some((m, timing)) = last.filter(|(m, _)| *m != self.sh.me) {
                     let since = local_done.unwrap_or(began);
                     trace.peer = Some(PeerWait {
-                        url: self.member_url(m),
+                        url: self.sh.member_url(m),
                         waited: since.elapsed(),
                         own: Some(timing),
                     });
@@ -391,7 +389,7 @@ impl Coordinator {
             };
             let at = pos(got.0);
             status[at] = 3;
-            if got.0 == self.me {
+            if got.0 == self.sh.me {
                 local_done = Some(tokio::time::Instant::now());
                 trace.local = Some(got.2);
             }
@@ -400,7 +398,7 @@ impl Coordinator {
                 Ok(Outcome::Applied) => status[at] = 2,
                 Ok(Outcome::Superseded(_)) if keep => status[at] = 2,
                 Ok(Outcome::Superseded(v)) => return Replicated::Superseded(v),
-                Err(e) if got.0 == self.me => local_err = Some(e),
+                Err(e) if got.0 == self.sh.me => local_err = Some(e),
                 Err(_) => {}
             }
         }
@@ -411,12 +409,12 @@ impl Coordinator {
     fn writable(&self, replicas: &[usize]) -> Vec<bool> {
         let now = Instant::now();
         // One read guard for every member: on the path of every write.
-        let t = self.topo.read();
+        let t = self.sh.topo.read();
         replicas
             .iter()
             .map(|&m| {
                 let d = &t.detectors[m];
-                m == self.me || (d.state(now) != State::Down && !d.refuses_writes(now))
+                m == self.sh.me || (d.state(now) != State::Down && !d.refuses_writes(now))
             })
             .collect()
     }
@@ -427,7 +425,7 @@ impl Coordinator {
         let now = Instant::now();
         replicas
             .iter()
-            .map(|&m| m == self.me || !self.is_down(m, now))
+            .map(|&m| m == self.sh.me || !self.sh.is_down(m, now))
             .collect()
     }
 
@@ -438,14 +436,14 @@ impl Coordinator {
         r: Replication,
         trace: &mut Trace,
     ) -> Result<Option<Bytes>> {
-        let t = self.topo().pin();
+        let t = self.sh.topo().pin();
         if t.current.is_empty() {
             return Err(ClusterError::NotMember);
         }
         let replicas = t.read_set(&key, r.from);
-        if replicas == [self.me] {
+        if replicas == [self.sh.me] {
             let began = Instant::now();
-            let rec = self.store.read(&key);
+            let rec = self.sh.store.read(&key);
             trace.read = Some(began.elapsed());
             return Ok(rec?.and_then(|r| r.value));
         }
@@ -461,9 +459,9 @@ impl Coordinator {
         let began = Instant::now();
         let mut local_done = None;
         for (&m, &reach) in replicas.iter().zip(&reach) {
-            if m == self.me {
+            if m == self.sh.me {
                 let at = Instant::now();
-                match self.store.read(&key) {
+                match self.sh.store.read(&key) {
                     Ok(rec) => answers.push((m, rec)),
                     Err(e) => local_err = Some(e),
                 }
@@ -472,7 +470,7 @@ impl Coordinator {
             } else if reach {
                 let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
                 tokio::spawn(async move {
-                    let r = s.send_read(id, m, k).await;
+                    let r = s.sh.send_read(id, m, k).await;
                     let _ = tx.send((m, r)).await;
                 });
                 outstanding += 1;
@@ -487,7 +485,7 @@ impl Coordinator {
             .map(|rec| record_bytes(&key, rec))
             .max()
             .unwrap_or(0);
-        let deadline = tokio::time::Instant::now() + self.timeout_for(local_bytes);
+        let deadline = tokio::time::Instant::now() + self.sh.timeout_for(local_bytes);
         while answers.len() < r.ack && answers.len() + outstanding >= r.ack {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some((m, res))) => {
@@ -496,7 +494,7 @@ impl Coordinator {
                         answers.push((m, rec));
                         if answers.len() == r.ack {
                             trace.peer = Some(PeerWait {
-                                url: self.member_url(m),
+                                url: self.sh.member_url(m),
                                 waited: local_done.unwrap_or(began).elapsed(),
                                 own: None,
                             });
@@ -581,14 +579,14 @@ impl Coordinator {
             self.stats.read_repairs.fetch_add(1, Ordering::Relaxed);
             let (s, k, rec) = (self.clone(), key.clone(), record.clone());
             set.spawn(async move {
-                let r = if m == s.me {
-                    s.store.apply(k.clone(), rec.clone()).await
+                let r = if m == s.sh.me {
+                    s.sh.store.apply(k.clone(), rec.clone()).await
                 } else {
-                    let r = s
-                        .send_write(id, m, k.clone(), rec.clone(), OpKind::Repair)
-                        .await;
+                    let r =
+                        s.sh.send_write(id, m, k.clone(), rec.clone(), OpKind::Repair)
+                            .await;
                     if r.is_err() {
-                        s.keep_hint(m, k, rec);
+                        s.sh.keep_hint(m, k, rec);
                     }
                     r
                 };
@@ -605,7 +603,7 @@ impl Coordinator {
     }
 
     pub(crate) async fn heartbeat_loop(self: Arc<Self>, i: usize) {
-        let t = self.topo();
+        let t = self.sh.topo();
         let peer = t.peers[i].clone().expect("a peer");
         let detector = t.detectors[i].clone();
         drop(t);
@@ -613,7 +611,7 @@ impl Coordinator {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tick.tick().await;
-            if self.closed.load(Ordering::Acquire) {
+            if self.sh.closed.load(Ordering::Acquire) {
                 return;
             }
             match peer.call(Request::Ping, Duration::from_secs(1)).await {
@@ -627,17 +625,17 @@ impl Coordinator {
     /// Deliver member `i`'s hints while it is up: oldest first, in batches,
     /// at most `rate` a second.
     pub(crate) async fn hint_loop(self: Arc<Self>, i: usize) {
-        let Some(hints) = &self.hints else {
+        let Some(hints) = &self.sh.hints else {
             return;
         };
         let (pid, detector) = {
-            let t = self.topo();
+            let t = self.sh.topo();
             (t.members[i].id, t.detectors[i].clone())
         };
-        let rate = self.cfg.hints.rate.max(1) as f64;
+        let rate = self.sh.cfg.hints.rate.max(1) as f64;
         loop {
             tokio::time::sleep(HEARTBEAT).await;
-            if self.closed.load(Ordering::Acquire) {
+            if self.sh.closed.load(Ordering::Acquire) {
                 return;
             }
             if hints.pending(pid) == 0
@@ -646,8 +644,12 @@ impl Coordinator {
             {
                 continue;
             }
-            let (h, now) = (hints.clone(), self.cfg.wall_clock.now_ms());
-            let batch = match self.blocking(move || h.oldest(pid, HINT_BATCH, now)).await {
+            let (h, now) = (hints.clone(), self.sh.cfg.wall_clock.now_ms());
+            let batch = match self
+                .sh
+                .blocking(move || h.oldest(pid, HINT_BATCH, now))
+                .await
+            {
                 Some(Ok(b)) => b,
                 Some(Err(e)) => {
                     tracing::warn!(error = %e, "reading hints failed");
@@ -659,7 +661,7 @@ impl Coordinator {
             // changed since) is dropped: delivered after the member's
             // cleanup it would leave a stray record behind.
             let (batch, strays): (Vec<_>, Vec<_>) = {
-                let t = self.topo();
+                let t = self.sh.topo();
                 let rf = t.replication();
                 batch.into_iter().partition(|h| {
                     t.previous.is_some() || t.current.replicas(&h.key, rf).contains(&i)
@@ -667,7 +669,7 @@ impl Coordinator {
             };
             if !strays.is_empty() {
                 let h = hints.clone();
-                if let Some(Err(e)) = self.blocking(move || h.delivered(pid, &strays)).await {
+                if let Some(Err(e)) = self.sh.blocking(move || h.delivered(pid, &strays)).await {
                     tracing::warn!(error = %e, "removing stray hints failed");
                 }
             }
@@ -677,7 +679,7 @@ impl Coordinator {
             for (n, h) in batch.iter().enumerate() {
                 let (s, k, rec) = (self.clone(), h.key.clone(), h.record.clone());
                 set.spawn(
-                    async move { (n, s.send_write(0, i, k, rec, OpKind::Hint).await.is_ok()) },
+                    async move { (n, s.sh.send_write(0, i, k, rec, OpKind::Hint).await.is_ok()) },
                 );
             }
             let mut ok = vec![false; batch.len()];
@@ -693,7 +695,7 @@ impl Coordinator {
                 .filter_map(|(h, o)| o.then_some(h))
                 .collect();
             let h = hints.clone();
-            let r = self.blocking(move || h.delivered(pid, &done)).await;
+            let r = self.sh.blocking(move || h.delivered(pid, &done)).await;
             if let Some(Err(e)) = r {
                 tracing::warn!(error = %e, "removing delivered hints failed");
             }
@@ -711,7 +713,7 @@ impl Coordinator {
         let limit = limit.clamp(1, MAX_PAGE) as usize;
         let mut entries = Vec::new();
         let mut more = false;
-        let it = match self.store.scan(start, end) {
+        let it = match self.sh.store.scan(start, end) {
             Ok(it) => it,
             Err(e) => return e.into_response(),
         };

@@ -50,8 +50,6 @@ pub(crate) struct Fence {
     removed: parking_lot::Mutex<Option<String>>,
 }
 
-sees_shared!(Fence, sh);
-
 impl Fence {
     pub(crate) fn new(sh: Arc<Shared>) -> Fence {
         let f = Fence {
@@ -114,7 +112,7 @@ impl Fence {
         }
         self.checked();
         loop {
-            if self.closed.load(Ordering::Acquire) || self.removed().is_some() {
+            if self.sh.closed.load(Ordering::Acquire) || self.removed().is_some() {
                 return;
             }
             tokio::time::sleep(INTERVAL).await;
@@ -125,9 +123,9 @@ impl Fence {
     /// Ask the other members of this node's layout for theirs (side by
     /// side); fence this node if one holds a newer layout without it.
     async fn check_removed(self: &Arc<Self>) {
-        let t = self.topo();
+        let t = self.sh.topo();
         let mine = t.state.clone();
-        let me = self.cfg.advertise.clone();
+        let me = self.sh.cfg.advertise.clone();
         if mine.version == 0 || mine.stage != Stage::Stable || !mine.members.contains(&me) {
             // Joining, in the middle of a change, or already out by its
             // own leave: nothing to fence.
@@ -137,8 +135,8 @@ impl Fence {
         for u in mine.members.iter().filter(|u| **u != me) {
             let (s, u) = (self.clone(), u.clone());
             asks.spawn(async move {
-                let r =
-                    tokio::time::timeout(ASK_TIMEOUT, s.layout_call(&u, Request::LayoutGet)).await;
+                let r = tokio::time::timeout(ASK_TIMEOUT, s.sh.layout_call(&u, Request::LayoutGet))
+                    .await;
                 (u, r)
             });
         }

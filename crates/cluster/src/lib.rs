@@ -25,10 +25,6 @@
 //! `Dialer`. Must not decide what the node answers a client (status codes
 //! are the node's).
 
-// First: its `sees_shared!` is used by the subsystems below.
-#[macro_use]
-mod shared;
-
 pub mod antientropy;
 pub mod auth;
 mod config;
@@ -49,6 +45,7 @@ pub mod rebalance;
 pub mod record;
 pub mod scan;
 mod scrub;
+mod shared;
 pub mod store;
 pub mod strength;
 pub mod topology;

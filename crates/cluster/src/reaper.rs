@@ -60,8 +60,6 @@ pub(crate) struct Reaper {
     pub(crate) stats: ReaperStats,
 }
 
-sees_shared!(Reaper, sh);
-
 impl Reaper {
     pub(crate) fn new(sh: Arc<Shared>, fence: Arc<Fence>) -> Reaper {
         Reaper {
@@ -76,9 +74,10 @@ impl Reaper {
     /// version as "superseded", so its coordinator stamps it again.
     pub(crate) fn write_floor(&self) -> Version {
         let ms = self
+            .sh
             .hlc
             .wall_ms()
-            .saturating_sub(self.cfg.reaper.grace.as_millis() as u64);
+            .saturating_sub(self.sh.cfg.reaper.grace.as_millis() as u64);
         Version {
             hlc: ms << LOGICAL_BITS,
             node: 0,
@@ -99,16 +98,16 @@ impl Reaper {
             self.stats.refused_old.fetch_add(1, Ordering::Relaxed);
             return (Ok(Outcome::Superseded(floor)), Default::default());
         }
-        self.store.apply_timed(key, rec).await
+        self.sh.store.apply_timed(key, rec).await
     }
 
     pub(crate) async fn run(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(self.cfg.reaper.interval);
+        let mut tick = tokio::time::interval(self.sh.cfg.reaper.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut cursor = Some(Bytes::new());
         loop {
             tick.tick().await;
-            if self.closed.load(Ordering::Acquire) {
+            if self.sh.closed.load(Ordering::Acquire) {
                 return;
             }
             if self.fence.check().is_err() {
@@ -129,6 +128,7 @@ impl Reaper {
             let s = self.clone();
             let at = from.clone();
             let step = self
+                .sh
                 .blocking(move || s.tombstones_before(&at, floor, SCAN_STEP))
                 .await?;
             let (found, next) = match step {
@@ -142,10 +142,10 @@ impl Reaper {
             self.clone().reap(found).await;
             match next {
                 None => return None,
-                Some(n) if examined >= self.cfg.reaper.max_per_pass => return Some(n),
+                Some(n) if examined >= self.sh.cfg.reaper.max_per_pass => return Some(n),
                 Some(n) => from = n,
             }
-            if self.closed.load(Ordering::Acquire) {
+            if self.sh.closed.load(Ordering::Acquire) {
                 return None;
             }
         }
@@ -160,7 +160,7 @@ impl Reaper {
         step: usize,
     ) -> crate::error::Result<Found> {
         let mut out = Vec::new();
-        let mut it = self.store.scan(from, None)?;
+        let mut it = self.sh.store.scan(from, None)?;
         for _ in 0..step {
             let Some(r) = it.next() else {
                 return Ok((out, None));
@@ -179,7 +179,7 @@ impl Reaper {
         let mut set = tokio::task::JoinSet::new();
         let mut it = tombstones.into_iter();
         loop {
-            while set.len() < self.cfg.reaper.concurrency.max(1) {
+            while set.len() < self.sh.cfg.reaper.concurrency.max(1) {
                 let Some((k, v)) = it.next() else { break };
                 let s = self.clone();
                 set.spawn(async move { s.reap_one(k, v).await });
@@ -193,7 +193,7 @@ impl Reaper {
     async fn reap_one(self: Arc<Self>, key: Bytes, v: Version) {
         let now = Instant::now();
         let mut agreed = true;
-        let t = self.topo();
+        let t = self.sh.topo();
         if t.previous.is_some() {
             // Keys are moving: a replica may not hold the key yet.
             return;
@@ -203,15 +203,15 @@ impl Reaper {
             .members
             .iter()
             .copied()
-            .filter(|&m| m != self.me)
+            .filter(|&m| m != self.sh.me)
             .collect();
         drop(t);
         for m in others {
-            if self.is_down(m, now) {
+            if self.sh.is_down(m, now) {
                 agreed = false;
                 break;
             }
-            match self.send_read(0, m, key.clone()).await {
+            match self.sh.send_read(0, m, key.clone()).await {
                 Ok(None) => {}
                 Ok(Some(r)) if r.version >= v => {}
                 Ok(Some(_)) => {
@@ -222,6 +222,7 @@ impl Reaper {
                         marks: Vec::new(),
                     };
                     let _ = self
+                        .sh
                         .send_write(0, m, key.clone(), rec, OpKind::Repair)
                         .await;
                     agreed = false;
@@ -233,7 +234,7 @@ impl Reaper {
             self.stats.kept.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if let Ok(Outcome::Applied) = self.store.purge(key, v).await {
+        if let Ok(Outcome::Applied) = self.sh.store.purge(key, v).await {
             self.stats.purged.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -89,11 +89,11 @@ impl Rebalance {
     /// way; `view().change` follows it.
     pub(crate) async fn join(self: &Arc<Self>) -> Result<LayoutState, String> {
         let i = self;
-        if i.ctx.is_none() {
+        if i.sh.ctx.is_none() {
             return Err("joining needs a cluster secret".into());
         }
-        let me = i.cfg.advertise.clone();
-        let mine = i.topo().state.clone();
+        let me = i.sh.cfg.advertise.clone();
+        let mine = i.sh.topo().state.clone();
         if mine.version > 0 {
             if mine.stage != Stage::Stable && mine.members.contains(&me) {
                 return i.clone().start_change(stable(&mine), Vec::new());
@@ -105,18 +105,18 @@ impl Rebalance {
                 ));
             }
         }
-        let seed = i
-            .cfg
-            .seed
-            .as_deref()
-            .map(strata_api::placement::normalize_url)
-            .ok_or("this node was started without --seed: it does not know whom to join")?;
-        let store = i.store.db().clone();
-        let empty = i
-            .blocking(move || store.scan(..).map(|mut it| it.next().is_none()))
-            .await
-            .ok_or("scanning the store failed")?
-            .map_err(|e| e.to_string())?;
+        let seed =
+            i.sh.cfg
+                .seed
+                .as_deref()
+                .map(strata_api::placement::normalize_url)
+                .ok_or("this node was started without --seed: it does not know whom to join")?;
+        let store = i.sh.store.db().clone();
+        let empty =
+            i.sh.blocking(move || store.scan(..).map(|mut it| it.next().is_none()))
+                .await
+                .ok_or("scanning the store failed")?
+                .map_err(|e| e.to_string())?;
         if !empty {
             return Err(
                 "this node's store is not empty: a node joins with an empty data directory".into(),
@@ -143,7 +143,7 @@ impl Rebalance {
     /// Take this node out of the cluster: its keys move to the members
     /// that gain them. It goes on serving until stopped.
     pub(crate) async fn leave(self: &Arc<Self>) -> Result<LayoutState, String> {
-        let me = self.cfg.advertise.clone();
+        let me = self.sh.cfg.advertise.clone();
         self.remove_member(&me).await
     }
 
@@ -156,9 +156,9 @@ impl Rebalance {
     pub(crate) async fn remove_member(self: &Arc<Self>, url: &str) -> Result<LayoutState, String> {
         let i = self;
         let url = strata_api::placement::normalize_url(url).to_string();
-        let me = url == i.cfg.advertise;
+        let me = url == i.sh.cfg.advertise;
         let skip = if me { Vec::new() } else { vec![url.clone()] };
-        let mine = i.topo().state.clone();
+        let mine = i.sh.topo().state.clone();
         if mine.stage != Stage::Stable {
             if mine.previous.as_ref().is_some_and(|p| p.contains(&url))
                 && !mine.members.contains(&url)
@@ -174,10 +174,10 @@ impl Rebalance {
             return Err(format!("{url} is not a member of the current layout"));
         }
         if !me {
-            let m = i
-                .index_of(&url)
-                .ok_or_else(|| format!("{url} is not in this node's roster"))?;
-            if !i.is_down(m, Instant::now()) {
+            let m =
+                i.sh.index_of(&url)
+                    .ok_or_else(|| format!("{url} is not in this node's roster"))?;
+            if !i.sh.is_down(m, Instant::now()) {
                 return Err(format!(
                     "{url} is up: send the leave to it (strata cluster leave {url}), so that it streams its keys; only a member that is down is removed through another"
                 ));
@@ -244,8 +244,6 @@ pub(crate) struct Rebalance {
     lock: tokio::sync::Mutex<()>,
 }
 
-sees_shared!(Rebalance, sh);
-
 impl Rebalance {
     pub(crate) fn new(sh: Arc<Shared>, coord: Arc<Coordinator>, rounds: Arc<Rounds>) -> Rebalance {
         Rebalance {
@@ -267,9 +265,9 @@ impl Rebalance {
 
     /// After a restart: go on with this node's part of a change.
     pub(crate) fn resume_layout(self: Arc<Self>) {
-        let t = self.topo();
+        let t = self.sh.topo();
         if t.state.stage == Stage::Syncing
-            && t.previous.as_ref().is_some_and(|p| p.contains(self.me))
+            && t.previous.as_ref().is_some_and(|p| p.contains(self.sh.me))
         {
             self.start_stream(t.state.version);
         }
@@ -277,10 +275,13 @@ impl Rebalance {
 
     /// A member's layout and stream (this node's own without a call).
     pub(crate) async fn layout_of(&self, url: &str) -> Result<(LayoutState, StreamStats), String> {
-        if url == self.cfg.advertise {
-            return Ok((self.topo().state.clone(), self.state.stream.lock().clone()));
+        if url == self.sh.cfg.advertise {
+            return Ok((
+                self.sh.topo().state.clone(),
+                self.state.stream.lock().clone(),
+            ));
         }
-        self.layout_call(url, Request::LayoutGet).await
+        self.sh.layout_call(url, Request::LayoutGet).await
     }
 
     /// Start driving a change to `target` (its stable form), unless one
@@ -376,11 +377,11 @@ impl Rebalance {
         cleanup: bool,
     ) -> Result<(), String> {
         // This node first: adopting extends its roster to every member.
-        if urls.contains(&self.cfg.advertise) {
+        if urls.contains(&self.sh.cfg.advertise) {
             self.clone().adopt(state.clone(), cleanup).await?;
         }
         let mut set = tokio::task::JoinSet::new();
-        for u in urls.iter().filter(|u| **u != self.cfg.advertise) {
+        for u in urls.iter().filter(|u| **u != self.sh.cfg.advertise) {
             let (s, u, st) = (self.clone(), u.clone(), state.clone());
             set.spawn(async move {
                 let end = Instant::now() + PATIENCE;
@@ -389,7 +390,7 @@ impl Rebalance {
                         state: st.clone(),
                         cleanup,
                     };
-                    match s.layout_call(&u, req).await {
+                    match s.sh.layout_call(&u, req).await {
                         Ok((got, _)) if got.rank() >= st.rank() => return Ok(()),
                         Ok((got, _)) => {
                             return Err(format!(
@@ -480,7 +481,7 @@ impl Rebalance {
         cleanup: bool,
     ) -> Result<LayoutState, String> {
         let _one = self.lock.lock().await;
-        let old = self.topo();
+        let old = self.sh.topo();
         let cur = old.state.clone();
         if new.version == cur.version && cur.version > 0 && !new.same_change(&cur) {
             return Err(format!(
@@ -498,7 +499,7 @@ impl Rebalance {
             ));
         }
         crate::shared::check_layout(&new)?;
-        let me = self.me;
+        let me = self.sh.me;
         if new.rank() > cur.rank() {
             // The roster grows by the members it did not know.
             let mut members = Vec::new();
@@ -514,7 +515,7 @@ impl Rebalance {
             let mut added = Vec::new();
             for u in new.all_members() {
                 if !members.iter().any(|m| m.url == u) {
-                    let (m, d, p) = new_member(&u, &self.cfg.advertise, self.ctx.as_ref());
+                    let (m, d, p) = new_member(&u, &self.sh.cfg.advertise, self.sh.ctx.as_ref());
                     if p.is_none() && !m.is_self {
                         return Err("this node has no cluster secret".into());
                     }
@@ -525,19 +526,20 @@ impl Rebalance {
                 }
             }
             let t = Arc::new(Topology::new(members, detectors, peers, new.clone()));
-            *self.topo.write() = t.clone();
+            *self.sh.topo.write() = t.clone();
             for i in added {
                 self.clone().watch_peer(i);
             }
             // Nothing may still run under the stage before once this
             // node says it has this one.
-            let limit = self.cfg.timeout * (crate::coordinator::MAX_ATTEMPTS as u32 + 2);
+            let limit = self.sh.cfg.timeout * (crate::coordinator::MAX_ATTEMPTS as u32 + 2);
             if !old.drained(limit).await {
                 tracing::warn!("requests under the previous layout stage still run");
             }
-            if let Some(dir) = self.cfg.layout_dir.clone() {
+            if let Some(dir) = self.sh.cfg.layout_dir.clone() {
                 let s = new.clone();
-                self.blocking(move || s.save(&dir))
+                self.sh
+                    .blocking(move || s.save(&dir))
                     .await
                     .ok_or("saving layout.json failed")??;
             }
@@ -550,7 +552,7 @@ impl Rebalance {
                 self.rebuild_trees(&t);
             }
         }
-        let t = self.topo();
+        let t = self.sh.topo();
         let old_member = t.previous.as_ref().is_some_and(|p| p.contains(me));
         if new.stage == Stage::Syncing && old_member {
             self.clone().start_stream(new.version);
@@ -565,7 +567,7 @@ impl Rebalance {
     /// New home sets: forget the trees and the exchanges' records, build
     /// the trees again.
     fn rebuild_trees(self: &Arc<Self>, t: &Topology) {
-        let Some(m) = self.store.merkle() else {
+        let Some(m) = self.sh.store.merkle() else {
             return;
         };
         m.reset(crate::shared::home_fn(t));
@@ -606,11 +608,11 @@ impl Rebalance {
     }
 
     async fn stream(self: &Arc<Self>, version: u64) -> Result<(), String> {
-        let t = self.topo();
+        let t = self.sh.topo();
         if t.state.version != version {
             return Err("the layout moved on".into());
         }
-        let mut budget = crate::antientropy::Budget::new(self.cfg.anti_entropy.rate);
+        let mut budget = crate::antientropy::Budget::new(self.sh.cfg.anti_entropy.rate);
         let mut batches: HashMap<usize, (Vec<(Bytes, Record)>, usize)> = HashMap::new();
         let mut from = Some(Bytes::new());
         while let Some(at) = from.take() {
@@ -621,10 +623,10 @@ impl Rebalance {
             for (k, rec) in page {
                 scanned += 1;
                 let (old, gain) = t.gainers(&k);
-                if gain.is_empty() || !old.contains(&self.me) {
+                if gain.is_empty() || !old.contains(&self.sh.me) {
                     continue;
                 }
-                if old[0] == self.me {
+                if old[0] == self.sh.me {
                     keys += 1;
                     copies += gain.len() as u64;
                 }
@@ -666,7 +668,7 @@ impl Rebalance {
         let req = Request::Push { entries };
         let end = Instant::now() + PATIENCE;
         loop {
-            if self.closed.load(Ordering::Acquire) {
+            if self.sh.closed.load(Ordering::Acquire) {
                 return Err("closing".into());
             }
             let last = match peer.call(req.clone(), LAYOUT_CALL).await {
@@ -690,7 +692,8 @@ impl Rebalance {
     /// A page of this node's records from `at` on, read off the runtime.
     async fn page(self: &Arc<Self>, at: Bytes) -> Result<crate::store::Page, String> {
         let s = self.clone();
-        self.blocking(move || s.store.page(&at, PAGE))
+        self.sh
+            .blocking(move || s.sh.store.page(&at, PAGE))
             .await
             .ok_or("scanning the store failed")?
             .map_err(|e| e.to_string())
@@ -699,7 +702,7 @@ impl Rebalance {
     /// Drop the records of keys this node does not replicate under
     /// layout `version` (once every node has adopted it).
     async fn cleanup(self: &Arc<Self>, version: u64) {
-        let t = self.topo();
+        let t = self.sh.topo();
         if t.state.version != version || t.state.stage != Stage::Stable {
             return;
         }
@@ -717,11 +720,11 @@ impl Rebalance {
             from = page.1;
             let mut set = tokio::task::JoinSet::new();
             for (k, rec) in page.0 {
-                if t.current.replicas(&k, rf).contains(&self.me) {
+                if t.current.replicas(&k, rf).contains(&self.sh.me) {
                     continue;
                 }
                 let s = self.clone();
-                set.spawn(async move { s.store.purge(k, rec.version).await });
+                set.spawn(async move { s.sh.store.purge(k, rec.version).await });
             }
             while let Some(r) = set.join_next().await {
                 if let Ok(Ok(crate::store::Outcome::Applied)) = r {
@@ -740,7 +743,7 @@ impl Rebalance {
     ) -> Response {
         let r = match req {
             Some((state, cleanup)) => self.clone().adopt(state, cleanup).await,
-            None => Ok(self.topo().state.clone()),
+            None => Ok(self.sh.topo().state.clone()),
         };
         match r {
             Ok(state) => Response::Layout {

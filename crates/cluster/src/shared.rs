@@ -34,20 +34,9 @@ use crate::{hints, merkle, store};
 use strata_api::placement::member_id;
 use strata_api::placement::Placement;
 
-/// A subsystem sees what every subsystem shares (`$field` holds its
-/// `Arc<Shared>`): `self.topo()`, `self.store`, `self.cfg`, the calls to a
-/// peer, as if they were its own; what it owns itself stays its own.
-macro_rules! sees_shared {
-    ($t:ty, $($field:ident).+) => {
-        impl std::ops::Deref for $t {
-            type Target = $crate::shared::Shared;
-            fn deref(&self) -> &$crate::shared::Shared {
-                &self.$($field).+
-            }
-        }
-    };
-}
-
+/// What every subsystem shares. Each holds it as a named field (`sh`;
+/// the anti-entropy rounds reach it through their `ae`), and reaches the
+/// roster, store, clock, settings and the calls to a peer through it.
 pub(crate) struct Shared {
     pub(crate) cfg: ClusterConfig,
     /// This node's index in every topology's roster.

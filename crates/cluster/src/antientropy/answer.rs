@@ -12,7 +12,7 @@ use super::*;
 
 impl AntiEntropy {
     pub(crate) fn answer_hashes(&self, set: u64, level: u8, branches: &[u16]) -> Response {
-        let Some(m) = self.store.merkle() else {
+        let Some(m) = self.sh.store.merkle() else {
             return not_kept();
         };
         let st = m.state.lock();
@@ -38,7 +38,7 @@ impl AntiEntropy {
         limit: u32,
     ) -> Response {
         let limit = limit.clamp(1, KEYS_PAGE) as usize;
-        let it = match self.store.scan(after.unwrap_or(b""), None) {
+        let it = match self.sh.store.scan(after.unwrap_or(b""), None) {
             Ok(it) => it,
             Err(e) => return e.into_response(),
         };
@@ -80,7 +80,8 @@ impl AntiEntropy {
     ) -> Response {
         let s = self.clone();
         let wanted = Leaves::new(all, &leaves);
-        self.blocking(move || s.answer_keys(set, &wanted, after.as_deref(), limit))
+        self.sh
+            .blocking(move || s.answer_keys(set, &wanted, after.as_deref(), limit))
             .await
             .unwrap_or_else(|| ClusterError::Closed.into_response())
     }
@@ -93,7 +94,7 @@ impl AntiEntropy {
             if bytes >= BATCH_BYTES {
                 break;
             }
-            match self.store.read(k) {
+            match self.sh.store.read(k) {
                 Ok(r) => {
                     bytes += r.as_ref().map_or(0, |r| r.encoded_len()) + k.len();
                     out.push(r);
@@ -126,12 +127,17 @@ impl AntiEntropy {
         let mut set = tokio::task::JoinSet::new();
         for (k, r) in entries {
             // What was already here is overstreaming: counted, not applied.
-            if self.store.read(&k)?.is_some_and(|h| h.version >= r.version) {
+            if self
+                .sh
+                .store
+                .read(&k)?
+                .is_some_and(|h| h.version >= r.version)
+            {
                 already += 1;
                 continue;
             }
             let s = self.clone();
-            set.spawn(async move { s.store.apply(k, r).await });
+            set.spawn(async move { s.sh.store.apply(k, r).await });
         }
         let mut applied = 0;
         let mut failed = None;

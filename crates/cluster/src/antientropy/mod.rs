@@ -190,8 +190,6 @@ pub(crate) struct AntiEntropy {
     pub(crate) stats: AntiEntropyStats,
 }
 
-sees_shared!(AntiEntropy, sh);
-
 impl AntiEntropy {
     pub(crate) fn new(sh: Arc<Shared>, reaper: Arc<Reaper>) -> AntiEntropy {
         AntiEntropy {
@@ -203,13 +201,13 @@ impl AntiEntropy {
 
     /// The home set `key` belongs to (0 without trees).
     pub(crate) fn home_of(&self, key: &[u8]) -> u64 {
-        self.store.merkle().map_or(0, |m| m.home_of(key))
+        self.sh.store.merkle().map_or(0, |m| m.home_of(key))
     }
 
     /// This node's records older than `settle` may be exchanged.
     fn settled(&self, v: Version) -> bool {
-        let settle = self.cfg.anti_entropy.settle.as_millis() as u64;
-        v.millis() + settle <= self.hlc.wall_ms()
+        let settle = self.sh.cfg.anti_entropy.settle.as_millis() as u64;
+        v.millis() + settle <= self.sh.hlc.wall_ms()
     }
 
     /// A tombstone the reaper may have dropped elsewhere on purpose.
@@ -225,7 +223,9 @@ impl AntiEntropy {
         req: Request,
         x: &mut Exchange,
     ) -> crate::error::Result<Response> {
-        let peer = self.topo().peers[m].clone().expect("a peer, not this node");
+        let peer = self.sh.topo().peers[m]
+            .clone()
+            .expect("a peer, not this node");
         x.bytes_sent += req_len(&req);
         let r = peer
             .call(req, CALL_TIMEOUT)
@@ -266,7 +266,7 @@ impl AntiEntropy {
     }
 
     fn unexpected_answer(&self, m: usize, what: &str) -> ClusterError {
-        let url = self.topo().members[m].url.clone();
+        let url = self.sh.topo().members[m].url.clone();
         ClusterError::Failed(format!("{url}: unexpected answer to {what}"))
     }
 
@@ -275,7 +275,7 @@ impl AntiEntropy {
         let started = Instant::now();
         let mut x = Exchange {
             set,
-            peer: self.topo().members[m].url.clone(),
+            peer: self.sh.topo().members[m].url.clone(),
             ..Exchange::default()
         };
         let r = self.exchange_inner(set, m, &mut x).await;
@@ -294,7 +294,7 @@ impl AntiEntropy {
                 s.synced.lock().insert(
                     (set, m),
                     SyncRecord {
-                        at_ms: self.hlc.wall_ms(),
+                        at_ms: self.sh.hlc.wall_ms(),
                         last: x.clone(),
                     },
                 );
@@ -347,7 +347,7 @@ impl AntiEntropy {
         let all = leaves.len() == LEAVES;
         let wanted = Leaves::new(all, &leaves);
         let sent_leaves = if all { Vec::new() } else { leaves };
-        let mut budget = Budget::new(self.cfg.anti_entropy.rate);
+        let mut budget = Budget::new(self.sh.cfg.anti_entropy.rate);
         let mut after: Option<Bytes> = None;
         loop {
             let req = Request::Keys {
@@ -376,7 +376,7 @@ impl AntiEntropy {
                 Some(r) => after = Some(r),
                 None => return Ok(()),
             }
-            if self.closed.load(Ordering::Acquire) {
+            if self.sh.closed.load(Ordering::Acquire) {
                 return Err(ClusterError::Closed);
             }
         }
@@ -394,7 +394,7 @@ impl AntiEntropy {
         upto: Option<&[u8]>,
     ) -> crate::error::Result<(Vec<Entry>, Option<Bytes>)> {
         let mut out = Vec::new();
-        for r in self.store.scan(after.unwrap_or(b""), None)? {
+        for r in self.sh.store.scan(after.unwrap_or(b""), None)? {
             let (k, rec) = r?;
             if after == Some(&k[..]) {
                 continue;
@@ -435,6 +435,7 @@ impl AntiEntropy {
             let w = wanted.clone();
             let (a, u) = (from.clone(), upto.clone());
             let (ours, stopped) = self
+                .sh
                 .blocking(move || s.local_range(set, &w, a.as_deref(), u.as_deref()))
                 .await
                 .ok_or(ClusterError::Closed)??;
@@ -489,7 +490,7 @@ impl AntiEntropy {
         let mut batch: Vec<(Bytes, Record)> = Vec::new();
         let mut bytes = 0;
         for k in push {
-            let Some(rec) = self.store.read(&k)? else {
+            let Some(rec) = self.sh.store.read(&k)? else {
                 continue;
             };
             bytes += rec.encoded_len() + k.len();

@@ -20,8 +20,6 @@ pub(crate) struct Rounds {
     building: AtomicBool,
 }
 
-sees_shared!(Rounds, ae.sh);
-
 impl Rounds {
     pub(crate) fn new(ae: Arc<AntiEntropy>, fence: Arc<Fence>) -> Rounds {
         Rounds {
@@ -35,11 +33,11 @@ impl Rounds {
     /// The home sets this node belongs to.
     pub(crate) fn my_home_sets(&self) -> Vec<HomeSet> {
         // None while the layout changes: the trees are rebuilt after.
-        let t = self.topo();
+        let t = self.ae.sh.topo();
         if t.previous.is_some() {
             return Vec::new();
         }
-        let Some(me) = t.current.members.iter().position(|&m| m == self.me) else {
+        let Some(me) = t.current.members.iter().position(|&m| m == self.ae.sh.me) else {
             return Vec::new();
         };
         let ids: Vec<u64> = t.current.members.iter().map(|&m| t.members[m].id).collect();
@@ -66,23 +64,23 @@ impl Rounds {
             return out;
         }
         let now = Instant::now();
-        let t = self.topo();
+        let t = self.ae.sh.topo();
         for hs in self.my_home_sets() {
             for &m in &hs.members {
-                if m == self.me || (!all && t.members[m].id < self.my_id) {
+                if m == self.ae.sh.me || (!all && t.members[m].id < self.ae.sh.my_id) {
                     continue;
                 }
-                if self.is_down(m, now) {
+                if self.ae.sh.is_down(m, now) {
                     out.push(Exchange {
                         set: hs.name,
-                        peer: self.topo().members[m].url.clone(),
+                        peer: self.ae.sh.topo().members[m].url.clone(),
                         error: Some("the failure detector holds it down".into()),
                         ..Exchange::default()
                     });
                     continue;
                 }
                 out.push(self.ae.exchange(hs.name, m).await);
-                if self.closed.load(Ordering::Acquire) {
+                if self.ae.sh.closed.load(Ordering::Acquire) {
                     return out;
                 }
             }
@@ -95,13 +93,13 @@ impl Rounds {
     /// table set aside come back). One build at a time: false if one
     /// runs.
     pub(crate) fn spawn_tree_build(self: &Arc<Self>, repair: bool) -> bool {
-        if self.store.merkle().is_none() || self.building.swap(true, Ordering::AcqRel) {
+        if self.ae.sh.store.merkle().is_none() || self.building.swap(true, Ordering::AcqRel) {
             return false;
         }
         let s = self.clone();
         let rt = tokio::runtime::Handle::try_current().ok();
         let build = move || {
-            let built = s.store.build_trees();
+            let built = s.ae.sh.store.build_trees();
             s.building.store(false, Ordering::Release);
             match built {
                 Ok(n) => tracing::info!(records = n, "anti-entropy trees built"),
@@ -125,7 +123,7 @@ impl Rounds {
                 });
             }
         };
-        if self.cfg.inline_io {
+        if self.ae.sh.cfg.inline_io {
             build();
         } else {
             std::thread::Builder::new()
@@ -141,18 +139,18 @@ impl Rounds {
     /// applier, so the trees are rebuilt, then every replica is asked for
     /// what this node lacks now.
     pub(crate) async fn quarantine_loop(self: Arc<Self>) {
-        let count = |s: &Self| s.store.db().stats().tables_quarantined;
+        let count = |s: &Self| s.ae.sh.store.db().stats().tables_quarantined;
         let mut seen = 0;
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            if self.closed.load(Ordering::Acquire) {
+            if self.ae.sh.closed.load(Ordering::Acquire) {
                 return;
             }
             let now = count(&self);
             if now == seen || self.building.load(Ordering::Acquire) {
                 continue;
             }
-            if let Some(m) = self.store.merkle() {
+            if let Some(m) = self.ae.sh.store.merkle() {
                 m.clear();
             }
             if self.spawn_tree_build(true) {
@@ -163,8 +161,8 @@ impl Rounds {
     }
 
     pub(crate) async fn run(self: Arc<Self>) {
-        let every = self.cfg.anti_entropy.interval;
-        if every.is_zero() || self.store.merkle().is_none() {
+        let every = self.ae.sh.cfg.anti_entropy.interval;
+        if every.is_zero() || self.ae.sh.store.merkle().is_none() {
             return;
         }
         // Spread the nodes' rounds: start after a random part of a period.
@@ -174,10 +172,15 @@ impl Rounds {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if self.closed.load(Ordering::Acquire) {
+            if self.ae.sh.closed.load(Ordering::Acquire) {
                 return;
             }
-            let ready = self.store.merkle().is_some_and(|m| m.state.lock().ready);
+            let ready = self
+                .ae
+                .sh
+                .store
+                .merkle()
+                .is_some_and(|m| m.state.lock().ready);
             if ready {
                 self.round(false).await;
             }
