@@ -19,16 +19,8 @@ pub fn duration(s: &str) -> Result<Duration, String> {
 
 pub use strata_ctl::units::bytes;
 
-/// An integer with thousands separated by commas.
-pub fn group(n: u64) -> String {
-    let digits = n.to_string().into_bytes();
-    let groups: Vec<&str> = digits
-        .rchunks(3)
-        .rev()
-        .map(|c| std::str::from_utf8(c).expect("ASCII digits"))
-        .collect();
-    groups.join(",")
-}
+/// An integer with thousands separated by commas (the checker's own).
+pub use strata_check::group;
 
 /// A finite number above zero (NaN is not).
 pub fn positive(v: f64) -> bool {

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
     BTreeMap::from([
         ("strata-api", &[][..]),
+        // Histories and their checkers: nothing of Strata's.
+        ("strata-check", &[][..]),
         ("strata-tls", &[][..]),
         ("strata-engine", &[][..]),
         ("strata-cluster", &["strata-engine", "strata-api"][..]),
@@ -33,6 +35,7 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
             "strata-lab",
             &[
                 "strata-api",
+                "strata-check",
                 "strata-client",
                 "strata-ctl",
                 "strata-tls",

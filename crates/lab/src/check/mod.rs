@@ -1,9 +1,8 @@
 //! Jepsen-style checking of a cluster under faults: a closed-loop client
-//! pool records what every operation did (`history`), a pure checker judges
-//! that history for lost acknowledged writes, stale reads and impossible
-//! reads (`checker`), another decides whether each shared key is
-//! linearizable, with the smallest witness when not (`linear`), histories
-//! go to and come from Porcupine's and Jepsen's formats (`formats`), and
+//! pool records what every operation did (`history`), and the checkers of
+//! the `strata-check` crate judge it (`checker`: lost acknowledged writes,
+//! stale and impossible reads; `linear`: linearizability per shared key;
+//! `formats`: Porcupine's and Jepsen's, all re-exported here). Here:
 //! the runner drives the pool against one or more nodes and ends with a
 //! full-`ack` read of every key (`run`); a saved history is checked or
 //! exported by `strata cluster history` (`saved`)
@@ -12,10 +11,7 @@
 //! know the node's internals (HTTP only) nor inject faults itself: the
 //! caller does those while a run goes on.
 
-pub mod checker;
-pub mod formats;
-pub mod history;
-pub mod linear;
+pub use strata_check::{checker, formats, history, linear};
 pub mod run;
 pub mod saved;
 

@@ -5,8 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::Report;
-use crate::check::history::Shown;
-use crate::units::group;
+use crate::group;
+use crate::history::Shown;
 
 /// Seconds with milliseconds: `1.234s`.
 fn secs(d: Duration) -> String {

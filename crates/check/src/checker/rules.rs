@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::{Lost, Report, Stale, Why, EXAMPLES};
-use crate::check::history::{Kind, Op, Outcome};
+use crate::history::{Kind, Op, Outcome};
 
 /// One key's operations, split.
 pub(super) struct KeyOps<'a> {

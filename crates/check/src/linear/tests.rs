@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::check::history::Outcome;
+use crate::history::Outcome;
 
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)

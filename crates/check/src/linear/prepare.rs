@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::check::history::{Kind, Op, Outcome};
+use crate::history::{Kind, Op, Outcome};
 
 /// What an operation does to the register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
