@@ -228,6 +228,24 @@ fn imports_up(own: &str, text: &str, rooms: &[String]) -> Vec<String> {
     bad
 }
 
+/// The module a file under `src/` belongs to: its first path component
+/// (`check/run/mod.rs` is `check`, `units.rs` is `units`).
+fn module_of(rel: &Path) -> String {
+    rel.components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// A file past 800 lines, said as "path: N lines".
+fn too_long(rel: &Path, text: &str) -> Option<String> {
+    let lines = text.lines().count();
+    (lines > 800).then(|| format!("{}: {lines} lines", rel.display()))
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
@@ -259,22 +277,12 @@ fn the_lab_rooms_import_only_those_before_them() {
     let mut bad = Vec::new();
     for f in &files {
         let rel = f.strip_prefix(&src).unwrap();
-        let own = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_string();
+        let own = module_of(rel);
         let text = std::fs::read_to_string(f).unwrap();
         for b in imports_up(&own, &text, &rooms) {
             bad.push(format!("{}: {b}", rel.display()));
         }
-        let lines = text.lines().count();
-        if lines > 800 {
-            bad.push(format!("{}: {lines} lines", rel.display()));
-        }
+        bad.extend(too_long(rel, &text));
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 
@@ -378,14 +386,7 @@ fn the_cluster_modules_import_down_only() {
         if rel == Path::new("lib.rs") || rel.ends_with("tests.rs") {
             continue;
         }
-        let own = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_string();
+        let own = module_of(rel);
         let text = std::fs::read_to_string(f).unwrap();
         for p in crate_paths(&own, &text, &modules) {
             match p {
@@ -396,10 +397,7 @@ fn the_cluster_modules_import_down_only() {
                 )),
             }
         }
-        let lines = text.lines().count();
-        if lines > 800 {
-            bad.push(format!("{}: {lines} lines", rel.display()));
-        }
+        bad.extend(too_long(rel, &text));
     }
     if let Some(c) = a_circle(&edges) {
         bad.push(format!("a circle: {}", c.join(" -> ")));
