@@ -525,3 +525,14 @@ fn capacity_of(stages: &[StageView], name: &str) -> String {
         .map(|s| s.capacity_text.clone())
         .unwrap_or_default()
 }
+
+/// Run a scenario once and analyse it: the library call behind `run`.
+pub fn simulate(
+    sc: &crate::scenario::Scenario,
+    base: &std::path::Path,
+    seed: u64,
+) -> Result<(crate::model::Run, Analysis), String> {
+    let run = crate::model::Sim::new(sc, base, seed)?.run();
+    let a = analyse(&run);
+    Ok((run, a))
+}

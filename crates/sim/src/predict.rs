@@ -189,7 +189,7 @@ pub fn breaking_point(
     obj: &Objective,
     precision: f64,
 ) -> Result<Prediction, String> {
-    let (_, a) = crate::simulate(sc, base, seed).map_err(|e| e.to_string())?;
+    let (_, a) = crate::analysis::simulate(sc, base, seed).map_err(|e| e.to_string())?;
     let capacity = a.capacity;
     if !capacity.is_finite() || capacity <= 0.0 {
         return Err("the scenario names no finite capacity to search below".into());

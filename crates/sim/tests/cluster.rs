@@ -7,11 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
+use strata_sim::cli::cluster::run_cli;
 use strata_sim::cluster::{simulate, ClusterRun, ClusterScenario};
 use strata_sim::cluster_calibrate::{
     role_split, scenario_from_cluster_metrics, ClusterCalibrateOptions, NodeScrape, RoleCosts,
 };
-use strata_sim::cluster_report::{analyse, breaking_point, objective, run_cli, what_if_cases};
+use strata_sim::cluster_report::{analyse, breaking_point, objective, what_if_cases};
 
 fn scenario(text: &str, sets: &[(&str, &str)]) -> ClusterScenario {
     let s = ClusterScenario::from_toml(text).unwrap();

@@ -18,12 +18,10 @@ use crate::report::LatencySummary;
 use crate::scenario::Clients;
 use crate::units::{grouped, human_ns, rate};
 
-mod cli;
 mod sizing;
 mod text;
 mod whatif;
 
-pub use cli::*;
 pub use sizing::*;
 pub use text::*;
 pub use whatif::*;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::cluster::{simulate, ClusterRun, ClusterScenario};
 use crate::scenario::Clients;
 
-use super::*;
+use crate::cluster_report::*;
 
 /// `--json`'s object for one run and its what-ifs.
 #[derive(Serialize)]
@@ -34,10 +34,10 @@ pub const WHAT_IF_PRECISION: f64 = 0.02;
 pub fn run_cli(
     sc: &ClusterScenario,
     base: &Path,
-    args: &crate::SimArgs,
+    args: &super::SimArgs,
     out: &mut dyn Write,
-) -> Result<(), crate::SimError> {
-    use crate::SimError;
+) -> Result<(), super::SimError> {
+    use super::SimError;
     let io = |e: std::io::Error| SimError::Io {
         path: "<stdout>".into(),
         source: e,
@@ -202,7 +202,7 @@ fn size_cli(
     sc: &ClusterScenario,
     base: &Path,
     seed: u64,
-    args: &crate::SimArgs,
+    args: &super::SimArgs,
     q: &SizeQuery,
     out: &mut dyn Write,
 ) -> Result<(), SizeErr> {
