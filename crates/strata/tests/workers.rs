@@ -412,5 +412,14 @@ fn workers_refuse_strangers_bad_requests_and_a_second_run() {
     assert!(text.contains("busy"), "{text}");
     let (status, body) = raw(busy.addr(), "POST", "/v0/worker/run", "", b"{}");
     assert_eq!(status, 409, "{body}");
-    assert!(first.join().unwrap().status.success());
+    // The first run went on to its end, undisturbed: its objective met
+    // (0) or, on a machine that stalled it, said unmet (3); not an error.
+    let first = first.join().unwrap();
+    assert!(
+        matches!(first.status.code(), Some(0 | 3)),
+        "{:?}: {}{}",
+        first.status,
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr)
+    );
 }
