@@ -42,35 +42,15 @@ pub fn run_cli(
         path: "<stdout>".into(),
         source: e,
     };
-    let mut sets = Vec::new();
-    if let Some(d) = args.duration {
-        sets.push(("duration".to_string(), d.to_string()));
-    }
-    if let Some(d) = args.warmup {
-        sets.push(("warmup".to_string(), d.to_string()));
-    }
-    if let Some(n) = args.clients {
-        if !matches!(sc.clients, Clients::Closed { .. }) {
-            return Err(SimError::Scenario(
-                "--clients: this scenario's clients are an open loop; use --set clients.rate=R"
-                    .into(),
-            ));
-        }
-        sets.push(("clients.count".to_string(), n.to_string()));
-    }
-    for s in &args.set {
-        let (k, v) = crate::scenario::parse_assignment(s).map_err(SimError::Scenario)?;
-        // `clients=N`: the count, or the rate of an open loop.
-        let k = if k == "clients" {
-            match sc.clients {
-                Clients::Open { .. } => "clients.rate".to_string(),
-                Clients::Closed { .. } => "clients.count".to_string(),
-            }
-        } else {
-            k
-        };
-        sets.push((k, v));
-    }
+    // `clients=N` in a --set: the count, or the rate of an open loop.
+    let sets: Vec<(String, String)> = super::overrides(args, &sc.clients)?
+        .into_iter()
+        .map(|(k, v)| match (k.as_str(), &sc.clients) {
+            ("clients", Clients::Open { .. }) => ("clients.rate".to_string(), v),
+            ("clients", Clients::Closed { .. }) => ("clients.count".to_string(), v),
+            _ => (k, v),
+        })
+        .collect();
     let effective = sc.with_overrides(&sets).map_err(SimError::Scenario)?;
     let seed = args.seed.unwrap_or(effective.seed);
     if let Some(p) = &args.save_scenario {

@@ -222,8 +222,12 @@ pub fn cluster_from_args(
 }
 
 /// The overrides the arguments ask for, in order: --duration, --warmup,
-/// --clients, then each --set.
-pub fn overrides(args: &SimArgs, sc: &Scenario) -> Result<Vec<(String, String)>, SimError> {
+/// --clients, then each --set; `clients` is the scenario's (a node's or a
+/// cluster's: both hold one).
+pub fn overrides(
+    args: &SimArgs,
+    clients: &scenario::Clients,
+) -> Result<Vec<(String, String)>, SimError> {
     let mut sets = Vec::new();
     if let Some(d) = args.duration {
         sets.push(("duration".to_string(), d.to_string()));
@@ -232,7 +236,7 @@ pub fn overrides(args: &SimArgs, sc: &Scenario) -> Result<Vec<(String, String)>,
         sets.push(("warmup".to_string(), d.to_string()));
     }
     if let Some(n) = args.clients {
-        if sc.client_count().is_none() {
+        if !matches!(clients, scenario::Clients::Closed { .. }) {
             return Err(SimError::Scenario(
                 "--clients: this scenario's clients are an open loop; use --set clients.rate=R"
                     .into(),
@@ -254,7 +258,7 @@ pub fn run_scenario(
     args: &SimArgs,
     out: &mut dyn Write,
 ) -> Result<(), SimError> {
-    let sets = overrides(args, sc)?;
+    let sets = overrides(args, &sc.clients)?;
     let stdout_err = io_err(Path::new("<stdout>"));
     let effective = sc.with_overrides(&sets).map_err(SimError::Scenario)?;
     let seed = args.seed.unwrap_or(effective.seed);
