@@ -25,11 +25,11 @@ use crate::reaper::ReaperStats;
 use crate::record::WriteId;
 use crate::shared::Shared;
 use crate::shared::{check_layout, home_fn, new_member};
+use crate::snapshot::{MemberSnapshot, RangeSnapshot, Snapshot};
 use crate::store::Store;
 use crate::topology::Topology;
 use crate::transport::Ctx;
 use crate::transport::{self, BoxStream, Dialer};
-use crate::view::{ClusterView, MemberView, RangeView};
 use crate::{hints, scan, scrub, store, trace};
 use strata_api::placement::{member_id, normalize_url};
 
@@ -437,12 +437,12 @@ impl Cluster {
 
     /// This node's view: every member, its state, when it was last heard
     /// from, the hints waiting for it.
-    pub fn view(&self) -> ClusterView {
+    pub fn snapshot(&self) -> Snapshot {
         let now = Instant::now();
         let i = &self.parts.shared;
         let t = i.topo();
         let live = t.state.all_members();
-        ClusterView {
+        Snapshot {
             node: i.cfg.advertise.clone(),
             replication: t.replication(),
             members: t
@@ -450,7 +450,7 @@ impl Cluster {
                 .iter()
                 .enumerate()
                 .filter(|(_, m)| m.is_self || live.contains(&m.url))
-                .map(|(n, m)| MemberView {
+                .map(|(n, m)| MemberSnapshot {
                     url: m.url.clone(),
                     id: m.id,
                     is_self: m.is_self,
@@ -477,7 +477,7 @@ impl Cluster {
         }
     }
 
-    fn ranges(&self) -> Vec<RangeView> {
+    fn ranges(&self) -> Vec<RangeSnapshot> {
         let i = &self.parts.shared;
         let Some(m) = i.store.merkle() else {
             return Vec::new();
@@ -495,7 +495,7 @@ impl Cluster {
         let synced = self.parts.ae.stats.synced.lock();
         sets.into_iter()
             .zip(counts)
-            .map(|(hs, keys)| RangeView {
+            .map(|(hs, keys)| RangeSnapshot {
                 set: hs.name,
                 members: hs
                     .members

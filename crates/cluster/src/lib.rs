@@ -17,7 +17,7 @@
 //! leaving (`layout`, `rebalance`), a member removed while away refusing
 //! to serve (`fence`), merged cluster-wide ranges (`scan`), where each
 //! request's time went (`trace`), what this node knows of the cluster
-//! (`view`), and internal traffic (`wire`, `transport`, `auth`, with `strength`
+//! (`snapshot`), and internal traffic (`wire`, `transport`, `auth`, with `strength`
 //! refusing a guessable or published secret). A node
 //! without peers is a cluster of one and takes the same path.
 //!
@@ -46,12 +46,12 @@ pub mod record;
 pub mod scan;
 mod scrub;
 mod shared;
+mod snapshot;
 pub mod store;
 pub mod strength;
 pub mod topology;
 pub mod trace;
 pub mod transport;
-mod view;
 pub mod wire;
 
 pub use antientropy::{AntiEntropyConfig, Exchange};
@@ -65,9 +65,9 @@ pub use layout::{LayoutState, Stage};
 pub use membership::State;
 pub use ops::{Observer, OpKind, Replication, Stats};
 pub use reaper::{ReaperConfig, ReaperStats};
+pub use snapshot::{MemberSnapshot, RangeSnapshot, Snapshot};
 pub use store::Outcome;
 pub use transport::{BoxStream, DialFuture, Dialer, TransportConfig};
-pub use view::{ClusterView, MemberView, RangeView};
 
 /// A member's id, a hash of its advertised URL (it seeds its placement
 /// scores and breaks version ties), and URLs compared without a trailing

@@ -20,7 +20,7 @@ pub(crate) fn cluster_view(cluster: &Cluster, req: &Request<Incoming>) -> Respon
     if req.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
     }
-    let v = cluster.view();
+    let v = cluster.snapshot();
     let members: Vec<strata_api::view::Member> = v
         .members
         .iter()

@@ -379,7 +379,7 @@ fn client_end(sh: &Shared) {
     for (i, c) in sh.clusters.borrow().iter().enumerate() {
         if let Some(c) = c.upgrade() {
             let s = c.stats();
-            let hints: u64 = c.view().members.iter().map(|m| m.hints.delivered).sum();
+            let hints: u64 = c.snapshot().members.iter().map(|m| m.hints.delivered).sum();
             let load =
                 |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
             let (repairs, retries) = (load(&s.read_repairs), load(&s.superseded_retries));

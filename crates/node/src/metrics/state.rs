@@ -634,7 +634,7 @@ impl StateCollector {
         ] {
             counter(e, name, help, get(v))?;
         }
-        let view = c.view();
+        let view = c.snapshot();
         let pairs: Vec<Option<std::time::Duration>> = view
             .ranges
             .iter()

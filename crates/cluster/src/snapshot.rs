@@ -1,7 +1,9 @@
-//! What one node knows of the cluster, for its operator endpoints and
-//! metrics: every member's state and hints, its home sets and their
-//! exchanges, the layout and the change in progress. Plain data; must not
-//! act on the cluster.
+//! What one node knows of the cluster at an instant (`Snapshot`), for its
+//! operator endpoints and metrics: every member's state and hints, its
+//! home sets and their exchanges, the layout and the change in progress.
+//! The JSON the node serves from it is typed apart
+//! (`strata_api::operate::ClusterView`). Plain data; must not act on the
+//! cluster.
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use crate::rebalance;
 
 /// One member as this node sees it.
 #[derive(Clone, Debug)]
-pub struct MemberView {
+pub struct MemberSnapshot {
     pub url: String,
     pub id: u64,
     pub is_self: bool,
@@ -24,14 +26,14 @@ pub struct MemberView {
 }
 
 #[derive(Clone, Debug)]
-pub struct ClusterView {
+pub struct Snapshot {
     pub node: String,
     pub replication: usize,
-    pub members: Vec<MemberView>,
+    pub members: Vec<MemberSnapshot>,
     /// The home sets this node belongs to (anti-entropy's ranges: the
     /// keys whose replicas are exactly these members); empty for a
     /// cluster of one.
-    pub ranges: Vec<RangeView>,
+    pub ranges: Vec<RangeSnapshot>,
     /// The layout this node holds, and its stage.
     pub layout: LayoutState,
     /// This node's part in the last change: what it streamed.
@@ -43,7 +45,7 @@ pub struct ClusterView {
 
 /// One home set as this node sees it.
 #[derive(Clone, Debug)]
-pub struct RangeView {
+pub struct RangeSnapshot {
     /// Its name (a hash of its members' ids).
     pub set: u64,
     pub members: Vec<String>,
