@@ -1,5 +1,6 @@
 //! What a Strata node and its clients agree on, written once: how a
-//! duration is written on a command line (`duration`), who may do
+//! duration is written on a command line (`duration`) and a byte count
+//! for people (`human`), who may do
 //! what (`access`: roles, token digests, the operator token), where a key
 //! lives (`placement`: the nodes place keys with it, clients route with
 //! it), the head of the cluster view's JSON (`view`) and the operator
@@ -19,6 +20,7 @@ pub mod access;
 pub mod duration;
 pub mod exposition;
 pub mod headers;
+pub mod human;
 pub mod metrics;
 pub mod operate;
 pub mod placement;

@@ -1,7 +1,7 @@
 //! A lean HTTP/1.1 client connection (for load generation and the
 //! client's sessions): one keep-alive
 //! TCP connection (TLS for https://, opened by `stream`), requests written by hand into a reused buffer, answers
-//! parsed with `httparse` and their bodies (sized or chunked) read and
+//! decoded by `answer` and their bodies (sized or chunked) read and
 //! dropped, or kept in the caller's buffer when it asks (`request_into`,
 //! for the consistency checker, which must see what a GET returned). The
 //! generator's cost per request is what limits the rate one core can
@@ -17,6 +17,7 @@
 
 use std::io::{self, Write as _};
 
+use crate::answer::{self, Framing, Head};
 use crate::stream::NodeStream;
 use strata_api::headers::NOT_APPLIED;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -63,7 +64,6 @@ const READ_BUF: usize = 64 * 1024;
 /// The largest chunk `next_chunk` reads: a range entry of the largest key
 /// and value a node takes (`--max-value-bytes` at most 32 MiB) and more.
 pub const MAX_CHUNK: u64 = 40 << 20;
-const MAX_HEADERS: usize = 32;
 
 impl Conn {
     pub fn new(target: Target) -> Conn {
@@ -329,21 +329,22 @@ impl Conn {
         let s = self.stream.as_mut().expect("open");
         s.write_all(&self.wbuf).await?;
         self.sent = true;
-        let (status, head_len, body, _) = self.read_head().await?;
-        self.start += head_len;
+        let (h, _) = self.read_head().await?;
+        self.start += h.size;
+        let status = h.status;
         if status != 200 {
             let mut err = std::mem::take(&mut self.error_body);
             err.clear();
-            let r = match body.len {
-                Some(n) => self.skip(n, Some(&mut err)).await,
-                None => self.skip_chunked(Some(&mut err)).await,
-            };
+            let r = self.body(h.body, Some(&mut err)).await;
             err.truncate(ERROR_BODY);
             self.error_body = err;
             r?;
+            if h.close {
+                self.stream = None;
+            }
             return Ok(status);
         }
-        if body.len.is_some() {
+        if h.body != Framing::Chunked {
             self.stream = None;
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -378,13 +379,13 @@ impl Conn {
     /// Consume the next chunk's size line; its size.
     async fn chunk_size(&mut self) -> io::Result<u64> {
         loop {
-            match httparse::parse_chunk_size(&self.rbuf[self.start..self.end]) {
-                Ok(httparse::Status::Complete((used, size))) => {
+            match answer::chunk_size(&self.rbuf[self.start..self.end]) {
+                Ok(Some((used, size))) => {
                     self.start += used;
                     return Ok(size);
                 }
-                Ok(httparse::Status::Partial) => self.fill(false).await?,
-                Err(_) => return Err(io::Error::new(io::ErrorKind::InvalidData, "bad chunk size")),
+                Ok(None) => self.fill(false).await?,
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
             }
         }
     }
@@ -392,46 +393,35 @@ impl Conn {
     /// Consume the trailers after the last chunk: lines until an empty one.
     async fn trailers(&mut self) -> io::Result<()> {
         loop {
-            let buf = &self.rbuf[self.start..self.end];
-            if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
-                self.start += i + 2;
-                if i == 0 {
+            match answer::trailers(&self.rbuf[self.start..self.end]) {
+                Some(used) => {
+                    self.start += used;
                     return Ok(());
                 }
-            } else {
-                self.fill(false).await?;
+                None => self.fill(false).await?,
             }
         }
     }
 
-    /// Read an answer's head: its status, its length, whether it carried
-    /// `strata-not-applied`, and the head's length in the buffer.
-    async fn read_head(&mut self) -> io::Result<(u16, usize, BodyKind, bool)> {
+    /// Read an answer's head (`answer::head`): the head, and whether it
+    /// carried `strata-not-applied`.
+    async fn read_head(&mut self) -> io::Result<(Head, bool)> {
         let mut first = true;
         loop {
             if self.end > self.start {
-                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                let mut resp = httparse::Response::new(&mut headers);
-                match resp.parse(&self.rbuf[self.start..self.end]) {
-                    Ok(httparse::Status::Complete(n)) => {
-                        let status = resp.code.unwrap_or(0);
-                        let body = BodyKind::of(status, resp.headers);
-                        self.timing.clear();
-                        let mut not_applied = false;
-                        for h in resp.headers.iter() {
-                            if h.name.eq_ignore_ascii_case(strata_api::timing::HEADER) {
-                                self.timing
-                                    .extend_from_slice(&h.value[..h.value.len().min(1024)]);
-                            } else if status == 503 && h.name.eq_ignore_ascii_case(NOT_APPLIED) {
-                                not_applied = true;
-                            }
-                        }
-                        return Ok((status, n, body, not_applied));
+                let timing = &mut self.timing;
+                timing.clear();
+                let mut not_applied = false;
+                let parsed = answer::head(&self.rbuf[self.start..self.end], |name, value| {
+                    if name.eq_ignore_ascii_case(strata_api::timing::HEADER) {
+                        timing.extend_from_slice(&value[..value.len().min(1024)]);
+                    } else if name.eq_ignore_ascii_case(NOT_APPLIED) {
+                        not_applied = true;
                     }
-                    Ok(httparse::Status::Partial) => {}
-                    Err(e) => {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
-                    }
+                })
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                if let Some(h) = parsed {
+                    return Ok((h, not_applied && h.status == 503));
                 }
             }
             self.fill(first).await?;
@@ -440,8 +430,9 @@ impl Conn {
     }
 
     async fn read_answer(&mut self, out: Option<&mut Vec<u8>>) -> io::Result<Answer> {
-        let (status, head_len, body, not_applied) = self.read_head().await?;
-        self.start += head_len;
+        let (h, not_applied) = self.read_head().await?;
+        self.start += h.size;
+        let status = h.status;
         // A failed answer's words are kept when the caller keeps no body.
         let mut err = std::mem::take(&mut self.error_body);
         err.clear();
@@ -449,14 +440,11 @@ impl Conn {
             None if status >= 400 => Some(&mut err),
             out => out,
         };
-        let body_bytes = match body.len {
-            Some(n) => self.skip(n, out).await,
-            None => self.skip_chunked(out).await,
-        };
+        let body_bytes = self.body(h.body, out).await;
         err.truncate(ERROR_BODY);
         self.error_body = err;
         let body_bytes = body_bytes?;
-        if body.close {
+        if h.close {
             self.stream = None;
         }
         Ok(Answer {
@@ -464,6 +452,38 @@ impl Conn {
             body_bytes,
             not_applied,
         })
+    }
+
+    /// Consume a body framed as `framing`, appending its data to `out` if
+    /// given; returns the data bytes. A body that runs until the close
+    /// leaves the connection closed.
+    async fn body(&mut self, framing: Framing, out: Option<&mut Vec<u8>>) -> io::Result<u64> {
+        match framing {
+            Framing::Length(n) => self.skip(n, out).await,
+            Framing::Chunked => self.skip_chunked(out).await,
+            Framing::UntilClose => self.skip_to_close(out).await,
+        }
+    }
+
+    /// Consume everything until the server closes the connection.
+    async fn skip_to_close(&mut self, mut out: Option<&mut Vec<u8>>) -> io::Result<u64> {
+        let mut total = 0;
+        loop {
+            let have = &self.rbuf[self.start..self.end];
+            if let Some(o) = out.as_deref_mut() {
+                o.extend_from_slice(have);
+            }
+            total += have.len() as u64;
+            self.start = self.end;
+            match self.fill(false).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    self.stream = None;
+                    return Ok(total);
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Consume `n` body bytes, appending them to `out` if given.
@@ -497,37 +517,6 @@ impl Conn {
             self.skip(2, None).await?;
             total += size;
         }
-    }
-}
-
-struct BodyKind {
-    /// `None`: chunked.
-    len: Option<u64>,
-    close: bool,
-}
-
-impl BodyKind {
-    fn of(status: u16, headers: &[httparse::Header]) -> BodyKind {
-        let mut len = Some(0);
-        let mut close = false;
-        let no_body = status == 204 || status == 304 || (100..200).contains(&status);
-        for h in headers {
-            if h.name.eq_ignore_ascii_case("content-length") && !no_body {
-                len = std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok());
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding")
-                && h.value.eq_ignore_ascii_case(b"chunked")
-                && !no_body
-            {
-                len = None;
-            } else if h.name.eq_ignore_ascii_case("connection")
-                && h.value.eq_ignore_ascii_case(b"close")
-            {
-                close = true;
-            }
-        }
-        BodyKind { len, close }
     }
 }
 

@@ -4,7 +4,10 @@
 //! credentials, timeouts, the default `ack`/`from`) and calls
 //! [`Client::put`], [`Client::get`], [`Client::delete`] and
 //! [`Client::range`] (`ops`, `builder`); scripts use the same from
-//! [`blocking::Client`] (`blocking`). Underneath, and for the lab's load: the client
+//! [`blocking::Client`] (`blocking`); operator tools, scrapes and
+//! downloads send one control request at a time through the blocking
+//! exchange (`control`). Both faces, async and blocking, decode answers
+//! with one decoder (`answer`). Underneath, and for the lab's load: the client
 //! learns the members from the nodes' cluster views (`members`) and keeps
 //! them current; each task sends through a `Session` (`session`), which
 //! holds its connections (`conn`, over `stream`) and, for each request:
@@ -34,10 +37,12 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctest;
 
+pub mod answer;
 pub mod blocking;
 pub mod budget;
 mod builder;
 pub mod conn;
+pub mod control;
 pub mod health;
 pub mod hedge;
 pub mod ids;

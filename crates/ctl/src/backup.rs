@@ -17,8 +17,8 @@ use strata_api::routes;
 
 use serde::{Deserialize, Serialize};
 
-use crate::http;
 use crate::status::{fetch, same};
+use strata_client::control;
 
 /// How long a node may be silent while it answers one request.
 const IDLE: Duration = Duration::from_secs(120);
@@ -77,11 +77,11 @@ pub fn node_dir(dir: &Path, url: &str) -> PathBuf {
 /// Back up the node at `url` into `node_dir(dir, url)`.
 pub fn backup_one(url: &str, dir: &Path) -> Result<(PathBuf, Manifest), String> {
     let base = url.trim_end_matches('/');
-    let t: Taken = http::json("POST", base, routes::BACKUP, 201, IDLE)?;
+    let t: Taken = control::json("POST", base, routes::BACKUP, 201, IDLE)?;
     let out = node_dir(dir, base);
     let got = download_all(base, &t, &out);
     // The node's checkpoint goes whether or not the download worked.
-    let _ = http::request(
+    let _ = control::request(
         "DELETE",
         base,
         &format!("{}/{}", routes::BACKUP, t.id),
@@ -113,7 +113,7 @@ fn download_all(base: &str, t: &Taken, out: &Path) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     for f in &t.files {
         let to = out.join(&f.name);
-        let n = http::download(
+        let n = control::download(
             base,
             &format!("{}/{}/{}", routes::BACKUP, t.id, f.name),
             &to,

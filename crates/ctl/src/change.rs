@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 use strata_api::routes;
 
-use crate::http;
 use crate::status::{aligned, bytes as size};
+use strata_client::control;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChangeArgs {
@@ -37,7 +37,7 @@ pub use strata_api::view::Layout;
 pub use strata_api::operate::{Change, ClusterView as View, Started, Stream};
 
 pub fn view(url: &str) -> Result<View, String> {
-    http::json("GET", url, routes::CLUSTER, 200, Duration::from_secs(5))
+    control::json("GET", url, routes::CLUSTER, 200, Duration::from_secs(5))
 }
 
 /// Ask `url` to join (`join`) or leave; returns the target layout.
@@ -47,7 +47,7 @@ pub fn start(url: &str, join: bool) -> Result<Layout, String> {
     } else {
         routes::CLUSTER_LEAVE
     };
-    let s: Started = http::json("POST", url, path, 202, Duration::from_secs(30))?;
+    let s: Started = control::json("POST", url, path, 202, Duration::from_secs(30))?;
     Ok(s.target)
 }
 
@@ -55,7 +55,7 @@ pub fn start(url: &str, join: bool) -> Result<Layout, String> {
 pub fn start_removal(via: &str, gone: &str) -> Result<Layout, String> {
     let mut path = format!("{}?node=", routes::CLUSTER_LEAVE);
     strata_api::query::encode_into(&mut path, gone);
-    let s: Started = http::json("POST", via, &path, 202, Duration::from_secs(30))?;
+    let s: Started = control::json("POST", via, &path, 202, Duration::from_secs(30))?;
     Ok(s.target)
 }
 

@@ -3,9 +3,9 @@
 //! leaving and the change followed to its end (`change`), anti-entropy on
 //! demand (`repair`), a consistent backup of every node downloaded and a
 //! data directory restored from one (`backup`), bearer tokens made
-//! for a tokens file (`token`) and cluster secrets (`secret`); the blocking HTTP exchange they share
-//! (`http`, also the lab's for control requests) and byte counts for
-//! people (`units`).
+//! for a tokens file (`token`) and cluster secrets (`secret`). They speak
+//! to nodes through the client's blocking face (`strata_client::control`)
+//! and write byte counts as every command does (`strata_api::human`).
 //!
 //! Must not generate load or judge a run (the lab does), and must not
 //! depend on the node, the cluster or the engine: it speaks HTTP and reads
@@ -13,9 +13,7 @@
 
 pub mod backup;
 pub mod change;
-pub mod http;
 pub mod repair;
 pub mod secret;
 pub mod status;
 pub mod token;
-pub mod units;

@@ -8,8 +8,8 @@
 use std::time::Duration;
 use strata_api::routes;
 
-use crate::http;
 use crate::status::{aligned, bytes as size, fetch, same, short};
+use strata_client::control;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct RepairArgs {
@@ -30,7 +30,7 @@ pub use strata_api::operate::{Exchange, Repaired};
 
 /// Ask one node to repair now.
 pub fn repair_one(url: &str, timeout: Duration) -> Result<Repaired, String> {
-    http::json("POST", url, routes::CLUSTER_REPAIR, 200, timeout)
+    control::json("POST", url, routes::CLUSTER_REPAIR, 200, timeout)
 }
 
 /// Run `strata cluster repair`: the table; an error if any exchange

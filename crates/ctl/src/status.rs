@@ -10,9 +10,8 @@
 //! beyond showing what each node says.
 
 use std::time::Duration;
-use strata_api::routes;
 
-use crate::http;
+use strata_client::control;
 
 /// How long one node has to answer.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -68,13 +67,10 @@ pub fn observe(url: &str) -> Result<Vec<Observed>, String> {
 
 /// One node's view.
 pub fn fetch(url: &str) -> Result<ClusterView, String> {
-    http::json("GET", url, routes::CLUSTER, 200, TIMEOUT)
+    control::cluster_view(url, TIMEOUT)
 }
 
-/// The same URL, with or without a trailing `/`.
-pub fn same(a: &str, b: &str) -> bool {
-    a.trim_end_matches('/') == b.trim_end_matches('/')
-}
+pub use strata_client::control::same_url as same;
 
 /// The matrix: rows are observers (in the order of the members they
 /// name), columns the members in the first view's order (then any only
@@ -267,7 +263,7 @@ fn hints(h: &Hints) -> String {
     s
 }
 
-pub(crate) use crate::units::bytes;
+pub(crate) use strata_api::human::bytes;
 
 #[cfg(test)]
 mod tests {

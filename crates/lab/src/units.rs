@@ -17,7 +17,7 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     strata_api::duration::parse(s)
 }
 
-pub use strata_ctl::units::bytes;
+pub use strata_api::human::bytes;
 
 /// An integer with thousands separated by commas (the checker's own).
 pub use strata_check::group;

@@ -37,7 +37,6 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
                 "strata-api",
                 "strata-check",
                 "strata-client",
-                "strata-ctl",
                 "strata-tls",
                 "strata-sim",
             ][..],

@@ -10,7 +10,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use strata_ctl::http;
+use strata_client::control;
 use strata_ctl::status;
 use strata_lab::nemesis::local::{ClusterOptions, LocalCluster};
 
@@ -19,7 +19,7 @@ fn strata() -> Command {
 }
 
 fn status_code(url: &str) -> Result<u16, String> {
-    http::get(url, "/v0/status", Duration::from_secs(2)).map(|r| r.status)
+    control::get(url, "/v0/status", Duration::from_secs(2)).map(|r| r.status)
 }
 
 /// The states `url` holds for every member, `self` for itself.

@@ -21,7 +21,7 @@ use super::fault::{wait_level, Backlog, Fault, Plan};
 use super::local::{ClusterOptions, LocalCluster};
 use crate::check::linear::{self, LinReport};
 use crate::check::{self, BetweenPhases, History, KeyRole, Kind, Outcome, Quorum, Report};
-use strata_ctl::http;
+use strata_client::control;
 
 /// One checked run under one fault.
 #[derive(Clone, Debug)]
@@ -386,7 +386,7 @@ fn own_range(
         "{}?start=set%2F{run}%2F{client}%2F&end=set%2F{run}%2F{client}0",
         routes::ENTITIES
     );
-    let r = http::get(url, &path, Duration::from_secs(30))?;
+    let r = control::get(url, &path, Duration::from_secs(30))?;
     if r.status != 200 {
         return Err(format!("{url}{path}: {}", r.status));
     }

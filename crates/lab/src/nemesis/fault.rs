@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::local::{ClusterOptions, LocalCluster};
 use super::netns::Cut;
-use strata_ctl::status;
+use strata_client::control;
 
 /// What goes wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -225,13 +225,13 @@ impl Backlog {
     pub fn of(urls: &[String], adv: &[String], i: usize) -> Result<Backlog, String> {
         let mut b = Backlog::default();
         for (j, u) in urls.iter().enumerate() {
-            let v = status::fetch(u)?;
+            let v = control::cluster_view(u, Duration::from_secs(2))?;
             for m in v.head.members.iter().filter(|m| !m.is_self) {
                 b.total += m.hints.count;
                 b.dropped += m.hints.dropped;
                 if j == i {
                     b.held += m.hints.count;
-                } else if status::same(&m.url, &adv[i]) {
+                } else if control::same_url(&m.url, &adv[i]) {
                     b.toward += m.hints.count;
                 }
             }

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use plotters::prelude::*;
 
 use super::charts::NODES;
-use strata_ctl::http;
+use strata_client::control;
 
 /// The dashboard shipped in `deploy/grafana/`, as built into the binary.
 pub const SHIPPED: &str = include_str!("../../../../deploy/grafana/strata.json");
@@ -89,7 +89,7 @@ pub fn fetch(
             strata_api::query::encode_into(&mut path, expr);
             path.push_str(&format!("&start={start:.3}&end={end:.3}&step={step}"));
             let v: serde_json::Value =
-                http::json("GET", prometheus, &path, 200, Duration::from_secs(30))?;
+                control::json("GET", prometheus, &path, 200, Duration::from_secs(30))?;
             for r in v["data"]["result"].as_array().into_iter().flatten() {
                 series.push(Series {
                     name: legend_of(legend, &r["metric"]),

@@ -176,7 +176,7 @@ pub fn load(what: &str, save: Option<&Path>) -> Result<Profile, String> {
             Path::to_path_buf,
         );
         let _ = std::fs::remove_file(&to);
-        strata_ctl::http::download(
+        strata_client::control::download(
             what.trim_end_matches('/'),
             routes::HEAP_PROFILE,
             &to,

@@ -143,7 +143,7 @@ pub fn refusal(status: u16, body: &[u8]) -> Option<String> {
 
 /// GET `path` from `target` (connection closed after), the body.
 pub fn http_get(target: &Target, path: &str, timeout: Duration) -> Result<String, String> {
-    let r = strata_ctl::http::request_to("GET", target, path, timeout)?;
+    let r = strata_client::control::request_to("GET", target, path, timeout)?;
     if r.status != 200 {
         return Err(format!("{path}: status {}", r.status));
     }
@@ -392,7 +392,8 @@ fn scrape_loop(
     let mut tick = 0u64;
     while !stop.load(Ordering::Acquire) {
         let now = Instant::now();
-        let answer = strata_ctl::http::request_to("GET", node, routes::METRICS, SCRAPE_TIMEOUT);
+        let answer =
+            strata_client::control::request_to("GET", node, routes::METRICS, SCRAPE_TIMEOUT);
         if let Some(why) = answer
             .as_ref()
             .ok()

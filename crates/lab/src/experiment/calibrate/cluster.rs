@@ -195,7 +195,10 @@ pub fn run(
     // Replication as the nodes are configured (requests carry no ack or
     // from, so they get the node's default: from = replication, ack =
     // from / 2 + 1).
-    let (from, members) = match strata_ctl::status::fetch(&nodes.urls[0]) {
+    let (from, members) = match strata_client::control::cluster_view(
+        &nodes.urls[0],
+        std::time::Duration::from_secs(2),
+    ) {
         Ok(v) => (v.head.replication as u32, v.head.members.len() as u32),
         Err(e) => {
             on_line(&format!(

@@ -28,7 +28,7 @@ use strata_api::routes;
 
 use super::netns::{Cut, NetLab};
 use super::proxy::{Fault, FaultProxy, LinkStats};
-use strata_ctl::http;
+use strata_client::control;
 
 /// How a local cluster is started.
 #[derive(Clone, Debug)]
@@ -504,7 +504,7 @@ impl LocalCluster {
     pub fn jump_clock(&self, i: usize, ms: i64) -> Result<(), String> {
         let url = &self.nodes[i].url;
         let path = format!("{}?jump_ms={ms}", routes::CLOCK);
-        let r = http::request("POST", url, &path, Duration::from_secs(10))?;
+        let r = control::request("POST", url, &path, Duration::from_secs(10))?;
         if r.status != 200 {
             return Err(format!(
                 "{url}{path} answered {}: {}",
@@ -659,7 +659,7 @@ impl LocalCluster {
                     tail(&self.nodes[i].log, 20)
                 ));
             }
-            let last = match http::get(&url, routes::STATUS, Duration::from_secs(1)) {
+            let last = match control::get(&url, routes::STATUS, Duration::from_secs(1)) {
                 Ok(r) if r.status == 200 => return Ok(()),
                 Ok(r) => format!("status {}", r.status),
                 Err(e) => e,

@@ -1,5 +1,6 @@
-//! Numbers for people in the operator commands' output. Owns their
-//! wording; must not parse anything.
+//! Numbers for people, as every command's output writes them (the
+//! operator commands, the lab's reports). Owns their wording; must not
+//! parse anything.
 
 /// A byte count for people: B, KiB or MiB, one decimal.
 pub fn bytes(b: u64) -> String {
