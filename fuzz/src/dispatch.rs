@@ -46,7 +46,7 @@ pub fn run(target: &str, dir: &Path, data: &[u8]) {
         }
         "scenario_toml" => {
             if let Some(t) = text {
-                let _ = strata_sim::scenario::Scenario::from_toml(t);
+                let _ = strata_sim::scenario::Config::from_toml(t);
             }
         }
         // The node's own part of the request path: the first bytes it

@@ -2,14 +2,11 @@
 //! which the simulated request lifetime meets latency bounds (p99 ≤ 10 ms,
 //! ...), the error share stays within a budget and enough of the offered
 //! rate is answered: the caller passes the test `strata sweep` applies to
-//! a real node, so the two figures compare directly. Owns the search over
-//! rates in virtual time; must not build scenarios (calibrate does) nor
-//! print.
-
-use std::path::Path;
-
-use crate::model::{Run, Sim};
-use crate::scenario::{Clients, Scenario};
+//! a real node, so the two figures compare directly. Owns the objective,
+//! the judging of one run's counts and the search over rates, for either
+//! configuration of the model; must not run a model (each configuration's
+//! `breaking_point` runs its own: `report::node`, `report::cluster`),
+//! build scenarios (calibrate does) nor print.
 
 /// A latency bound on the request lifetime: `quantile` (0.99 for p99, 1.0
 /// for max) at most `limit_ns`.
@@ -52,17 +49,6 @@ pub struct Prediction {
     /// tried).
     pub breaking_point: Option<f64>,
     pub trials: Vec<Trial>,
-}
-
-fn with_rate(sc: &Scenario, rate: f64) -> Result<Scenario, String> {
-    let mut s = sc.clone();
-    match &mut s.clients {
-        Clients::Open { rate: r, .. } => *r = rate,
-        Clients::Closed { .. } => {
-            return Err("the breaking point is searched with open-loop clients".into())
-        }
-    }
-    Ok(s)
 }
 
 /// What a run measured, as a trial needs it (the single-node pipeline's
@@ -108,22 +94,6 @@ pub fn judge_counts(c: &Counts, rate: f64, obj: &Objective) -> Trial {
         error_share,
         met,
     }
-}
-
-fn judge(run: &Run, rate: f64, obj: &Objective) -> Trial {
-    let p = &run.probes;
-    let c = Counts {
-        window_ns: run.window_ns,
-        arrived: p.request_start + p.arrivals_dropped,
-        done: p.request_done,
-        failed: p.request_refused
-            + p.request_timeout
-            + p.request_failed
-            + p.persist_failed
-            + p.arrivals_dropped,
-        lifetime: &run.lifetime.hist,
-    };
-    judge_counts(&c, rate, obj)
 }
 
 /// The search itself, over any model: `run_at(rate)` runs it and judges
@@ -176,88 +146,4 @@ pub fn search(
         lo = Some(l);
     }
     Ok((lo, trials))
-}
-
-/// Search the open-loop rate of `sc` for the highest that meets `obj`:
-/// first the capacity the analysis names, then bisection between a
-/// passing and a failing rate until they are within `precision` (a
-/// fraction) of each other.
-pub fn breaking_point(
-    sc: &Scenario,
-    base: &Path,
-    seed: u64,
-    obj: &Objective,
-    precision: f64,
-) -> Result<Prediction, String> {
-    let (_, a) = crate::analysis::simulate(sc, base, seed).map_err(|e| e.to_string())?;
-    let capacity = a.capacity;
-    if !capacity.is_finite() || capacity <= 0.0 {
-        return Err("the scenario names no finite capacity to search below".into());
-    }
-    let (lo, trials) = search(capacity, precision, &mut |rate| {
-        let run = Sim::new(&with_rate(sc, rate)?, base, seed)?.run();
-        Ok(judge(&run, rate, obj))
-    })?;
-    Ok(Prediction {
-        capacity,
-        capacity_text: a.capacity_text,
-        bottleneck: a.bottleneck,
-        breaking_point: lo,
-        trials,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An M/D/1 server of 100 µs: capacity 10,000 req/s. With a bound far
-    /// above any wait the breaking point is the capacity's neighbourhood;
-    /// with a tight bound it is lower.
-    #[test]
-    fn tighter_bounds_break_earlier() {
-        let sc: Scenario = toml::from_str(
-            r#"
-name = "md1"
-duration = "20s"
-warmup = "1s"
-[clients]
-mode = "open"
-rate = 5000.0
-arrivals = "poisson"
-[[stages]]
-kind = "workers"
-name = "cpu"
-servers = 1
-service = { dist = "constant", value = "100us" }
-"#,
-        )
-        .unwrap();
-        let loose = Objective {
-            bounds: vec![Bound {
-                quantile: 0.99,
-                limit_ns: 1_000_000_000,
-            }],
-            max_errors: 0.001,
-            min_achieved: 0.95,
-        };
-        let p = breaking_point(&sc, Path::new("."), 1, &loose, 0.02).unwrap();
-        let b = p.breaking_point.unwrap();
-        assert!((p.capacity - 10_000.0).abs() < 1.0, "{}", p.capacity);
-        assert!((9_000.0..=10_300.0).contains(&b), "{b}");
-        // p99 ≤ 1 ms: M/D/1 waits reach that near 90-95% utilisation.
-        let tight = Objective {
-            bounds: vec![Bound {
-                quantile: 0.99,
-                limit_ns: 1_000_000,
-            }],
-            max_errors: 0.001,
-            min_achieved: 0.95,
-        };
-        let t = breaking_point(&sc, Path::new("."), 1, &tight, 0.02)
-            .unwrap()
-            .breaking_point
-            .unwrap();
-        assert!(t < b && t > 5_000.0, "tight {t}, loose {b}");
-    }
 }

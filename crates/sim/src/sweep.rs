@@ -9,10 +9,10 @@ use std::path::Path;
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::analysis::analyse;
-use crate::model::Sim;
+use crate::model::node::Sim;
+use crate::report::node::analyse;
 use crate::report::LatencySummary;
-use crate::scenario::Scenario;
+use crate::scenario::node::Scenario;
 use crate::units::{human_ns, rate};
 
 #[derive(Clone, Debug, Serialize)]

@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::des::{same_gen, Ev};
 use crate::dist::Sampler;
 use crate::rng::SimRng;
-use crate::scenario::Timer;
+use crate::scenario::node::Timer;
 
 /// The random stream of wake-up draws (apart from the stages' and the
 /// clients', so that adding a timer does not reshuffle theirs).
@@ -224,7 +224,7 @@ fn slot_start(elapsed: u64, when: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Slack;
+    use crate::scenario::node::Slack;
     use crate::units::Dur;
 
     const MS: u64 = 1_000_000;

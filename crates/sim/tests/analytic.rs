@@ -221,7 +221,7 @@ fn deterministic_for_a_seed() {
         .unwrap();
     let text = |seed| {
         let (run, a) = simulate(&sc, &base, seed).unwrap();
-        strata_sim::report::text(&run, &a, false)
+        strata_sim::report::node::text::text(&run, &a, false)
     };
     assert_eq!(text(1), text(1));
     assert_ne!(text(1), text(2));

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use strata_sim::dist::DistSpec;
-use strata_sim::scenario::{Clients, Stage};
+use strata_sim::scenario::node::Stage;
+use strata_sim::scenario::Clients;
 use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions, Scenario};
 
 fn sample() -> String {

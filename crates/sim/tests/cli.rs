@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use strata_sim::{run_scenario, scenario_from_args, SimArgs};
+use strata_sim::{config_from_args, run_config, SimArgs};
 
 fn scenarios() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
@@ -16,9 +16,9 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn run(args: &SimArgs) -> Result<String, String> {
-    let (sc, base) = scenario_from_args(args, None).map_err(|e| e.to_string())?;
+    let (config, base) = config_from_args(args, None).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    run_scenario(&sc, &base, args, &mut out).map_err(|e| e.to_string())?;
+    run_config(&config, &base, args, &mut out).map_err(|e| e.to_string())?;
     Ok(String::from_utf8(out).unwrap())
 }
 
@@ -157,4 +157,24 @@ fn bad_arguments() {
     })
     .unwrap_err();
     assert!(e.contains("PARAM=V1,V2"), "{e}");
+}
+
+#[test]
+fn one_entry_runs_either_configuration() {
+    // A cluster scenario through the same door as a node's.
+    let out = run(&SimArgs {
+        scenario: Some(scenarios().join("strata-cluster.toml")),
+        duration: Some(strata_sim::Dur::parse("1s").unwrap()),
+        no_what_if: true,
+        out: PathBuf::from("."),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(out.contains("nodes"), "{out}");
+    // A node's scenario cannot be sized for a rate: that is a cluster's
+    // question.
+    let mut args = seed_args();
+    args.sizing.size_for = Some(1000.0);
+    let e = run(&args).unwrap_err();
+    assert!(e.contains("--size-for needs a cluster scenario"), "{e}");
 }

@@ -7,12 +7,13 @@
 
 use std::path::{Path, PathBuf};
 
-use strata_sim::cli::cluster::run_cli;
-use strata_sim::cluster::{simulate, ClusterRun, ClusterScenario};
-use strata_sim::cluster_calibrate::{
+use strata_sim::calibrate::cluster::{
     role_split, scenario_from_cluster_metrics, ClusterCalibrateOptions, NodeScrape, RoleCosts,
 };
-use strata_sim::cluster_report::{analyse, breaking_point, objective, what_if_cases};
+use strata_sim::cli::cluster::run_cli;
+use strata_sim::model::cluster::{simulate, ClusterRun};
+use strata_sim::report::cluster::{analyse, breaking_point, objective, what_if_cases};
+use strata_sim::scenario::cluster::ClusterScenario;
 
 fn scenario(text: &str, sets: &[(&str, &str)]) -> ClusterScenario {
     let s = ClusterScenario::from_toml(text).unwrap();
@@ -434,7 +435,7 @@ fn size_for_answers_with_the_fewest_nodes_of_the_named_size() {
     let sc = scenario(CPU_BOUND, &[("duration", "1s"), ("warmup", "200ms")]);
     let sized = |cores: u32| {
         let args = strata_sim::SimArgs {
-            sizing: strata_sim::cluster_report::SizingArgs {
+            sizing: strata_sim::report::cluster::SizingArgs {
                 size_for: Some(50_000.0),
                 node_cores: Some(cores),
                 max_nodes: 16,
@@ -455,7 +456,7 @@ fn size_for_answers_with_the_fewest_nodes_of_the_named_size() {
     assert_eq!(big, 3, "{v}");
     // A node scenario has no node count to size.
     let args = strata_sim::SimArgs {
-        sizing: strata_sim::cluster_report::SizingArgs {
+        sizing: strata_sim::report::cluster::SizingArgs {
             size_for: Some(1000.0),
             ..Default::default()
         },

@@ -22,7 +22,7 @@ fn golden_reports() {
     for input in inputs {
         let (sc, base) = Scenario::load(&input).unwrap();
         let (run, a) = simulate(&sc, &base, sc.seed).unwrap();
-        let got = strata_sim::report::text(&run, &a, false);
+        let got = strata_sim::report::node::text::text(&run, &a, false);
         let out = input.with_extension("out");
         if update {
             std::fs::write(&out, &got).unwrap();

@@ -7,10 +7,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cluster::{simulate, ClusterRun, ClusterScenario};
+use crate::model::cluster::{simulate, ClusterRun};
+use crate::scenario::cluster::ClusterScenario;
 use crate::scenario::Clients;
 
-use crate::cluster_report::*;
+use crate::report::cluster::*;
 
 /// `--json`'s object for one run and its what-ifs.
 #[derive(Serialize)]

@@ -10,12 +10,17 @@ pub mod cluster;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::analysis::analyse;
-use crate::calibrate::{scenario_from_metrics, CalibrateOptions, CalibrationError};
-use crate::model::Sim;
-use crate::scenario::{self, Scenario};
+use crate::calibrate::node::{scenario_from_metrics, CalibrateOptions};
+use crate::calibrate::CalibrationError;
+use crate::model::node::Sim;
+use crate::report::cluster as cluster_report;
+use crate::report::node::analyse;
+use crate::report::node::text as report;
+use crate::scenario;
+use crate::scenario::node::Scenario;
+use crate::scenario::Config;
+use crate::sweep;
 use crate::units::{self, Dur};
-use crate::{cluster_report, report, sweep};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -149,20 +154,21 @@ impl SimArgs {
 /// this crate speaks no HTTP).
 pub type FetchMetrics<'a> = &'a dyn Fn(&str) -> Result<String, String>;
 
-/// The scenario named by the arguments (a file, `--from-metrics`, or
-/// `--from-node` through `fetch`), and the directory its relative paths
-/// start from.
-pub fn scenario_from_args(
+/// The scenario the arguments name, in the configuration it has: a file
+/// (a node's, or a cluster's when it has a `[cluster]` table), or a node
+/// calibrated from `--from-metrics`, `--from-report`, or `--from-node`
+/// through `fetch`; and the directory its relative paths start from.
+pub fn config_from_args(
     args: &SimArgs,
     fetch: Option<FetchMetrics>,
-) -> Result<(Scenario, PathBuf), SimError> {
+) -> Result<(Config, PathBuf), SimError> {
     if let Some(url) = &args.from_node {
         let fetch = fetch.ok_or_else(|| {
             SimError::Scenario("--from-node: no HTTP client in this program".into())
         })?;
         let text = fetch(url).map_err(|e| SimError::Scenario(format!("{url}: {e}")))?;
         let s = scenario_from_metrics(&text, &args.calibrate_options()?)?;
-        return Ok((s, PathBuf::from(".")));
+        return Ok((Config::Node(Box::new(s)), PathBuf::from(".")));
     }
     if args.baseline.is_some() && args.from_metrics.is_none() && args.from_node.is_none() {
         return Err(SimError::Scenario(
@@ -177,48 +183,39 @@ pub fn scenario_from_args(
     if let Some(p) = &metrics {
         let text = std::fs::read_to_string(p).map_err(io_err(p))?;
         let s = scenario_from_metrics(&text, &args.calibrate_options()?)?;
-        return Ok((s, PathBuf::from(".")));
+        return Ok((Config::Node(Box::new(s)), PathBuf::from(".")));
     }
     let p = args.scenario.as_ref().ok_or_else(|| {
         SimError::Scenario("no scenario: give SCENARIO.toml or --from-metrics FILE".into())
     })?;
-    Scenario::load(p).map_err(SimError::Scenario)
+    Config::load(p).map_err(SimError::Scenario)
 }
 
 /// `strata sim`: build the scenario, run it, print to stdout. `fetch`
 /// reads a node's metrics for `--from-node`.
 pub fn run(args: &SimArgs, fetch: Option<FetchMetrics>) -> Result<(), SimError> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if let Some((sc, base)) = cluster_from_args(args)? {
-        return cluster::run_cli(&sc, &base, args, &mut out);
-    }
-    if args.sizing.size_for.is_some() {
-        return Err(SimError::Scenario(
+    let (config, base) = config_from_args(args, fetch)?;
+    run_config(&config, &base, args, &mut std::io::stdout().lock())
+}
+
+/// Run a scenario in either configuration as the arguments say, writing
+/// the output to `out`: a node's (`run_scenario`) or a cluster's, with
+/// its what-ifs (`cluster::run_cli`).
+pub fn run_config(
+    config: &Config,
+    base: &Path,
+    args: &SimArgs,
+    out: &mut dyn Write,
+) -> Result<(), SimError> {
+    match config {
+        Config::Cluster(sc) => cluster::run_cli(sc, base, args, out),
+        Config::Node(_) if args.sizing.size_for.is_some() => Err(SimError::Scenario(
             "--size-for needs a cluster scenario (a [cluster] table): `strata calibrate` with \
              every node's URL writes one, or see scenarios/cluster-*.toml"
                 .into(),
-        ));
+        )),
+        Config::Node(sc) => run_scenario(sc, base, args, out),
     }
-    let (sc, base) = scenario_from_args(args, fetch)?;
-    run_scenario(&sc, &base, args, &mut out)
-}
-
-/// The cluster scenario the arguments name, if the scenario file is one
-/// (it has a `[cluster]` table).
-pub fn cluster_from_args(
-    args: &SimArgs,
-) -> Result<Option<(crate::cluster::ClusterScenario, PathBuf)>, SimError> {
-    let Some(p) = &args.scenario else {
-        return Ok(None);
-    };
-    let text = std::fs::read_to_string(p).map_err(io_err(p))?;
-    if !crate::cluster::is_cluster_text(&text) {
-        return Ok(None);
-    }
-    crate::cluster::ClusterScenario::load(p)
-        .map(Some)
-        .map_err(SimError::Scenario)
 }
 
 /// The overrides the arguments ask for, in order: --duration, --warmup,

@@ -33,15 +33,16 @@
 use std::path::Path;
 
 use serde::Serialize;
-use strata_sim::cluster::{simulate, SloSpec};
-use strata_sim::cluster_calibrate::{
+use strata_sim::calibrate::cluster::{
     fit_sleeps, parks_point, role_split, scenario_from_cluster_metrics, AtLimit,
     ClusterCalibrateOptions, NodeScrape, RoleCosts,
 };
-use strata_sim::cluster_report::{
+use strata_sim::dist::DistSpec;
+use strata_sim::model::cluster::simulate;
+use strata_sim::report::cluster::{
     analyse, at_rate, breaking_point, size_for, sizing_lines, what_ifs, Sizing, WhatIf,
 };
-use strata_sim::dist::DistSpec;
+use strata_sim::scenario::cluster::SloSpec;
 use strata_sim::units::human_ns;
 use strata_sim::units::Dur;
 
@@ -540,7 +541,7 @@ pub fn run(
             one_host,
             role_step,
             value_step,
-            load: strata_sim::cluster_report::describe_load(&sc),
+            load: strata_sim::report::cluster::describe_load(&sc),
             what_if,
             sizing,
         }),
@@ -552,10 +553,10 @@ pub fn run(
 
 /// The what-if lines of a cluster's calibration.
 pub fn what_if_lines(c: &ClusterCalibration, slo: &str) -> Vec<String> {
-    let mut v = vec![strata_sim::cluster_report::what_if_header(slo, &c.load)];
+    let mut v = vec![strata_sim::report::cluster::what_if_header(slo, &c.load)];
     let base = c.what_if.first().and_then(|w| w.breaking_point);
     for w in &c.what_if {
-        v.push(strata_sim::cluster_report::what_if_line(w, base));
+        v.push(strata_sim::report::cluster::what_if_line(w, base));
     }
     if let Some(z) = &c.sizing {
         v.push(String::new());

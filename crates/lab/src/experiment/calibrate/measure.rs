@@ -4,7 +4,7 @@
 //! Used by the cluster's climb and role step (`cluster`) and the value
 //! steps (`value`). Owns the measuring; must not model or judge anything.
 
-use strata_sim::cluster_calibrate::NodeScrape;
+use strata_sim::calibrate::cluster::NodeScrape;
 
 use super::CalibrateArgs;
 use crate::experiment::trial::Progress;

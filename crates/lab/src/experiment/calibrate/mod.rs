@@ -28,7 +28,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use strata_sim::predict::{breaking_point, Bound, Objective, Prediction};
+use strata_sim::predict::{Bound, Objective, Prediction};
+use strata_sim::report::node::breaking_point;
 use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
 
 use crate::experiment::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
@@ -64,7 +65,7 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub cores: Option<u32>,
     #[command(flatten)]
-    pub sizing: strata_sim::cluster_report::SizingArgs,
+    pub sizing: strata_sim::report::cluster::SizingArgs,
 }
 
 /// A first step the generator cannot send is tried again at half its
@@ -92,7 +93,7 @@ pub struct Step {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator_cpu_cores: Option<f64>,
     /// A cluster: the nodes' runtime parks per request, and the
-    /// generator's sleeps per request (see `cluster_calibrate::fit_sleeps`).
+    /// generator's sleeps per request (see `calibrate::cluster::fit_sleeps`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parks_per_request: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

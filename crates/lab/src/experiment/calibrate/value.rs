@@ -1,16 +1,16 @@
 //! The value step pair: what a write's value size costs, for the
 //! simulator's "with larger values" what-if. Two loads at one rate, through
 //! every node, that differ only in the writes' value size (the workload's
-//! `--value-size`, then `value_calibrate::bigger` of it); the simulator fits
+//! `--value-size`, then `calibrate::value::bigger` of it); the simulator fits
 //! the CPU per KiB and the WAL's time per KiB from their metrics
-//! (`strata_sim::value_calibrate`). Runs only for the built-ins whose
+//! (`strata_sim::calibrate::value`). Runs only for the built-ins whose
 //! writes take `--value-size` (`put`, `mixed`).
 //!
 //! Owns those two steps; must not fit anything itself.
 
 use serde::Serialize;
-use strata_sim::cluster::ValueSpec;
-use strata_sim::value_calibrate::{bigger, fit, totals, StepTotals};
+use strata_sim::calibrate::value::{bigger, fit, totals, StepTotals};
+use strata_sim::scenario::cluster::ValueSpec;
 
 use super::measure::measure;
 use super::CalibrateArgs;

@@ -5,13 +5,22 @@
 //! offered load against it; and the warnings a user must not miss (a store
 //! pushed past its limit, queues that never stopped growing). Owns the
 //! arithmetic; must not format text beyond the one-line statements it
-//! returns, nor run the model.
+//! returns (that is `text`), nor run the model.
+//!
+//! Here: the analysis; `breaking` the breaking point, `text` the text and
+//! JSON reports.
 
 use serde::Serialize;
 
-use crate::model::{Run, StageInfo};
-use crate::scenario::{Clients, Only};
+use crate::model::node::{Run, StageInfo};
+use crate::scenario::node::Only;
+use crate::scenario::Clients;
 use crate::units::{grouped, human_ns, rate, sig};
+
+mod breaking;
+pub mod text;
+
+pub use breaking::breaking_point;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct StageView {
@@ -528,11 +537,11 @@ fn capacity_of(stages: &[StageView], name: &str) -> String {
 
 /// Run a scenario once and analyse it: the library call behind `run`.
 pub fn simulate(
-    sc: &crate::scenario::Scenario,
+    sc: &crate::scenario::node::Scenario,
     base: &std::path::Path,
     seed: u64,
-) -> Result<(crate::model::Run, Analysis), String> {
-    let run = crate::model::Sim::new(sc, base, seed)?.run();
+) -> Result<(Run, Analysis), String> {
+    let run = crate::model::node::Sim::new(sc, base, seed)?.run();
     let a = analyse(&run);
     Ok((run, a))
 }

@@ -6,14 +6,17 @@
 //! utilisation and queues, Little's law, the bottleneck and the capacity in
 //! numbers, warnings, and the simulator's own speed. `--json` gives the same
 //! content as one object. Owns layout only; must not compute beyond
-//! percentiles (that is `analysis`).
+//! percentiles (that is `report::node`).
 
 use serde::Serialize;
 use std::fmt::Write as _;
 
-use crate::analysis::Analysis;
-use crate::model::{Latency, Probes, Run};
+use crate::model::node::{Probes, Run};
+use crate::model::Latency;
+use crate::report::LatencySummary;
 use crate::scenario::{Clients, Start};
+
+use super::Analysis;
 use crate::units::{grouped, human_ns, rate, sig};
 
 /// One line of a DTrace `printa` of a scalar aggregation.
@@ -48,47 +51,6 @@ pub fn quantize(pow2: &[u64; 65]) -> String {
         );
     }
     out
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct LatencySummary {
-    pub count: u64,
-    pub mean_ns: f64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub sd_ns: f64,
-    /// Power-of-two buckets: (lowest value of the bucket, count), non-zero only.
-    pub quantize: Vec<(u64, u64)>,
-}
-
-impl LatencySummary {
-    pub fn of(l: &Latency) -> LatencySummary {
-        let h = &l.hist;
-        let n = h.len();
-        let q = |x: f64| if n == 0 { 0 } else { h.value_at_quantile(x) };
-        LatencySummary {
-            count: n,
-            mean_ns: l.mean(),
-            min_ns: if n == 0 { 0 } else { h.min() },
-            max_ns: if n == 0 { 0 } else { h.max() },
-            p50_ns: q(0.5),
-            p90_ns: q(0.9),
-            p99_ns: q(0.99),
-            p999_ns: q(0.999),
-            sd_ns: if n == 0 { 0.0 } else { h.stdev() },
-            quantize: l
-                .pow2
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| c > 0)
-                .map(|(k, &c)| (if k == 0 { 0 } else { 1u64 << (k - 1) }, c))
-                .collect(),
-        }
-    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -195,7 +157,7 @@ pub fn describe_clients(run: &Run) -> String {
 }
 
 /// The runtime's timer in one line.
-pub fn describe_timer(t: &crate::scenario::Timer) -> String {
+pub fn describe_timer(t: &crate::scenario::node::Timer) -> String {
     let mut s = format!("timer: {} ticks from the start", t.tick);
     if let Some(sl) = &t.slack {
         let pct = format!("{:.2}", sl.fraction * 100.0);
@@ -234,9 +196,9 @@ pub fn text(run: &Run, a: &Analysis, perf: bool) -> String {
     let _ = writeln!(o, "pipeline:");
     for inf in &run.info {
         let only = match inf.only {
-            crate::scenario::Only::All => "",
-            crate::scenario::Only::Reads => " (reads only)",
-            crate::scenario::Only::Writes => " (writes only)",
+            crate::scenario::node::Only::All => "",
+            crate::scenario::node::Only::Reads => " (reads only)",
+            crate::scenario::node::Only::Writes => " (writes only)",
         };
         let _ = writeln!(
             o,

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cluster::{simulate, ClusterRun, ClusterScenario, ROLES};
+use crate::model::cluster::{simulate, ClusterRun, ROLES};
+use crate::scenario::cluster::ClusterScenario;
 use crate::scenario::{Arrivals, Clients, Start};
 use crate::units::{grouped, human_ns, rate};
 

@@ -5,9 +5,10 @@
 //! costs that fall with the load (a runtime worker's wake-ups) are the
 //! same in both steps and cancel. Owns that fit; must not run load.
 
-use crate::calibrate::{names, CalibrationError};
-use crate::cluster::ValueSpec;
-use crate::cluster_calibrate::{node_delta, NodeScrape};
+use crate::scenario::cluster::ValueSpec;
+
+use super::cluster::{node_delta, NodeScrape};
+use super::{names, CalibrationError};
 use crate::units::{human_ns, Dur};
 
 /// The value size the value step writes, for writes of `small` bytes:

@@ -1,4 +1,4 @@
-//! A scenario of a running Strata node, built from its `/metrics` text
+//! A node scenario of a running Strata node, built from its `/metrics` text
 //! (Prometheus or OpenMetrics): admission (FIFO, the node's max_in_service,
 //! max_waiting and max_wait), CPU workers (the cores the node can use,
 //! serving each request for process CPU seconds / requests), and the WAL's
@@ -9,91 +9,12 @@
 //! the mapping from metrics to stages; must not fetch anything over the
 //! network (the binary does) nor run the model.
 
-pub use strata_api::exposition::{parse_metrics, Hist, Metrics, ParseError, Sample};
-
 use crate::dist::DistSpec;
-use crate::scenario::{Arrivals, Clients, Policy, Scenario, Stage, WriteMode};
+use crate::scenario::node::{Policy, Scenario, Stage, WriteMode};
+use crate::scenario::{Arrivals, Clients};
 use crate::units::{human_ns, rate, Dur};
 
-/// The node's metric names this model reads from `/metrics`, as the
-/// contracts crate spells them (`strata_api::metrics`; the node's test
-/// checks that a real node serves every one): `READS`, histograms by their
-/// families in `HISTOGRAMS`, and those served only once a node has called
-/// a peer in `CLUSTER_ONLY`.
-pub mod names {
-    pub use strata_api::metrics::{
-        ADMISSION_LIMIT, ALLOWED_CPUS_STOLEN_SECONDS, CLUSTER_MEMBERS, COMMIT_GROUP, CPU_SECONDS,
-        FSYNC_DURATION, HISTOGRAMS, HTTP_DURATION_COUNT, HTTP_DURATION_SUM, HTTP_REQUESTS,
-        MAX_IN_SERVICE, MAX_WAITING, MAX_WAIT_SECONDS, PAUSE_LATENESS, PROCESS_CPUS, REPLICA_COUNT,
-        REPLICA_SUM, RUNTIME_BUSY, RUNTIME_PARKS, RUNTIME_WORKERS, SERVICE_DURATION,
-        WAL_WRITTEN_BYTES,
-    };
-    /// Every plain name above (histogram families excluded).
-    pub const READS: &[&str] = &[
-        HTTP_REQUESTS,
-        HTTP_DURATION_SUM,
-        HTTP_DURATION_COUNT,
-        RUNTIME_WORKERS,
-        RUNTIME_BUSY,
-        RUNTIME_PARKS,
-        PROCESS_CPUS,
-        ALLOWED_CPUS_STOLEN_SECONDS,
-        CLUSTER_MEMBERS,
-        MAX_IN_SERVICE,
-        MAX_WAITING,
-        MAX_WAIT_SECONDS,
-        ADMISSION_LIMIT,
-        REPLICA_SUM,
-        REPLICA_COUNT,
-    ];
-    /// Served only once a node has called a peer.
-    pub const CLUSTER_ONLY: &[&str] = &[REPLICA_COUNT, REPLICA_SUM];
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CalibrationError {
-    #[error("{0}")]
-    Parse(#[from] ParseError),
-    #[error("the metrics lack {0}: is this a Strata node's /metrics?")]
-    Missing(&'static str),
-    #[error("{0}")]
-    Invalid(String),
-}
-
-/// A histogram read from `/metrics` as the simulator's distribution.
-pub trait HistDist {
-    fn to_dist(&self) -> Option<DistSpec>;
-}
-
-impl HistDist for Hist {
-    /// As a `histogram` distribution: per-bucket counts, trailing empty
-    /// buckets dropped.
-    fn to_dist(&self) -> Option<DistSpec> {
-        let mut le = Vec::new();
-        let mut counts = Vec::new();
-        let mut prev = 0.0;
-        for &(bound, cum) in &self.buckets {
-            let c = (cum - prev).max(0.0).round() as u64;
-            prev = cum.max(prev);
-            le.push(bound);
-            counts.push(c);
-        }
-        while counts.last() == Some(&0) {
-            counts.pop();
-            le.pop();
-        }
-        if counts.iter().sum::<u64>() == 0 {
-            return None;
-        }
-        Some(DistSpec::Histogram {
-            le_seconds: le,
-            counts,
-            scale: None,
-            shift: Dur::ZERO,
-        })
-    }
-}
-
+use super::{is_write_method, names, parse_metrics, CalibrationError, Hist, HistDist, Metrics};
 /// A pause-detector tick at least this late is a stall of the process's
 /// threads (below it: the timer's own slack on an idle machine).
 pub const STALL_FROM: f64 = 0.001;
@@ -108,7 +29,7 @@ const PAUSE_TICK: f64 = 0.005;
 /// their lengths as the buckets from `STALL_FROM` up. Stalls shorter than
 /// a tick are seen only when a tick falls in them, so their rate is a
 /// floor; the long ones, which decide a tail, are each seen once.
-pub fn stalls_from_pauses(h: &Hist) -> Option<crate::scenario::Stalls> {
+pub fn stalls_from_pauses(h: &Hist) -> Option<crate::scenario::node::Stalls> {
     let elapsed = h.count * PAUSE_TICK + h.sum;
     if elapsed <= 0.0 {
         return None;
@@ -144,7 +65,7 @@ pub fn stalls_from_pauses(h: &Hist) -> Option<crate::scenario::Stalls> {
     if n == 0 {
         return None;
     }
-    Some(crate::scenario::Stalls {
+    Some(crate::scenario::node::Stalls {
         per_second: n as f64 / elapsed,
         length: DistSpec::Histogram {
             le_seconds: le,
@@ -178,7 +99,7 @@ pub const MAX_STOLEN: f64 = 0.9;
 /// Steal from this share up is named in the scenario's notes.
 const STOLEN_NOTED: f64 = 0.005;
 
-fn stall_mean(st: &crate::scenario::Stalls) -> Option<f64> {
+fn stall_mean(st: &crate::scenario::node::Stalls) -> Option<f64> {
     let DistSpec::Histogram {
         le_seconds, counts, ..
     } = &st.length
@@ -214,12 +135,6 @@ pub struct CalibrateOptions {
     /// loopback network): on a shared machine the cores serve it too.
     pub shared_per_request: Option<f64>,
     pub name: Option<String>,
-}
-
-fn is_write_method(labels: &[(String, String)]) -> bool {
-    labels
-        .iter()
-        .any(|(k, v)| k == "method" && matches!(v.as_str(), "PUT" | "DELETE" | "POST"))
 }
 
 /// Build a scenario of the node whose `/metrics` text this is. What limits

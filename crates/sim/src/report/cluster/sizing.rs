@@ -10,9 +10,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cluster::{simulate, ClusterScenario};
 use crate::dist::Sampler;
+use crate::model::cluster::simulate;
 use crate::predict::{judge_counts, Objective};
+use crate::scenario::cluster::ClusterScenario;
 use crate::units::{human_ns, rate, Dur};
 
 use super::whatif::{at_rate, counts};

@@ -14,9 +14,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::calibrate::{parse_metrics, CalibrationError, Hist, HistDist, Metrics};
-use crate::cluster::{AdmissionSpec, ClusterScenario, ClusterSpec, CpuSpec, SloSpec, WalSpec};
+use super::{is_write_method, label, parse_metrics, CalibrationError, Hist, HistDist, Metrics};
 use crate::dist::DistSpec;
+use crate::scenario::cluster::{
+    AdmissionSpec, ClusterScenario, ClusterSpec, CpuSpec, SloSpec, WalSpec,
+};
 use crate::scenario::{Arrivals, Clients};
 use crate::units::{human_ns, rate, Dur};
 
@@ -53,19 +55,6 @@ pub struct NodeDelta {
     pub fsync: Option<Hist>,
     #[serde(skip)]
     pub metrics: Metrics,
-}
-
-fn is_write_method(labels: &[(String, String)]) -> bool {
-    labels
-        .iter()
-        .any(|(k, v)| k == "method" && matches!(v.as_str(), "PUT" | "DELETE" | "POST"))
-}
-
-fn label<'a>(labels: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    labels
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
 }
 
 /// `host:port` of a URL, `localhost` as 127.0.0.1.

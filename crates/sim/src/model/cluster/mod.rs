@@ -8,33 +8,28 @@
 //! requests, and a WAL with group commit for the writes it applies. Nodes
 //! can be down: their replicas do not answer, and a request that cannot
 //! reach `ack` live replicas fails at once (504), as the real coordinator
-//! does. Owns the cluster scenario's format (`[cluster]`), its checks and
-//! overrides, and the event loop with its raw counts; must not interpret
-//! the counts (that is `cluster_report`), build scenarios from metrics
-//! (that is `cluster_calibrate`), or touch the single-node pipeline of
-//! `model`.
+//! does. Owns the event loop of a cluster scenario
+//! (`scenario::cluster`) and its raw counts; must not interpret the counts
+//! (that is `report::cluster`), build scenarios from metrics (that is
+//! `calibrate::cluster`), or touch the node's pipeline (`model::node`).
 //!
-//! Here: the run's state and its loop; `scenario` the format, its checks
-//! and overrides; `events` what each event does.
+//! Here: the run's state and its loop; `events` what each event does.
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::time::Instant;
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::des::{same_gen, Ev, EventQueue, Slab};
 use crate::dist::{DistSpec, Sampler};
 use crate::model::Latency;
 use crate::rng::SimRng;
+use crate::scenario::cluster::{ClusterScenario, ValueSpec};
 use crate::scenario::{Arrivals, Clients, Start};
 use crate::units::Dur;
 
 mod events;
-mod scenario;
-
-pub use scenario::*;
 
 /// Roles of CPU work.
 pub const ROLES: [&str; 5] = ["client", "request", "send", "replica", "local"];
@@ -256,16 +251,6 @@ pub struct ClusterSim {
     seed: u64,
 }
 
-fn new_latency() -> Latency {
-    let mut hist = Histogram::new_with_bounds(1, 1 << 44, 3).expect("histogram bounds");
-    hist.auto(true);
-    Latency {
-        hist,
-        pow2: [0; 65],
-        sum: 0.0,
-    }
-}
-
 impl ClusterSim {
     /// Compile a cluster scenario (files relative to `base`) for a seed.
     pub fn new(sc: &ClusterScenario, base: &Path, seed: u64) -> Result<ClusterSim, String> {
@@ -441,7 +426,7 @@ impl ClusterSim {
             refused: 0,
             dropped: 0,
             admitted: 0,
-            lifetime: new_latency(),
+            lifetime: Latency::new(),
             events: 0,
             scenario: sc.clone(),
             seed,
@@ -560,55 +545,7 @@ pub fn simulate(sc: &ClusterScenario, base: &Path, seed: u64) -> Result<ClusterR
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SMALL: &str = r#"
-name = "t"
-duration = "2s"
-warmup = "200ms"
-[clients]
-mode = "open"
-rate = 2000.0
-write_fraction = 0.5
-[cluster]
-nodes = 3
-from = 3
-ack = 2
-host_cores = 2
-hop = { dist = "constant", value = "50us" }
-[cluster.cpu]
-request = { dist = "constant", value = "20us" }
-replica = { dist = "constant", value = "10us" }
-[cluster.wal]
-fsync = { dist = "constant", value = "200us" }
-"#;
-
-    #[test]
-    fn parse_save_reload_and_override() {
-        let s = ClusterScenario::from_toml(SMALL).unwrap();
-        let back = ClusterScenario::from_toml(&s.to_toml().unwrap()).unwrap();
-        assert_eq!(back, s);
-        let o = s
-            .with_overrides(&[
-                ("cluster.nodes".into(), "5".into()),
-                ("cluster.ack".into(), "1".into()),
-                ("cluster.down".into(), "1".into()),
-                ("cluster.cpu.request.value".into(), "30us".into()),
-            ])
-            .unwrap();
-        assert_eq!((o.cluster.nodes, o.cluster.ack, o.cluster.down), (5, 1, 1));
-        let e = s
-            .with_overrides(&[("cluster.ack".into(), "4".into())])
-            .unwrap_err();
-        assert!(e.contains("ack 4 must be within"), "{e}");
-        let e = s
-            .with_overrides(&[("semaphore.permits".into(), "4".into())])
-            .unwrap_err();
-        assert!(e.contains("start with one of"), "{e}");
-        assert!(is_cluster_text(SMALL));
-        assert!(!is_cluster_text(
-            "name = \"x\"\n[clients]\nmode = \"open\"\n"
-        ));
-    }
+    use crate::scenario::examples::CLUSTER as SMALL;
 
     #[test]
     fn every_request_is_answered_and_every_op_ends() {

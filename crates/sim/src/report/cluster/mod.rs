@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::cluster::ClusterRun;
+use crate::model::cluster::ClusterRun;
 use crate::report::LatencySummary;
 use crate::scenario::Clients;
 use crate::units::{grouped, human_ns, rate};

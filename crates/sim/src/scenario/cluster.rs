@@ -6,21 +6,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::{default_seed, is_false, is_zero, Clients};
 use crate::dist::DistSpec;
-use crate::scenario::Clients;
 use crate::units::Dur;
 
-fn is_zero(d: &Dur) -> bool {
-    d.0 == 0
-}
 fn is_zero_u32(v: &u32) -> bool {
     *v == 0
-}
-fn is_false(v: &bool) -> bool {
-    !*v
-}
-fn default_seed() -> u64 {
-    1
 }
 fn default_duration() -> Dur {
     Dur(10_000_000_000)
@@ -149,7 +140,7 @@ pub struct ClusterSpec {
 }
 
 /// A write's value size and what each KiB of it costs (measured at two
-/// sizes at one rate, `cluster_calibrate::value`).
+/// sizes at one rate, `calibrate::value`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValueSpec {
@@ -277,7 +268,7 @@ impl ClusterScenario {
     }
 
     pub fn check(&self) -> Result<(), String> {
-        crate::scenario::check_run(self.duration, &self.clients)?;
+        super::check_run(self.duration, &self.clients)?;
         let c = &self.cluster;
         if c.nodes == 0 || c.nodes > 1024 {
             return Err(format!("cluster.nodes {} must be within 1..=1024", c.nodes));
@@ -383,10 +374,10 @@ impl ClusterScenario {
             if val == "none" {
                 unset(&mut v, k)?;
             } else {
-                crate::scenario::set_param(&mut v, k, val)?;
+                super::set_param(&mut v, k, val)?;
             }
         }
-        let describe = crate::scenario::describe_sets(sets);
+        let describe = super::describe_sets(sets);
         let s: ClusterScenario = v
             .try_into()
             .map_err(|e: toml::de::Error| format!("after {describe}: {}", e.message()))?;
@@ -416,4 +407,38 @@ pub fn is_cluster_text(text: &str) -> bool {
     toml::from_str::<toml::Table>(text)
         .map(|t| t.contains_key("cluster"))
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::examples::CLUSTER as SMALL;
+
+    #[test]
+    fn parse_save_reload_and_override() {
+        let s = ClusterScenario::from_toml(SMALL).unwrap();
+        let back = ClusterScenario::from_toml(&s.to_toml().unwrap()).unwrap();
+        assert_eq!(back, s);
+        let o = s
+            .with_overrides(&[
+                ("cluster.nodes".into(), "5".into()),
+                ("cluster.ack".into(), "1".into()),
+                ("cluster.down".into(), "1".into()),
+                ("cluster.cpu.request.value".into(), "30us".into()),
+            ])
+            .unwrap();
+        assert_eq!((o.cluster.nodes, o.cluster.ack, o.cluster.down), (5, 1, 1));
+        let e = s
+            .with_overrides(&[("cluster.ack".into(), "4".into())])
+            .unwrap_err();
+        assert!(e.contains("ack 4 must be within"), "{e}");
+        let e = s
+            .with_overrides(&[("semaphore.permits".into(), "4".into())])
+            .unwrap_err();
+        assert!(e.contains("start with one of"), "{e}");
+        assert!(is_cluster_text(SMALL));
+        assert!(!is_cluster_text(
+            "name = \"x\"\n[clients]\nmode = \"open\"\n"
+        ));
+    }
 }

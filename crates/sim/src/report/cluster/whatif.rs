@@ -8,8 +8,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cluster::{simulate, ClusterRun, ClusterScenario};
+use crate::model::cluster::{simulate, ClusterRun};
 use crate::predict::{judge_counts, search, Bound, Counts, Objective, Prediction};
+use crate::scenario::cluster::ClusterScenario;
 use crate::scenario::{Arrivals, Clients};
 use crate::units::{human_ns, rate};
 
@@ -214,7 +215,7 @@ pub fn what_if_cases(sc: &ClusterScenario) -> Vec<(String, Vec<(String, String)>
     if let Some(x) = &c.value {
         // The writes' values as large as the calibration's value step
         // wrote them (any other size: `--set cluster.value.bytes=N`).
-        let big = crate::value_calibrate::bigger(x.bytes);
+        let big = crate::calibrate::value::bigger(x.bytes);
         v.push((
             format!("with {big}-byte values (writes)"),
             vec![("cluster.value.bytes".into(), big.to_string())],
@@ -330,7 +331,8 @@ mod tests {
     use std::path::Path;
 
     use super::what_if_cases;
-    use crate::cluster::{simulate, ClusterScenario};
+    use crate::model::cluster::simulate;
+    use crate::scenario::cluster::ClusterScenario;
 
     fn scenario() -> ClusterScenario {
         ClusterScenario::from_toml(

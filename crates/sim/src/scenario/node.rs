@@ -1,4 +1,4 @@
-//! A scenario as a TOML file has it: the clients (closed or open loop), the
+//! A node's scenario as a TOML file has it: the clients (`super`), the
 //! pipeline of stages in order (delay, admission, workers, store, group
 //! commit), the run's length and seed. Owns the format, its checks, saving
 //! back to TOML, and `PARAM=VALUE` overrides (what `--set`, `--clients` and
@@ -11,32 +11,16 @@ use serde::{Deserialize, Serialize};
 use crate::dist::DistSpec;
 use crate::units::Dur;
 
-fn is_zero(d: &Dur) -> bool {
-    d.0 == 0
-}
-fn is_false(b: &bool) -> bool {
-    !*b
-}
+use super::{check_run, default_seed, is_false, is_zero, Clients};
+
 fn is_one(v: &u32) -> bool {
     *v == 1
 }
 fn is_all(o: &Only) -> bool {
     *o == Only::All
 }
-fn one_f() -> f64 {
-    1.0
-}
-fn is_one_f(v: &f64) -> bool {
-    *v == 1.0
-}
-fn default_seed() -> u64 {
-    1
-}
 fn default_duration() -> Dur {
     Dur(60_000_000_000)
-}
-fn default_in_flight() -> u32 {
-    1_000_000
 }
 fn default_batch() -> u32 {
     512
@@ -96,69 +80,6 @@ pub struct Timer {
 pub struct Slack {
     pub fraction: f64,
     pub max: Dur,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Start {
-    /// Every client sends its first request at time 0 (threads or tasks
-    /// spawned in a loop, as the seed program does).
-    #[default]
-    Together,
-    /// First requests spread uniformly over one mean think time.
-    Spread,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Arrivals {
-    Constant,
-    #[default]
-    Poisson,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Clients {
-    /// `count` clients, each: send, wait for the answer, think, repeat.
-    Closed {
-        count: u32,
-        #[serde(default)]
-        start: Start,
-        /// The share of requests that write (the rest read).
-        #[serde(default = "one_f", skip_serializing_if = "is_one_f")]
-        write_fraction: f64,
-        /// Timer granularity of the think time: the wake-up is rounded up
-        /// to a multiple of it (tokio's timer has 1 ms ticks).
-        #[serde(default, skip_serializing_if = "is_zero")]
-        tick: Dur,
-        /// The think time is a sleep on the scenario's `timer`.
-        #[serde(default, skip_serializing_if = "is_false")]
-        timer: bool,
-        think: DistSpec,
-    },
-    /// Requests arrive at `rate` per second whatever happens to them.
-    Open {
-        rate: f64,
-        #[serde(default)]
-        arrivals: Arrivals,
-        #[serde(default = "one_f", skip_serializing_if = "is_one_f")]
-        write_fraction: f64,
-        /// Arrivals beyond this many requests in the system are dropped and
-        /// counted (a guard on memory when the load exceeds capacity).
-        #[serde(default = "default_in_flight")]
-        max_in_flight: u32,
-    },
-}
-
-impl Clients {
-    pub fn write_fraction(&self) -> f64 {
-        match self {
-            Clients::Closed { write_fraction, .. } | Clients::Open { write_fraction, .. } => {
-                *write_fraction
-            }
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -510,6 +431,7 @@ impl Scenario {
 
     /// Apply `PARAM=VALUE` overrides, in order (see [`set_param`]).
     pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<Scenario, String> {
+        use super::{describe_sets, set_param};
         if sets.is_empty() {
             return Ok(self.clone());
         }
@@ -526,164 +448,11 @@ impl Scenario {
     }
 }
 
-/// `K=V K=V`, for errors about overrides.
-pub(crate) fn describe_sets(sets: &[(String, String)]) -> String {
-    sets.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Split "a.b=v" into ("a.b", "v").
-pub fn parse_assignment(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected PARAM=VALUE, like semaphore.permits=16"))?;
-    let (k, v) = (k.trim(), v.trim());
-    if k.is_empty() || v.is_empty() {
-        return Err(format!("{s:?}: expected PARAM=VALUE"));
-    }
-    Ok((k.to_string(), v.to_string()))
-}
-
-/// Set one parameter of a scenario's TOML tree. The path starts with a top
-/// level key (`duration`, `warmup`, `seed`, `clients`) or a stage's name,
-/// then goes down by field: `semaphore.permits`, `store.latency.sd`,
-/// `clients.rate`. `clients` alone means the number of clients (or the
-/// rate, for an open loop). The value is read as TOML when it parses
-/// (16, 0.5, true, "x"), else taken as a string (10ms, fifo). `timer=off`
-/// removes the runtime's timer: every stage and the clients wait exactly.
-pub fn set_param(root: &mut toml::Value, path: &str, raw: &str) -> Result<(), String> {
-    let value = parse_value(raw);
-    let mut segs: Vec<&str> = path.split('.').collect();
-    let top = root.as_table_mut().ok_or("scenario is not a table")?;
-    if segs == ["clients"] {
-        let open = top
-            .get("clients")
-            .and_then(|c| c.get("mode"))
-            .and_then(|m| m.as_str())
-            == Some("open");
-        segs.push(if open { "rate" } else { "count" });
-    }
-    if segs.len() == 1 && TOP_KEYS.contains(&segs[0]) {
-        top.insert(segs[0].to_string(), value);
-        return Ok(());
-    }
-    if segs == ["timer"] {
-        // `timer=off`: every wait exact, in continuous time.
-        if raw != "off" {
-            return Err(format!(
-                "{path}={raw}: only timer=off (else name a field, like timer.tick)"
-            ));
-        }
-        top.remove("timer");
-        if let Some(c) = top.get_mut("clients").and_then(|c| c.as_table_mut()) {
-            c.remove("timer");
-        }
-        if let Some(stages) = top.get_mut("stages").and_then(|s| s.as_array_mut()) {
-            for st in stages.iter_mut().filter_map(|s| s.as_table_mut()) {
-                st.remove("timer");
-            }
-        }
-        return Ok(());
-    }
-    if segs[0] == "timer" && !top.contains_key("timer") {
-        // `--set timer.tick=1ms` starts the section.
-        top.insert("timer".into(), toml::Value::Table(Default::default()));
-    }
-    let mut cur: &mut toml::Value = if top.contains_key(segs[0]) {
-        top.get_mut(segs[0]).unwrap()
-    } else {
-        let stages = top
-            .get_mut("stages")
-            .and_then(|s| s.as_array_mut())
-            .ok_or("scenario has no stages")?;
-        let names: Vec<String> = stages
-            .iter()
-            .filter_map(|s| s.get("name").and_then(|n| n.as_str()).map(str::to_string))
-            .collect();
-        stages
-            .iter_mut()
-            .find(|s| s.get("name").and_then(|n| n.as_str()) == Some(segs[0]))
-            .ok_or_else(|| {
-                format!(
-                    "{path}: no stage named {:?} (stages: {}; or a top-level key: {})",
-                    segs[0],
-                    names.join(", "),
-                    TOP_KEYS.join(", ")
-                )
-            })?
-    };
-    for (i, seg) in segs.iter().enumerate().skip(1) {
-        let t = cur
-            .as_table_mut()
-            .ok_or_else(|| format!("{path}: {} is not a table", segs[..i].join(".")))?;
-        if i == segs.len() - 1 {
-            t.insert(seg.to_string(), value);
-            return Ok(());
-        }
-        cur = t
-            .entry(seg.to_string())
-            .or_insert_with(|| toml::Value::Table(Default::default()));
-    }
-    // One segment naming a table (say "clients"): not a parameter.
-    Err(format!("{path}: name a field inside it, like {path}.count"))
-}
-
-const TOP_KEYS: [&str; 5] = ["duration", "warmup", "seed", "name", "description"];
-
-fn parse_value(raw: &str) -> toml::Value {
-    match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
-        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.into())),
-        Err(_) => toml::Value::String(raw.to_string()),
-    }
-}
-
-/// The checks every scenario (a pipeline's or a cluster's) makes of its
-/// duration and clients.
-pub(crate) fn check_run(duration: Dur, clients: &Clients) -> Result<(), String> {
-    if duration.0 == 0 {
-        return Err("duration must be > 0".into());
-    }
-    let wf = clients.write_fraction();
-    if !(0.0..=1.0).contains(&wf) {
-        return Err(format!("write_fraction {wf} must be within 0..=1"));
-    }
-    match clients {
-        Clients::Closed { count, .. } if *count == 0 => Err("clients.count must be >= 1".into()),
-        Clients::Open { rate, .. } if !(rate.is_finite() && *rate > 0.0) => {
-            Err(format!("clients.rate {rate} must be > 0"))
-        }
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SEED: &str = r#"
-name = "t"
-duration = "10s"
-[clients]
-mode = "closed"
-count = 3
-think = { dist = "constant", value = "1s" }
-[[stages]]
-name = "net"
-kind = "delay"
-delay = { dist = "normal", mean = "1ms", sd = "0.1ms", shift = "0.5ms" }
-[[stages]]
-name = "semaphore"
-kind = "admission"
-permits = 8
-[[stages]]
-name = "store"
-kind = "store"
-max_concurrent = 8
-write = "async"
-latency = { dist = "normal", mean = "10ms", sd = "5ms", shift = "50ms" }
-"#;
+    use crate::scenario::examples::NODE as SEED;
 
     #[test]
     fn parse_save_and_reload() {
