@@ -13,6 +13,18 @@ use hdrhistogram::Histogram;
 pub mod cluster;
 pub mod node;
 
+/// The events both models' clients raise: a closed-loop client wakes
+/// from its think time; an open loop's next arrival. Each model numbers
+/// its own events after these.
+pub(crate) const EV_WAKE: u8 = 0;
+pub(crate) const EV_ARRIVAL: u8 = 1;
+
+/// A request's flags in both models: it writes; it failed; it waits in a
+/// queue. Each model adds its own flags above these bits.
+pub(crate) const F_WRITE: u8 = 1;
+pub(crate) const F_FAILED: u8 = 2;
+pub(crate) const F_WAITING: u8 = 4;
+
 /// Latencies: an HdrHistogram (percentiles) and exact power-of-two counts
 /// (the DTrace `quantize` view), in nanoseconds.
 #[derive(Clone, Debug)]

@@ -359,11 +359,7 @@ impl ClusterScenario {
     /// `clients.rate=30000`, `slo.limit=5ms`; `none` removes an optional
     /// field (`cluster.host_cores=none`).
     pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<ClusterScenario, String> {
-        if sets.is_empty() {
-            return Ok(self.clone());
-        }
-        let mut v = toml::Value::try_from(self).map_err(|e| e.to_string())?;
-        for (k, val) in sets {
+        let set = |v: &mut toml::Value, k: &str, val: &str| {
             let first = k.split('.').next().unwrap_or("");
             if !TOP_KEYS.contains(&first) {
                 return Err(format!(
@@ -372,17 +368,12 @@ impl ClusterScenario {
                 ));
             }
             if val == "none" {
-                unset(&mut v, k)?;
+                unset(v, k)
             } else {
-                super::set_param(&mut v, k, val)?;
+                super::set_param(v, k, val)
             }
-        }
-        let describe = super::describe_sets(sets);
-        let s: ClusterScenario = v
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("after {describe}: {}", e.message()))?;
-        s.check().map_err(|e| format!("after {describe}: {e}"))?;
-        Ok(s)
+        };
+        super::overridden(self, sets, set, ClusterScenario::check)
     }
 }
 

@@ -161,6 +161,33 @@ impl Clients {
     }
 }
 
+/// A scenario of either format with `PARAM=VALUE` overrides applied in
+/// order to its TOML tree (`set`: the format's own rule for one), read
+/// back and checked; an error names the overrides.
+pub(crate) fn overridden<T>(
+    sc: &T,
+    sets: &[(String, String)],
+    mut set: impl FnMut(&mut toml::Value, &str, &str) -> Result<(), String>,
+    check: impl Fn(&T) -> Result<(), String>,
+) -> Result<T, String>
+where
+    T: Clone + Serialize + serde::de::DeserializeOwned,
+{
+    if sets.is_empty() {
+        return Ok(sc.clone());
+    }
+    let mut v = toml::Value::try_from(sc).map_err(|e| e.to_string())?;
+    for (k, val) in sets {
+        set(&mut v, k, val)?;
+    }
+    let describe = describe_sets(sets);
+    let s: T = v
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("after {describe}: {}", e.message()))?;
+    check(&s).map_err(|e| format!("after {describe}: {e}"))?;
+    Ok(s)
+}
+
 /// `K=V K=V`, for errors about overrides.
 pub(crate) fn describe_sets(sets: &[(String, String)]) -> String {
     sets.iter()

@@ -431,20 +431,7 @@ impl Scenario {
 
     /// Apply `PARAM=VALUE` overrides, in order (see [`set_param`]).
     pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<Scenario, String> {
-        use super::{describe_sets, set_param};
-        if sets.is_empty() {
-            return Ok(self.clone());
-        }
-        let mut v = toml::Value::try_from(self).map_err(|e| e.to_string())?;
-        for (k, val) in sets {
-            set_param(&mut v, k, val)?;
-        }
-        let s: Scenario = v.try_into().map_err(|e: toml::de::Error| {
-            format!("after {}: {}", describe_sets(sets), e.message())
-        })?;
-        s.check()
-            .map_err(|e| format!("after {}: {e}", describe_sets(sets)))?;
-        Ok(s)
+        super::overridden(self, sets, super::set_param, Scenario::check)
     }
 }
 

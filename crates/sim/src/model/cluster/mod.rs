@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::des::{same_gen, Ev, EventQueue, Slab};
 use crate::dist::{DistSpec, Sampler};
-use crate::model::Latency;
+use crate::model::{Latency, EV_ARRIVAL, EV_WAKE, F_FAILED, F_WAITING, F_WRITE};
 use crate::rng::SimRng;
 use crate::scenario::cluster::{ClusterScenario, ValueSpec};
 use crate::scenario::{Arrivals, Clients, Start};
@@ -39,8 +39,6 @@ const R_SEND: usize = 2;
 const R_REPLICA: usize = 3;
 const R_LOCAL: usize = 4;
 
-const EV_WAKE: u8 = 0;
-const EV_ARRIVAL: u8 = 1;
 const EV_CPU: u8 = 2;
 const EV_HOP_IN: u8 = 3;
 const EV_HOP_OUT: u8 = 4;
@@ -49,9 +47,6 @@ const EV_TO_COORD: u8 = 6;
 const EV_GROUP: u8 = 7;
 const EV_TIMEOUT: u8 = 8;
 
-const F_WRITE: u8 = 1;
-const F_FAILED: u8 = 2;
-const F_WAITING: u8 = 4;
 const F_ANSWERED: u8 = 8;
 const F_OUT: u8 = 16;
 const F_PERMIT: u8 = 32;

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use crate::des::{same_gen, Ev, EventQueue, Slab};
 use crate::dist::Sampler;
-use crate::model::Latency;
+use crate::model::{Latency, EV_ARRIVAL, EV_WAKE, F_FAILED, F_WAITING, F_WRITE};
 use crate::rng::SimRng;
 use crate::scenario::node::{OnExceed, Only, Policy, Scenario, Stage, WriteMode};
 use crate::scenario::{Arrivals, Clients, Start};
@@ -29,8 +29,6 @@ use stalls::{serve_stalled, StallRt};
 
 const NONE: u32 = u32::MAX;
 
-const EV_WAKE: u8 = 0;
-const EV_ARRIVAL: u8 = 1;
 const EV_DELAY: u8 = 2;
 const EV_WORK: u8 = 3;
 const EV_PART: u8 = 4;
@@ -41,10 +39,6 @@ const EV_TIMER: u8 = 7;
 /// A request handed a permit (or its synchronous write) goes on, once
 /// the clients' thread runs.
 const EV_RESUME: u8 = 8;
-
-const F_WRITE: u8 = 1;
-const F_FAILED: u8 = 2;
-const F_WAITING: u8 = 4;
 
 #[derive(Clone, Copy)]
 struct Req {
