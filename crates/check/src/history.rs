@@ -88,6 +88,28 @@ pub struct Op {
     /// A read of the final pass (after the faults healed, at `ack=from`).
     #[serde(rename = "final", default, skip_serializing_if = "std::ops::Not::not")]
     pub final_read: bool,
+    /// The operation's own `ack` and `from`, when operations of one run
+    /// differ (the cluster's simulation picks them per operation); `None`:
+    /// the run's (`checker::Quorum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<OpQuorum>,
+}
+
+/// One operation's replication: it waited for `ack` of its key's `from`
+/// replicas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpQuorum {
+    pub ack: u32,
+    pub from: u32,
+}
+
+impl OpQuorum {
+    /// Whether every replica set of `self` meets every one of `other`:
+    /// `ack + ack' > max(from, from')` (the larger `from` holds the
+    /// smaller's replicas, the first of the key's placement).
+    pub fn meets(self, other: OpQuorum) -> bool {
+        self.ack + other.ack > self.from.max(other.from)
+    }
 }
 
 impl Op {
@@ -111,6 +133,7 @@ impl Op {
             status: None,
             node: Arc::from(""),
             final_read: false,
+            quorum: None,
         }
     }
 
@@ -148,6 +171,12 @@ impl Op {
     /// The same operation marked as a read of the final pass.
     pub fn final_pass(mut self) -> Op {
         self.final_read = true;
+        self
+    }
+
+    /// The same operation with its own `ack` of `from`.
+    pub fn with_quorum(mut self, ack: u32, from: u32) -> Op {
+        self.quorum = Some(OpQuorum { ack, from });
         self
     }
 
@@ -442,6 +471,7 @@ impl ClientLog {
             status,
             node: p.node,
             final_read: p.final_read,
+            quorum: None,
         });
         self.ops.last().expect("just pushed")
     }

@@ -16,7 +16,7 @@ pub mod history;
 pub mod linear;
 
 pub use checker::{check, Impossible, Lost, Quorum, Report, Stale, Why};
-pub use history::{ClientLog, History, KeyRole, Kind, Op, Outcome, Recorder};
+pub use history::{ClientLog, History, KeyRole, Kind, Op, OpQuorum, Outcome, Recorder};
 
 /// `n` with its thousands grouped by commas (12,345), as the checker's
 /// reports and the lab's tables write counts.

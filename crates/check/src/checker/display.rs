@@ -97,6 +97,14 @@ impl fmt::Display for Report {
             )?,
             None => writeln!(f, "reads during the run not checked ({})", self.quorum)?,
         }
+        if self.quorum_keys > 0 {
+            writeln!(
+                f,
+                "  shared keys with a quorum per operation: {}, reads checked: {} (each against the writes whose quorums meet its own)",
+                group(self.quorum_keys),
+                group(self.quorum_reads_checked)
+            )?;
+        }
         if self.late_unknown > 0 {
             writeln!(
                 f,

@@ -25,6 +25,15 @@
 //!   (`ack_read + ack_write > from`). A final read (after the faults, at
 //!   `ack=from`) that is stale has lost an acknowledged write: it counts
 //!   as lost.
+//! - `lin/…` keys are written by every client. Their operations are judged
+//!   by the linearizability check (`linear`), unless they carry their own
+//!   quorums (`Op::quorum`: a run whose operations pick `ack`/`from` one by
+//!   one, as the cluster's simulation does). Then a read is *stale* if a
+//!   write W acknowledged before it was invoked, with a quorum that meets
+//!   the read's, makes what it returned out of date: every write of that
+//!   value was acknowledged before W was invoked with a quorum that meets
+//!   W's (or the read found the key's initial absence). A final read that
+//!   is stale counts as lost.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -40,7 +49,7 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
-use rules::{check_register, check_set, KeyOps};
+use rules::{check_quorums, check_register, check_set, KeyOps};
 
 /// Examples kept of each kind of anomaly.
 pub const EXAMPLES: usize = 20;
@@ -191,6 +200,10 @@ pub struct Report {
     /// `reg/…` keys, and the reads of them checked for staleness.
     pub registers: u64,
     pub register_reads_checked: u64,
+    /// `lin/…` keys whose operations carry their own quorums, and their
+    /// reads checked for staleness.
+    pub quorum_keys: u64,
+    pub quorum_reads_checked: u64,
     /// Whether reads during the run were checked for staleness (see
     /// `Quorum::intersects`).
     pub stale_checked: bool,
@@ -228,6 +241,8 @@ impl Report {
             unknown_absent: 0,
             registers: 0,
             register_reads_checked: 0,
+            quorum_keys: 0,
+            quorum_reads_checked: 0,
             stale_checked: quorum.intersects() == Some(true),
             lost: 0,
             stale: 0,
@@ -307,7 +322,11 @@ pub fn check(history: &History, quorum: Quorum) -> Report {
             KeyRole::Set => check_set(&mut r, key, &k),
             KeyRole::Register => check_register(&mut r, key, &k),
             // Shared keys: impossible reads above; the rest is the
-            // linearizability check's.
+            // linearizability check's, unless each operation says its
+            // own quorum.
+            KeyRole::Shared if ops.iter().all(|o| o.quorum.is_some()) => {
+                check_quorums(&mut r, key, &k)
+            }
             KeyRole::Shared => {}
             KeyRole::Other => unreachable!(),
         }

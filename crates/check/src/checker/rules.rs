@@ -1,6 +1,8 @@
 //! The rules by key: a key's operations split by kind and by the value
 //! they leave, which state a read may have seen, and the judgements of a
-//! write-once (`set/…`) and of a single-writer register (`reg/…`) key.
+//! write-once (`set/…`) key, of a single-writer register (`reg/…`) key,
+//! and of a key every client writes whose operations carry their own
+//! quorums (`lin/…` with `Op::quorum`).
 //! Owns the judging; must not format anything.
 
 use std::collections::HashMap;
@@ -242,6 +244,71 @@ pub(super) fn check_register(r: &mut Report, key: &[u8], k: &KeyOps) {
                     completed: read.completed,
                     newest: newest.value.clone(),
                     newest_completed: newest.completed,
+                });
+            }
+        }
+    }
+    if !k.acked.is_empty() && final_read(k).is_none() {
+        unverified(r, key);
+    }
+}
+
+/// A `lin/…` key whose operations carry their own quorums: a read whose
+/// quorum meets the quorum of a write W acknowledged before the read was
+/// invoked must return a state that is not known to be older than W. A
+/// state is known older when its write was acknowledged before W was
+/// invoked and their quorums meet (W's replicas then saw it first), or it
+/// is the key's initial absence. A write without an answer may take
+/// effect at any time after its invocation: never known older. A final
+/// read that is stale has lost W.
+pub(super) fn check_quorums(r: &mut Report, key: &[u8], k: &KeyOps) {
+    let meet = |a: &Op, b: &Op| matches!((a.quorum, b.quorum), (Some(x), Some(y)) if x.meets(y));
+    r.quorum_keys += 1;
+    for read in &k.reads {
+        if read.outcome != Outcome::Ok {
+            continue;
+        }
+        let value = read.value.as_deref();
+        let sources: Vec<&Op> = k
+            .by_value
+            .get(&value)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|m| m.outcome != Outcome::Failed && m.invoked <= read.completed)
+            .collect();
+        if sources.is_empty() && value.is_some() {
+            // Impossible, reported as such.
+            continue;
+        }
+        r.quorum_reads_checked += 1;
+        let missed = k
+            .acked
+            .iter()
+            .filter(|w| w.completed < read.invoked && meet(read, w))
+            .filter(|w| {
+                let older =
+                    |s: &&Op| s.outcome == Outcome::Ok && s.completed < w.invoked && meet(s, w);
+                sources.iter().all(older)
+            })
+            .max_by_key(|w| w.invoked);
+        match missed {
+            None => {}
+            Some(w) if read.final_read => {
+                r.lost += 1;
+                r.lost_examples.push(lost(w, w.value.clone(), read));
+            }
+            Some(w) => {
+                r.stale += 1;
+                r.stale_examples.push(Stale {
+                    key: key.to_vec(),
+                    read: read.value.clone(),
+                    client: read.client,
+                    node: read.node.clone(),
+                    invoked: read.invoked,
+                    completed: read.completed,
+                    newest: w.value.clone(),
+                    newest_completed: w.completed,
                 });
             }
         }

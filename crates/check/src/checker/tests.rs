@@ -401,3 +401,101 @@ fn golden_first_line_when_stale_reads_are_not_checked() {
         "reads during the run not checked (ack 1 + 1 <= from 3: a read need not meet an acknowledged write)"
     ));
 }
+
+/// `lin/k` operations, each with its own `ack` of `from = 3`.
+fn q(op: Op, ack: u32) -> Op {
+    op.with_quorum(ack, 3)
+}
+
+#[test]
+fn per_operation_quorums_judge_only_the_pairs_that_meet() {
+    let ok = Outcome::Ok;
+    let base = || {
+        vec![
+            q(w(1, "lin/k", "a", 0, 10, ok), 2),
+            q(w(2, "lin/k", "b", 20, 30, ok), 2),
+            q(fin("lin/k", Some("b"), 100), 3),
+        ]
+    };
+    let with = |extra: Op| {
+        let mut ops = base();
+        ops.push(extra);
+        run(ops, Quorum::default())
+    };
+    // Clean: the final read finds the newest.
+    let r = run(base(), Quorum::default());
+    assert!(
+        r.passed() && r.quorum_keys == 1 && r.quorum_reads_checked == 1,
+        "{r}"
+    );
+    // "a" after "b" was acknowledged, both at 2 of 3: stale.
+    let r = with(q(rd(3, "lin/k", Some("a"), 40, 45), 2));
+    assert_eq!((r.stale, r.lost), (1, 0), "{r}");
+    assert_eq!(r.stale_examples[0].newest.as_deref(), Some(&b"b"[..]));
+    // The same read at ack=1: 1 + 2 <= 3, it need not meet "b"'s replicas.
+    let r = with(q(rd(3, "lin/k", Some("a"), 40, 45), 1));
+    assert!(r.passed(), "{r}");
+    // The key's initial absence after "b" at quorum: stale.
+    let r = with(q(rd(3, "lin/k", None, 40, 45), 2));
+    assert_eq!(r.stale, 1, "{r}");
+    // A read concurrent with "b" may return "a".
+    let r = with(q(rd(3, "lin/k", Some("a"), 25, 45), 2));
+    assert!(r.passed(), "{r}");
+}
+
+#[test]
+fn a_write_whose_quorum_missed_the_newer_ones_is_not_known_older() {
+    let ok = Outcome::Ok;
+    // "a" went to 1 replica: "b"'s 2 of 3 need not have seen it, so "b"
+    // may be older in the replicas' order (versions decide), and reading
+    // "a" after "b" is allowed.
+    let r = run(
+        vec![
+            q(w(1, "lin/k", "a", 0, 10, ok), 1),
+            q(w(2, "lin/k", "b", 20, 30, ok), 2),
+            q(rd(3, "lin/k", Some("a"), 40, 45), 2),
+            q(fin("lin/k", Some("a"), 100), 3),
+        ],
+        Quorum::default(),
+    );
+    assert!(r.passed(), "{r}");
+    // A write without an answer may take effect late: never stale.
+    let r = run(
+        vec![
+            q(w(1, "lin/k", "a", 0, 10, Outcome::Unknown), 2),
+            q(w(2, "lin/k", "b", 20, 30, ok), 2),
+            q(rd(3, "lin/k", Some("a"), 40, 45), 2),
+            q(fin("lin/k", Some("a"), 100), 3),
+        ],
+        Quorum::default(),
+    );
+    assert!(r.passed(), "{r}");
+}
+
+#[test]
+fn per_operation_quorums_lose_at_the_final_read_and_need_one() {
+    let ok = Outcome::Ok;
+    let r = run(
+        vec![
+            q(w(1, "lin/k", "a", 0, 10, ok), 2),
+            q(w(2, "lin/k", "b", 20, 30, ok), 2),
+            q(fin("lin/k", Some("a"), 100), 3),
+        ],
+        Quorum::default(),
+    );
+    assert_eq!((r.lost, r.stale), (1, 0), "{r}");
+    assert_eq!(r.lost_examples[0].value.as_deref(), Some(&b"b"[..]));
+    let r = run(vec![q(w(1, "lin/k", "a", 0, 10, ok), 2)], Quorum::default());
+    assert_eq!((r.unverified, r.passed()), (1, false), "{r}");
+    // Without a quorum per operation, `lin/` keys are the linearizability
+    // check's: this one counts nothing.
+    let r = run(
+        vec![
+            w(1, "lin/k", "a", 0, 10, ok),
+            w(2, "lin/k", "b", 20, 30, ok),
+            fin("lin/k", Some("a"), 100),
+        ],
+        majority(),
+    );
+    assert_eq!((r.quorum_keys, r.lost), (0, 0), "{r}");
+}

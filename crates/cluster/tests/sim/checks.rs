@@ -1,97 +1,60 @@
-//! The checks run on a finished simulation: no acknowledged write lost,
-//! no stale quorum read, every replica level.
+//! The checks run on a finished simulation: the history judged by the
+//! project's one checker (`strata-check`: no acknowledged write lost, no
+//! stale read among operations whose quorums meet, no impossible read),
+//! then every replica level.
 
 use super::*;
+use strata_check as checker;
 
-/// A write that a read's answer can come from: a put of that value, a
-/// delete (for no value), or the key's initial absence.
-pub(super) fn candidates<'a>(
-    writes: &[&'a Event],
-    answer: &Option<String>,
-) -> (Vec<&'a Event>, bool) {
-    match answer {
-        Some(v) => (
-            writes
-                .iter()
-                .filter(|w| w.value.as_deref() == Some(v.as_str()))
-                .copied()
-                .collect(),
-            false,
-        ),
-        None => (
-            writes
-                .iter()
-                .filter(|w| w.op == Op::Delete)
-                .copied()
-                .collect(),
-            true,
-        ),
-    }
+/// The history as the checker reads it: the keys written once (`o…`) as
+/// `set/…` keys, the keys every worker overwrites (`k…`) as `lin/…` keys,
+/// every operation with its own `ack` of `from`, the full-quorum reads
+/// after the heal and the quiet period as the final pass. An error or no
+/// answer leaves a write `Unknown` (it may have reached replicas).
+fn history(events: &[Event]) -> checker::History {
+    let ms = Duration::from_millis;
+    let ops = events.iter().map(|e| {
+        let prefix = if e.key.starts_with('k') {
+            checker::history::SHARED_PREFIX
+        } else {
+            checker::history::SET_PREFIX
+        };
+        let key = format!("{prefix}{}", e.key);
+        let (a, b) = (ms(e.start), ms(e.end));
+        let outcome = match e.outcome {
+            Outcome::Ok(_) => checker::Outcome::Ok,
+            _ => checker::Outcome::Unknown,
+        };
+        let op = match (e.op, &e.outcome) {
+            (Op::Put, _) => {
+                checker::Op::write(0, key, e.value.clone().unwrap_or_default(), a, b, outcome)
+            }
+            (Op::Delete, _) => checker::Op::delete(0, key, a, b, outcome),
+            (Op::Get, Outcome::Ok(v)) => {
+                checker::Op::read(0, key, v.as_deref().map(str::as_bytes), a, b, outcome)
+            }
+            (Op::Get, _) => checker::Op::read(0, key, None, a, b, outcome),
+        }
+        .with_quorum(e.ack as u32, e.from as u32);
+        if e.op == Op::Get && e.ack == RF && e.start >= WORKLOAD_MS + QUIET_MS {
+            op.final_pass()
+        } else {
+            op
+        }
+    });
+    checker::History::merge([ops.collect::<Vec<_>>()])
 }
 
 pub(super) fn check(sh: &Shared) -> Vec<String> {
     let history = sh.history.borrow();
     let mut out = Vec::new();
+    let report = checker::check(&self::history(&history), checker::Quorum::default());
+    if !report.passed() {
+        out.push(report.to_string());
+    }
     let mut by_key: BTreeMap<&str, Vec<&Event>> = BTreeMap::new();
     for e in history.iter() {
         by_key.entry(&e.key).or_default().push(e);
-    }
-    for (key, events) in &by_key {
-        let writes: Vec<&Event> = events.iter().filter(|e| e.op != Op::Get).copied().collect();
-        let reads = events
-            .iter()
-            .filter(|e| e.op == Op::Get)
-            .filter_map(|e| match &e.outcome {
-                Outcome::Ok(v) => Some((*e, v)),
-                _ => None,
-            });
-        // (1) A key written once by an acknowledged put reads back at
-        // full quorum after the heal.
-        if let [w] = writes[..] {
-            if w.op == Op::Put && w.acked() {
-                let last = events
-                    .iter()
-                    .rev()
-                    .find(|e| e.op == Op::Get && e.ack == RF && e.start >= WORKLOAD_MS + QUIET_MS);
-                match last.map(|e| &e.outcome) {
-                    Some(Outcome::Ok(v)) if *v == w.value => {}
-                    other => out.push(format!(
-                        "lost write: {key}={:?} acknowledged at {} ms, final read {other:?}",
-                        w.value, w.end
-                    )),
-                }
-            }
-        }
-        // (2) No stale quorum read: a read that began after write w' was
-        // acknowledged, with quorums that intersect, returns a write that
-        // is not known to be older than w' (acknowledged before w' began,
-        // with write quorums that intersect, or the initial absence).
-        for (r, answer) in reads {
-            let (cands, initial) = candidates(&writes, answer);
-            for w2 in writes.iter().filter(|w| w.acked() && w.end < r.start) {
-                if r.ack + w2.ack <= r.from.max(w2.from) {
-                    continue;
-                }
-                let older = |c: &&Event| {
-                    c.acked() && c.end < w2.start && c.ack + w2.ack > c.from.max(w2.from)
-                };
-                let fresh = cands.iter().any(|c| !older(c));
-                if !fresh {
-                    out.push(format!(
-                        "stale read: {key} read {answer:?} at {}-{} ({}/{}) after {:?} {:?} was acknowledged at {} ms{}",
-                        r.start,
-                        r.end,
-                        r.ack,
-                        r.from,
-                        w2.op,
-                        w2.value,
-                        w2.end,
-                        if initial && cands.is_empty() { " (no delete could explain it)" } else { "" }
-                    ));
-                    break;
-                }
-            }
-        }
     }
     // (3) After the heal, the quiet period and the final reads (at full
     // quorum: read repair), every replica of every key holds the newest
