@@ -85,7 +85,7 @@ pub enum Verdict {
 /// One key's result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KeyResult {
-    #[serde(with = "super::history::bytes")]
+    #[serde(with = "super::history::json::bytes")]
     pub key: Vec<u8>,
     /// Operations of the key in the history, and those the search took
     /// after preparation.

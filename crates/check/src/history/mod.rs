@@ -6,15 +6,24 @@
 //! values `<client>:<seq>`), and JSON lines to keep a history in a file.
 //! Owns what a history is and how it is stored; must not judge it (that is
 //! `checker`) nor send requests.
+//!
+//! Here: an operation and a history, in JSON lines; `keys` the naming
+//! conventions, `record` the recorder, `json` how fields are written.
 
 use std::fmt;
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
+
+pub(crate) mod json;
+mod keys;
+mod record;
+
+pub use keys::*;
+pub use record::*;
 
 /// What an operation did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -67,23 +76,27 @@ pub struct Op {
     /// time).
     pub client: u32,
     pub kind: Kind,
-    #[serde(with = "bytes")]
+    #[serde(with = "json::bytes")]
     pub key: Vec<u8>,
     /// The value written; or the value read, `None` for absent (404) and
     /// for a read that got no answer; `None` for a delete.
-    #[serde(with = "opt_bytes", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        with = "json::opt_bytes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub value: Option<Vec<u8>>,
     /// Since the run's start, on a monotonic clock.
-    #[serde(with = "nanos", rename = "invoked_ns")]
+    #[serde(with = "json::nanos", rename = "invoked_ns")]
     pub invoked: Duration,
-    #[serde(with = "nanos", rename = "completed_ns")]
+    #[serde(with = "json::nanos", rename = "completed_ns")]
     pub completed: Duration,
     pub outcome: Outcome,
     /// The HTTP status, if there was an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// The base URL of the node that served it.
-    #[serde(with = "arc_str")]
+    #[serde(with = "json::arc_str")]
     pub node: Arc<str>,
     /// A read of the final pass (after the faults healed, at `ack=from`).
     #[serde(rename = "final", default, skip_serializing_if = "std::ops::Not::not")]
@@ -193,78 +206,6 @@ impl Op {
     }
 }
 
-/// The two kinds of key the checker knows, by prefix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyRole {
-    /// `set/…`: written once, with a value of its own, and never
-    /// overwritten: an acknowledged write must still be there at the end.
-    Set,
-    /// `reg/…`: overwritten by one client, sequentially, with values
-    /// `<client>:<seq>` whose sequence numbers increase.
-    Register,
-    /// `lin/…`: written, read and deleted by every client, each value
-    /// once (`<client>:<seq>`); judged by the linearizability check only.
-    Shared,
-    /// Anything else: recorded and counted, not checked.
-    Other,
-}
-
-impl KeyRole {
-    pub fn of(key: &[u8]) -> KeyRole {
-        if key.starts_with(SET_PREFIX.as_bytes()) {
-            KeyRole::Set
-        } else if key.starts_with(REG_PREFIX.as_bytes()) {
-            KeyRole::Register
-        } else if key.starts_with(SHARED_PREFIX.as_bytes()) {
-            KeyRole::Shared
-        } else {
-            KeyRole::Other
-        }
-    }
-}
-
-pub const SET_PREFIX: &str = "set/";
-pub const REG_PREFIX: &str = "reg/";
-pub const SHARED_PREFIX: &str = "lin/";
-
-/// `set/<run>/<client>/<n>`: the run's tag keeps what earlier runs
-/// wrote on the same cluster out of this run's history.
-pub fn set_key(run: &str, client: u32, n: u64) -> String {
-    format!("{SET_PREFIX}{run}/{client}/{n}")
-}
-
-/// `reg/<run>/<client>/<i>`.
-pub fn register_key(run: &str, client: u32, i: u32) -> String {
-    format!("{REG_PREFIX}{run}/{client}/{i}")
-}
-
-/// `lin/<run>/<i>`.
-pub fn shared_key(run: &str, i: u32) -> String {
-    format!("{SHARED_PREFIX}{run}/{i}")
-}
-
-/// A tag for a run, different from run to run (time and process id).
-pub fn run_tag() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let x = (t ^ (std::process::id() as u64).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    format!("{:08x}", x >> 32)
-}
-
-/// A register value: `<client>:<seq>`.
-pub fn register_value(client: u32, seq: u64) -> String {
-    format!("{client}:{seq}")
-}
-
-/// The `(client, seq)` of a register value, if it is one.
-pub fn parse_register_value(v: &[u8]) -> Option<(u32, u64)> {
-    let s = std::str::from_utf8(v).ok()?;
-    let (c, q) = s.split_once(':')?;
-    Some((c.parse().ok()?, q.parse().ok()?))
-}
-
 /// Bytes for people: a quoted string if it is UTF-8 (escaped), else hex.
 pub struct Shown<'a>(pub &'a [u8]);
 
@@ -339,243 +280,6 @@ impl History {
             ops.push(serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", i + 1))?);
         }
         Ok(History { ops })
-    }
-}
-
-/// Collects the clients' logs. Cloned into every client (on any thread);
-/// each client records into a `ClientLog` of its own, without locking, and
-/// hands it back once when it finishes.
-#[derive(Clone)]
-pub struct Recorder {
-    start: Instant,
-    logs: Arc<Mutex<Vec<Vec<Op>>>>,
-}
-
-impl Recorder {
-    /// A recorder whose times run from now.
-    pub fn new() -> Recorder {
-        Recorder::starting_at(Instant::now())
-    }
-
-    pub fn starting_at(start: Instant) -> Recorder {
-        Recorder {
-            start,
-            logs: Arc::default(),
-        }
-    }
-
-    /// The time since the run's start.
-    pub fn now(&self) -> Duration {
-        self.start.elapsed()
-    }
-
-    /// A log for `client`.
-    pub fn client(&self, client: u32) -> ClientLog {
-        ClientLog {
-            client,
-            recorder: self.clone(),
-            ops: Vec::with_capacity(1024),
-        }
-    }
-
-    /// Everything handed back so far, merged.
-    pub fn history(&self) -> History {
-        let logs = std::mem::take(&mut *self.logs.lock().expect("recorder lock"));
-        History::merge(logs)
-    }
-}
-
-impl Default for Recorder {
-    fn default() -> Self {
-        Recorder::new()
-    }
-}
-
-/// One client's operations. Handed back to its recorder when dropped.
-pub struct ClientLog {
-    client: u32,
-    recorder: Recorder,
-    ops: Vec<Op>,
-}
-
-/// An operation invoked and not yet completed.
-pub struct Pending {
-    kind: Kind,
-    key: Vec<u8>,
-    value: Option<Vec<u8>>,
-    node: Arc<str>,
-    invoked: Duration,
-    final_read: bool,
-}
-
-impl Pending {
-    /// The node that served it, once known (a client library chooses the
-    /// node as it sends, and may move to another).
-    pub fn served_by(&mut self, node: &Arc<str>) {
-        self.node = node.clone();
-    }
-}
-
-impl ClientLog {
-    pub fn client(&self) -> u32 {
-        self.client
-    }
-
-    /// The operations completed so far and not yet handed back.
-    pub fn ops(&self) -> &[Op] {
-        &self.ops
-    }
-
-    /// Note the invocation of an operation: call just before sending it.
-    pub fn invoke(
-        &self,
-        kind: Kind,
-        key: &[u8],
-        value: Option<&[u8]>,
-        node: &Arc<str>,
-        final_read: bool,
-    ) -> Pending {
-        Pending {
-            kind,
-            key: key.to_vec(),
-            value: value.map(<[u8]>::to_vec),
-            node: node.clone(),
-            invoked: self.recorder.now(),
-            final_read,
-        }
-    }
-
-    /// Note its completion (call as soon as the answer, the error or the
-    /// timeout is known). For a read, `read` is the value read (`None`:
-    /// absent or no answer); for writes and deletes it is ignored.
-    pub fn complete(
-        &mut self,
-        p: Pending,
-        outcome: Outcome,
-        status: Option<u16>,
-        read: Option<&[u8]>,
-    ) -> &Op {
-        let completed = self.recorder.now();
-        let value = match p.kind {
-            Kind::Read => read.map(<[u8]>::to_vec),
-            _ => p.value,
-        };
-        self.ops.push(Op {
-            client: self.client,
-            kind: p.kind,
-            key: p.key,
-            value,
-            invoked: p.invoked,
-            completed,
-            outcome,
-            status,
-            node: p.node,
-            final_read: p.final_read,
-            quorum: None,
-        });
-        self.ops.last().expect("just pushed")
-    }
-
-    pub fn len(&self) -> usize {
-        self.ops.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
-    }
-}
-
-impl Drop for ClientLog {
-    fn drop(&mut self) {
-        let ops = std::mem::take(&mut self.ops);
-        if !ops.is_empty() {
-            if let Ok(mut logs) = self.recorder.logs.lock() {
-                logs.push(ops);
-            }
-        }
-    }
-}
-
-/// Bytes in JSON: a string if they are UTF-8, else `{"base64": "…"}`; the
-/// two cannot be confused.
-pub(crate) mod bytes {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    #[derive(Serialize, Deserialize)]
-    #[serde(untagged)]
-    pub(super) enum Repr {
-        Text(String),
-        Binary { base64: String },
-    }
-
-    pub(super) fn repr(v: &[u8]) -> Repr {
-        match std::str::from_utf8(v) {
-            Ok(s) => Repr::Text(s.to_string()),
-            Err(_) => Repr::Binary {
-                base64: base64::engine::general_purpose::STANDARD.encode(v),
-            },
-        }
-    }
-
-    pub(super) fn unrepr<E: serde::de::Error>(r: Repr) -> Result<Vec<u8>, E> {
-        match r {
-            Repr::Text(s) => Ok(s.into_bytes()),
-            Repr::Binary { base64 } => base64::engine::general_purpose::STANDARD
-                .decode(base64)
-                .map_err(E::custom),
-        }
-    }
-
-    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        repr(v).serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        unrepr(Repr::deserialize(d)?)
-    }
-}
-
-mod opt_bytes {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
-        v.as_deref().map(bytes::repr).serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
-        Option::<bytes::Repr>::deserialize(d)?
-            .map(bytes::unrepr)
-            .transpose()
-    }
-}
-
-/// A duration as integer nanoseconds: lossless, so the order of two
-/// instants survives a round trip.
-mod nanos {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        (v.as_nanos() as u64).serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_nanos(u64::deserialize(d)?))
-    }
-}
-
-mod arc_str {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(v)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
-        Ok(Arc::from(String::deserialize(d)?))
     }
 }
 
