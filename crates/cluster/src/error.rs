@@ -1,6 +1,6 @@
 //! What can go wrong in the cluster layer, and how each error reads to a
 //! peer. The node maps each to its HTTP status (`cluster_error` and
-//! `write_error` in `node/src/api.rs`); this module must not know HTTP.
+//! `write_error` in `node/src/api/errors.rs`); this module must not know HTTP.
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
