@@ -4,7 +4,9 @@
 //! and the process's CPU, memory and file descriptors. Names follow
 //! Prometheus conventions and are listed in docs/operations.md. Owns the
 //! registry and the engine event listener that feeds it (here), and what
-//! is read at scrape time (`state`, and each thread's times: `threads`);
+//! is read at scrape time (`state`; the cluster's families: `cluster`; the
+//! machine's and the process's evidence: `evidence`; each thread's times:
+//! `threads`);
 //! must not decide anything from the
 //! numbers.
 
@@ -23,11 +25,13 @@ use strata_engine::{Event, EventListener};
 use crate::admission::Admission;
 use crate::overload::Guard;
 
+mod cluster;
+mod evidence;
 mod state;
 mod threads;
 
+pub use evidence::{process, ProcessStats};
 use state::StateCollector;
-pub use state::{process, ProcessStats};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {

@@ -3,6 +3,8 @@
 //! cluster's members, hints and anti-entropy, the runtime, the process's
 //! CPU, memory and file descriptors, the disk's free space. Owns turning
 //! each of those into metric families; must not keep state of its own.
+//! The cluster's families are encoded in `cluster`, the machine's and the
+//! process's evidence in `evidence`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,6 +17,8 @@ use strata_api::metrics as metric;
 use strata_cluster::Cluster;
 
 use crate::admission::Admission;
+
+use super::evidence::process;
 use crate::overload::Guard;
 
 pub(super) struct StateCollector {
@@ -35,13 +39,18 @@ impl std::fmt::Debug for StateCollector {
 
 /// A counter; `name` is written with its `_total` suffix here for grep's
 /// sake, and the encoder adds the suffix itself.
-fn counter(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> std::fmt::Result {
+pub(super) fn counter(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    v: f64,
+) -> std::fmt::Result {
     let c = ConstCounter::new(v);
     let name = name.strip_suffix("_total").unwrap_or(name);
     c.encode(e.encode_descriptor(name, help, None, c.metric_type())?)
 }
 
-fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> std::fmt::Result {
+pub(super) fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> std::fmt::Result {
     let g = ConstGauge::new(v);
     g.encode(e.encode_descriptor(name, help, None, g.metric_type())?)
 }
@@ -462,325 +471,5 @@ impl Collector for StateCollector {
             p.open_fds as f64,
         )?;
         Ok(())
-    }
-}
-
-impl StateCollector {
-    /// The pause detector, the threads' wait for a CPU, the machine's
-    /// pressure, the writers waiting on the WAL.
-    fn encode_evidence(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
-        use crate::evidence::{all_threads, pressure, run_queue_wait};
-        use strata_api::metrics as m;
-        gauge(
-            e,
-            m::PAUSE_MAX_SECONDS,
-            "The latest the pause detector woke over the last 10 seconds",
-            self.pauses.max_lateness().as_secs_f64(),
-        )?;
-        // One read of every thread: the process's wait and each thread's.
-        let threads = all_threads();
-        counter(
-            e,
-            m::RUN_QUEUE_WAIT_SECONDS,
-            "Time this process's threads were runnable but waiting for a CPU (schedstat, live threads)",
-            run_queue_wait(&threads).as_secs_f64(),
-        )?;
-        super::threads::encode(e, strata_api::threads::busiest(threads))?;
-        if let Some(c) = crate::evidence::allowed_cpus() {
-            counter(
-                e,
-                m::ALLOWED_CPUS_BUSY_SECONDS,
-                "Busy time of the CPUs this process may run on (its affinity), whoever used them (/proc/stat)",
-                c.busy.as_secs_f64(),
-            )?;
-            counter(
-                e,
-                m::ALLOWED_CPUS_STOLEN_SECONDS,
-                "Of that busy time, what the hypervisor ran other guests in (/proc/stat's steal)",
-                c.stolen.as_secs_f64(),
-            )?;
-        }
-        if let Some(t) = crate::evidence::cpu_throttled() {
-            counter(
-                e,
-                m::CPU_THROTTLED_SECONDS,
-                "Time this process's cgroup was held back by its CPU quota (cpu.stat's throttled time)",
-                t.as_secs_f64(),
-            )?;
-        }
-        for (name, res) in [
-            (m::PRESSURE_CPU_SECONDS, "cpu"),
-            (m::PRESSURE_IO_SECONDS, "io"),
-            (m::PRESSURE_MEMORY_SECONDS, "memory"),
-        ] {
-            if let Some(d) = pressure(res) {
-                counter(
-                    e,
-                    name,
-                    &format!("The machine's pressure stall time: at least one task waited for {res} (/proc/pressure/{res}, some)"),
-                    d.as_secs_f64(),
-                )?;
-            }
-        }
-        gauge(
-            e,
-            m::WAL_WRITERS_WAITING,
-            "Writes handed to the applier and not yet durable: the writers waiting on the WAL",
-            self.cluster.writers_waiting() as f64,
-        )
-    }
-
-    fn encode_cluster(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
-        let c = &self.cluster;
-        let st = c.stats();
-        let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
-        counter(
-            e,
-            metric::NOT_ENOUGH_REPLICAS,
-            "Requests answered 504: fewer than ack replicas answered in time",
-            get(&st.not_enough_replicas),
-        )?;
-        counter(
-            e,
-            metric::CLUSTER_READ_REPAIRS,
-            "Stale replicas written back to by reads",
-            get(&st.read_repairs),
-        )?;
-        counter(
-            e,
-            metric::CLUSTER_SUPERSEDED_RETRIES,
-            "Writes stamped again because a replica held a newer version",
-            get(&st.superseded_retries),
-        )?;
-        counter(
-            e,
-            metric::CLUSTER_REPEATED_WRITES,
-            "Writes sent again by a client (the same Strata-Write-Id) whose first phase found an earlier attempt applied: finished at its version, not applied twice",
-            get(&st.repeated_writes),
-        )?;
-        counter(
-            e,
-            metric::CLUSTER_STAMPED_PAST_NEWER,
-            "Writes stamped past a version newer than this node's clock (found by their first phase, or by a replica holding it)",
-            get(&st.stamped_past_newer),
-        )?;
-        counter(
-            e,
-            metric::CLUSTER_CLOCK_CLAMPED,
-            "Peer timestamps too far ahead of this node's clock, followed only up to the bound",
-            c.hlc().clamped.load(Ordering::Relaxed) as f64,
-        )?;
-        let rs = c.reaper_stats();
-        counter(
-            e,
-            metric::CLUSTER_TOMBSTONES_PURGED,
-            "Tombstones dropped after the grace period, once every member held them or newer",
-            get(&rs.purged),
-        )?;
-        counter(
-            e,
-            metric::CLUSTER_TOMBSTONES_KEPT,
-            "Tombstones past the grace period kept because a member was down, silent or behind",
-            get(&rs.kept),
-        )?;
-        counter(
-            e,
-            metric::CLUSTER_WRITES_TOO_OLD,
-            "Fresh writes refused (to be stamped again) because stamped longer ago than the tombstone grace period",
-            get(&rs.refused_old),
-        )?;
-        let ae = c.anti_entropy_stats();
-        for (name, help, v) in [
-            (
-                metric::ANTIENTROPY_EXCHANGES,
-                "Anti-entropy exchanges this node started (one home set with one peer)",
-                &ae.exchanges,
-            ),
-            (
-                metric::ANTIENTROPY_FAILED,
-                "Anti-entropy exchanges that failed (a peer silent, down or still building its trees)",
-                &ae.failed,
-            ),
-            (
-                metric::ANTIENTROPY_PULLED,
-                "Records fetched from peers by anti-entropy and applied here",
-                &ae.pulled,
-            ),
-            (
-                metric::ANTIENTROPY_PUSHED,
-                "Records this node's exchanges pushed to peers and they applied",
-                &ae.pushed,
-            ),
-            (
-                metric::ANTIENTROPY_ALREADY_THERE,
-                "Records an exchange moved that the receiver already held (overstreaming)",
-                &ae.already_there,
-            ),
-            (
-                metric::ANTIENTROPY_SENT_BYTES,
-                "Bytes of anti-entropy frames this node's exchanges sent",
-                &ae.bytes_sent,
-            ),
-            (
-                metric::ANTIENTROPY_RECEIVED_BYTES,
-                "Bytes of anti-entropy frames this node's exchanges received",
-                &ae.bytes_received,
-            ),
-            (
-                metric::ANTIENTROPY_APPLIED_FROM_PEERS,
-                "Records peers' exchanges pushed here that were applied",
-                &ae.received,
-            ),
-        ] {
-            counter(e, name, help, get(v))?;
-        }
-        let view = c.snapshot();
-        let pairs: Vec<Option<std::time::Duration>> = view
-            .ranges
-            .iter()
-            .flat_map(|r| r.synced.iter().map(|s| s.1))
-            .collect();
-        if !pairs.is_empty() {
-            gauge(
-                e,
-                metric::ANTIENTROPY_OLDEST_SYNC_SECONDS,
-                "Age of the oldest completed exchange over this node's ranges and their other replicas (0 before any)",
-                pairs
-                    .iter()
-                    .flatten()
-                    .map(|d| d.as_secs_f64())
-                    .fold(0.0, f64::max),
-            )?;
-            gauge(
-                e,
-                metric::ANTIENTROPY_NEVER_SYNCED,
-                "Pairs of (range, other replica) not yet exchanged since this node started",
-                pairs.iter().filter(|p| p.is_none()).count() as f64,
-            )?;
-        }
-        gauge(
-            e,
-            metric::CLUSTER_MEMBERS,
-            "Members of the cluster, this node included",
-            view.members.len() as f64,
-        )?;
-        let peers: Vec<_> = view.members.iter().filter(|m| !m.is_self).collect();
-        let mut fam = e.encode_descriptor(
-            metric::CLUSTER_MEMBER_STATE,
-            "This node's failure detector: 1 for the state each peer is in",
-            None,
-            ConstGauge::new(0i64).metric_type(),
-        )?;
-        for m in &peers {
-            for s in [
-                strata_cluster::State::Up,
-                strata_cluster::State::Suspect,
-                strata_cluster::State::Down,
-            ] {
-                ConstGauge::new((m.state == s) as i64).encode(fam.encode_family(&[
-                    ("peer", m.url.clone()),
-                    ("state", s.as_str().to_string()),
-                ])?)?;
-            }
-        }
-        type HintField = fn(&strata_cluster::PeerHints) -> u64;
-        let hint_metrics: [(&str, &str, HintField, bool); 5] = [
-            (
-                metric::HINTS_PENDING,
-                "Hints waiting for each peer",
-                |h| h.count,
-                false,
-            ),
-            (
-                metric::HINTS_PENDING_BYTES,
-                "Bytes of hints waiting for each peer",
-                |h| h.bytes,
-                false,
-            ),
-            (
-                metric::HINTS_WRITTEN,
-                "Hints kept for each peer",
-                |h| h.written,
-                true,
-            ),
-            (
-                metric::HINTS_DELIVERED,
-                "Hints delivered to each peer",
-                |h| h.delivered,
-                true,
-            ),
-            (
-                metric::HINTS_DROPPED,
-                "Hints dropped (over the byte bound, expired, or the writer queue full), by peer",
-                |h| h.dropped,
-                true,
-            ),
-        ];
-        for (name, help, f, is_counter) in hint_metrics {
-            if is_counter {
-                let mut fam =
-                    e.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
-                for m in &peers {
-                    ConstCounter::new(f(&m.hints))
-                        .encode(fam.encode_family(&[("peer", m.url.clone())])?)?;
-                }
-            } else {
-                let mut fam =
-                    e.encode_descriptor(name, help, None, ConstGauge::new(0i64).metric_type())?;
-                for m in &peers {
-                    ConstGauge::new(f(&m.hints) as i64)
-                        .encode(fam.encode_family(&[("peer", m.url.clone())])?)?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// What /proc says about this process.
-pub struct ProcessStats {
-    pub cpu_seconds: f64,
-    pub rss_bytes: u64,
-    /// Of the RSS: anonymous memory (the heap: where a leak shows) and
-    /// file pages mapped in (the tables' mmaps: page cache the kernel may
-    /// take back).
-    pub rss_anon_bytes: u64,
-    pub rss_file_bytes: u64,
-    pub open_fds: usize,
-}
-
-pub fn process() -> ProcessStats {
-    // /proc/self/stat: fields 14 and 15 are utime and stime in clock ticks
-    // (100 per second on Linux); the command name may hold spaces, so split
-    // after its closing parenthesis.
-    let cpu_seconds = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = s.rsplit_once(')')?.1;
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-            Some(ticks as f64 / 100.0)
-        })
-        .unwrap_or(0.0);
-    let rss_bytes = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096);
-    let open_fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = |field: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .map_or(0, |k| k * 1024)
-    };
-    let (rss_anon_bytes, rss_file_bytes) = (kib("RssAnon:"), kib("RssFile:"));
-    ProcessStats {
-        rss_anon_bytes,
-        rss_file_bytes,
-        cpu_seconds,
-        rss_bytes,
-        open_fds,
     }
 }
