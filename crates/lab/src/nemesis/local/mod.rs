@@ -13,126 +13,33 @@
 //! must not know what a node does with its flags beyond starting and
 //! answering `GET /v0/status`.
 //!
+//! Here: the cluster's nodes, starting, signals and restarts; `options`
+//! how a cluster is started, `faults` partitions, cuts and clocks,
+//! `process` the system calls beneath.
+//!
 //! Nodes are numbered from 0 in this API (`urls()[i]`, `kill(i)`), and
 //! from 1 in names on disk and in messages (`node-{i+1}`).
 
-use std::ffi::{OsStr, OsString};
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use strata_api::routes;
 
-use super::netns::{Cut, NetLab};
-use super::proxy::{Fault, FaultProxy, LinkStats};
+use super::netns::NetLab;
+use super::proxy::FaultProxy;
 use strata_client::control;
 
-/// How a local cluster is started.
-#[derive(Clone, Debug)]
-pub struct ClusterOptions {
-    /// Number of nodes.
-    pub nodes: usize,
-    /// Base directory: `node-i` data directories, `node-i.log`, the secret.
-    pub dir: PathBuf,
-    /// Node i listens on `base_port + i`, and with `proxied` its proxy on
-    /// `base_port + nodes + i`; 0 picks free ports.
-    pub base_port: u16,
-    /// `--replication`; `None` leaves the node's default.
-    pub replication: Option<usize>,
-    /// `--log-level` of every node.
-    pub log_level: String,
-    /// More `strata serve` arguments for every node.
-    pub serve_args: Vec<String>,
-    /// More arguments for node i only (`node_args[i]`, after `serve_args`;
-    /// the list may be shorter than `nodes`), e.g. a clock offset.
-    pub node_args: Vec<Vec<String>>,
-    /// Internal traffic through a [`FaultProxy`], for partitions.
-    pub proxied: bool,
-    /// Each node in a network namespace of its own (root, iproute2 and
-    /// nftables), for real partitions of client and internal traffic
-    /// ([`NetLab`]); not with `proxied`.
-    pub netns: bool,
-    /// How long every node has to answer `/v0/status` with 200.
-    pub ready_timeout: Duration,
-}
+mod faults;
+mod options;
+mod process;
 
-impl ClusterOptions {
-    /// One more argument for node `i` only.
-    pub fn add_node_arg(&mut self, i: usize, arg: String) {
-        if self.node_args.len() <= i {
-            self.node_args.resize(i + 1, vec![]);
-        }
-        self.node_args[i].push(arg);
-    }
-
-    /// `nodes` nodes under `dir`, ephemeral ports, default replication,
-    /// log level `warn`, not proxied.
-    pub fn new(nodes: usize, dir: impl Into<PathBuf>) -> ClusterOptions {
-        ClusterOptions {
-            nodes,
-            dir: dir.into(),
-            base_port: 0,
-            replication: None,
-            log_level: "warn".into(),
-            serve_args: vec![],
-            node_args: vec![],
-            proxied: false,
-            netns: false,
-            ready_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// The program (and leading arguments) that runs `strata`, kept apart
-/// from any one `Command` so that a node can be started again.
-#[derive(Clone, Debug)]
-struct Program {
-    program: OsString,
-    args: Vec<OsString>,
-    envs: Vec<(OsString, Option<OsString>)>,
-    cwd: Option<PathBuf>,
-}
-
-impl Program {
-    fn of(c: &Command) -> Program {
-        Program {
-            program: c.get_program().to_owned(),
-            args: c.get_args().map(OsStr::to_owned).collect(),
-            envs: c
-                .get_envs()
-                .map(|(k, v)| (k.to_owned(), v.map(OsStr::to_owned)))
-                .collect(),
-            cwd: c.get_current_dir().map(Path::to_path_buf),
-        }
-    }
-
-    /// The program, run through `prefix` (a namespace's `ip netns exec`)
-    /// when one is given.
-    fn command(&self, prefix: &[String]) -> Command {
-        let mut c = match prefix.split_first() {
-            Some((first, rest)) => {
-                let mut c = Command::new(first);
-                c.args(rest).arg(&self.program);
-                c
-            }
-            None => Command::new(&self.program),
-        };
-        c.args(&self.args);
-        for (k, v) in &self.envs {
-            match v {
-                Some(v) => c.env(k, v),
-                None => c.env_remove(k),
-            };
-        }
-        if let Some(d) = &self.cwd {
-            c.current_dir(d);
-        }
-        c
-    }
-}
+pub use options::ClusterOptions;
+use options::Program;
+use process::{node_ports, port_at, signal, tail, terminate_all, write_secret};
 
 struct Node {
     /// `serve` and everything after it.
@@ -474,69 +381,6 @@ impl LocalCluster {
         self.wait_ready(i, deadline)
     }
 
-    /// Black-hole every internal connection from or to node i (proxied
-    /// clusters only); see [`FaultProxy::partition`].
-    pub fn partition(&self, i: usize) -> Result<(), String> {
-        self.partition_with(i, Fault::BlackHole)
-    }
-
-    /// Partition node i with the given fault (proxied clusters only).
-    pub fn partition_with(&self, i: usize, fault: Fault) -> Result<(), String> {
-        self.proxy()?.partition(&self.nodes[i].advertised, fault);
-        Ok(())
-    }
-
-    /// Lift node i's partition: its black-holed connections are closed
-    /// and new ones relayed.
-    pub fn heal(&self, i: usize) -> Result<(), String> {
-        self.proxy()?.heal(&self.nodes[i].advertised);
-        Ok(())
-    }
-
-    /// Lift every partition.
-    pub fn heal_all(&self) -> Result<(), String> {
-        self.proxy()?.heal_all();
-        Ok(())
-    }
-
-    /// Move node i's running clock by `ms` through its test hook (the
-    /// node must run `--test-clock-hook`).
-    pub fn jump_clock(&self, i: usize, ms: i64) -> Result<(), String> {
-        let url = &self.nodes[i].url;
-        let path = format!("{}?jump_ms={ms}", routes::CLOCK);
-        let r = control::request("POST", url, &path, Duration::from_secs(10))?;
-        if r.status != 200 {
-            return Err(format!(
-                "{url}{path} answered {}: {}",
-                r.status,
-                String::from_utf8_lossy(&r.body).trim()
-            ));
-        }
-        Ok(())
-    }
-
-    /// Cut node i off in the network as `how` says (clusters in network
-    /// namespaces only).
-    pub fn cut(&self, i: usize, how: Cut) -> Result<(), String> {
-        self.net()?.cut(i, how)
-    }
-
-    /// Lift node i's network cut.
-    pub fn mend(&self, i: usize) -> Result<(), String> {
-        self.net()?.heal(i)
-    }
-
-    fn net(&self) -> Result<&NetLab, String> {
-        self.net
-            .as_ref()
-            .ok_or_else(|| "network cuts need a cluster in network namespaces (netns)".into())
-    }
-
-    /// The counters of node i's proxy route (proxied clusters only).
-    pub fn proxy_stats(&self, i: usize) -> Option<LinkStats> {
-        self.proxy.as_ref()?.stats(&self.nodes[i].advertised)
-    }
-
     /// Kill every node (SIGKILL) and wait for them; stop the proxy.
     pub fn shutdown(mut self) {
         self.kill_all();
@@ -554,47 +398,6 @@ impl LocalCluster {
                 let _ = c.wait();
             }
         }
-    }
-
-    /// Whether internal traffic runs through the lab's proxy.
-    pub fn proxied(&self) -> bool {
-        self.proxy.is_some()
-    }
-
-    /// Whether the nodes run in network namespaces of their own.
-    pub fn netns(&self) -> bool {
-        self.net.is_some()
-    }
-
-    /// Remove the nodes' network namespaces, links and rules (once the
-    /// nodes are stopped; dropping the cluster does it too).
-    pub fn release_network(&mut self) {
-        self.net = None;
-    }
-
-    /// Start node i with its wall clock off by `ms` milliseconds from its
-    /// next start on (replacing any offset it had).
-    pub fn set_clock_offset(&mut self, i: usize, ms: i64) {
-        const FLAG: &str = "--test-clock-offset-ms";
-        let args = &mut self.nodes[i].args;
-        let mut k = 0;
-        while k < args.len() {
-            let a = args[k].to_string_lossy();
-            if a == FLAG {
-                args.drain(k..(k + 2).min(args.len()));
-            } else if a.starts_with(&format!("{FLAG}=")) {
-                args.remove(k);
-            } else {
-                k += 1;
-            }
-        }
-        args.push(format!("{FLAG}={ms}").into());
-    }
-
-    fn proxy(&self) -> Result<&FaultProxy, String> {
-        self.proxy
-            .as_ref()
-            .ok_or_else(|| "partitions need a proxied cluster".to_string())
     }
 
     fn child(&mut self, i: usize) -> Result<&Child, String> {
@@ -682,113 +485,6 @@ impl Drop for LocalCluster {
     fn drop(&mut self) {
         self.kill_all();
     }
-}
-
-fn signal(c: &Child, sig: libc::c_int) {
-    // SAFETY: kill(2) on our own child, which has not been reaped (the
-    // `Child` is still held), so the pid is not reused.
-    unsafe {
-        libc::kill(c.id() as libc::pid_t, sig);
-    }
-}
-
-/// SIGTERM (and SIGCONT) each child, then wait for all until `deadline`;
-/// a child still alive then is killed and reported.
-fn terminate_all(
-    children: impl IntoIterator<Item = (usize, Child)>,
-    deadline: Instant,
-) -> Vec<Result<ExitStatus, String>> {
-    let mut children: Vec<(usize, Child)> = children.into_iter().collect();
-    for (_, c) in &children {
-        signal(c, libc::SIGTERM);
-        signal(c, libc::SIGCONT);
-    }
-    let mut out: Vec<Option<Result<ExitStatus, String>>> = vec![None; children.len()];
-    loop {
-        let mut waiting = false;
-        for (k, (i, c)) in children.iter_mut().enumerate() {
-            if out[k].is_some() {
-                continue;
-            }
-            match c.try_wait() {
-                Ok(Some(st)) => out[k] = Some(Ok(st)),
-                Ok(None) if Instant::now() >= deadline => {
-                    signal(c, libc::SIGKILL);
-                    let _ = c.wait();
-                    out[k] = Some(Err(format!(
-                        "node-{} did not exit after SIGTERM; killed",
-                        *i + 1
-                    )));
-                }
-                Ok(None) => waiting = true,
-                Err(e) => out[k] = Some(Err(format!("waiting for node-{}: {e}", *i + 1))),
-            }
-        }
-        if !waiting {
-            return out.into_iter().map(|r| r.expect("every child")).collect();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Write a fresh random secret (64 hex digits) to `path`, readable by the
-/// owner only.
-fn write_secret(path: &Path) -> Result<(), String> {
-    let bytes: [u8; 32] = rand::random();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut f = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(fail)?;
-    // `mode` applies to a new file only; an old one is narrowed too.
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(fail)?;
-    f.write_all(hex.as_bytes()).map_err(fail)?;
-    f.write_all(b"\n").map_err(fail)?;
-    f.sync_all().map_err(fail)
-}
-
-/// `base + k`, or an error past port 65535.
-fn port_at(base: u16, k: usize) -> Result<u16, String> {
-    u16::try_from(base as usize + k).map_err(|_| format!("port {base} + {k} is past 65535"))
-}
-
-/// The nodes' ports: consecutive from `base`, or free ones when `base` is
-/// 0, returned with the listeners that hold them (none repeats while they
-/// are held; drop them before the nodes start).
-fn node_ports(base: u16, n: usize) -> Result<(Vec<u16>, Vec<TcpListener>), String> {
-    if base != 0 {
-        let ports = (0..n).map(|k| port_at(base, k)).collect::<Result<_, _>>()?;
-        return Ok((ports, vec![]));
-    }
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("choosing a free port: {e}"))?;
-    let ports = held
-        .iter()
-        .map(|l| {
-            l.local_addr()
-                .map(|a| a.port())
-                .map_err(|e| format!("choosing a free port: {e}"))
-        })
-        .collect::<Result<_, _>>()?;
-    Ok((ports, held))
-}
-
-/// The last `n` lines of the file at `path` (its last 64 KiB at most).
-fn tail(path: &Path, n: usize) -> String {
-    let Ok(mut f) = File::open(path) else {
-        return String::new();
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)));
-    let lines: Vec<String> = BufReader::new(f).lines().map_while(Result::ok).collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[cfg(test)]

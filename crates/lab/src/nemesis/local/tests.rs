@@ -1,6 +1,7 @@
 //! Tests of `local`: the launcher against a stand-in node (ports, the secret, restarts, signals, the logs' tails).
 
 use super::*;
+use std::os::unix::fs::PermissionsExt;
 
 #[test]
 fn the_secret_is_fresh_hex_and_private() {
