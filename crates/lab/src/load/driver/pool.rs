@@ -10,8 +10,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::thread::{wait_until, Late, ThreadCtx};
 use super::worker::Worker;
-use super::{wait_until, Late, ThreadCtx, LATE};
+use super::LATE;
 use crate::load::schedule::Schedule;
 
 /// Descriptors the generator leaves for everything else of the process

@@ -1,5 +1,6 @@
 //! The driver's recorder and paths, unit-tested.
 
+use super::record::Recorder;
 use super::*;
 
 #[test]
