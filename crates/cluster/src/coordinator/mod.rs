@@ -11,10 +11,13 @@
 //! Also heartbeats and hint delivery (the peer-facing handler is
 //! `parts.rs`'s). Owns the
 //! replication protocol; must not know about HTTP or how bytes are stored.
+//!
+//! Here: the coordinator and a write's way (stamp, first phase, fan-out);
+//! `read` a read, its repair and a peer's scan page; `peers` heartbeats
+//! and hint delivery.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -22,7 +25,7 @@ use tokio::time::Instant;
 
 use crate::error::{ClusterError, Result};
 use crate::fence::Fence;
-use crate::membership::{State, HEARTBEAT};
+use crate::membership::State;
 use crate::ops::{OpKind, Replication, Stats};
 use crate::reaper::Reaper;
 use crate::record::{Mark, Record, Version, WriteId};
@@ -30,8 +33,9 @@ use crate::shared::{record_bytes, Shared};
 use crate::store::Outcome;
 use crate::topology::Pinned;
 use crate::trace::{LocalTiming, PeerWait, Trace};
-use crate::transport::CallError;
-use crate::wire::{Request, Response};
+
+mod peers;
+mod read;
 
 /// Attempts of a write that replicas keep answering with newer versions.
 pub(crate) const MAX_ATTEMPTS: usize = 4;
@@ -427,308 +431,5 @@ impl Coordinator {
             .iter()
             .map(|&m| m == self.sh.me || !self.sh.is_down(m, now))
             .collect()
-    }
-
-    pub(crate) async fn read(
-        self: Arc<Self>,
-        id: u64,
-        key: Bytes,
-        r: Replication,
-        trace: &mut Trace,
-    ) -> Result<Option<Bytes>> {
-        let t = self.sh.topo().pin();
-        if t.current.is_empty() {
-            return Err(ClusterError::NotMember);
-        }
-        let replicas = t.read_set(&key, r.from);
-        if replicas == [self.sh.me] {
-            let began = Instant::now();
-            let rec = self.sh.store.read(&key);
-            trace.read = Some(began.elapsed());
-            return Ok(rec?.and_then(|r| r.value));
-        }
-        let reach = self.reachable(&replicas);
-        let live = reach.iter().filter(|&&x| x).count();
-        if live < r.ack {
-            return Err(self.not_enough(live, r.ack));
-        }
-        let (tx, mut rx) = mpsc::channel::<(usize, Result<Option<Record>>)>(replicas.len());
-        let mut answers: Vec<(usize, Option<Record>)> = Vec::with_capacity(replicas.len());
-        let mut outstanding = 0usize;
-        let mut local_err = None;
-        let began = Instant::now();
-        let mut local_done = None;
-        for (&m, &reach) in replicas.iter().zip(&reach) {
-            if m == self.sh.me {
-                let at = Instant::now();
-                match self.sh.store.read(&key) {
-                    Ok(rec) => answers.push((m, rec)),
-                    Err(e) => local_err = Some(e),
-                }
-                trace.read = Some(at.elapsed());
-                local_done = Some(Instant::now());
-            } else if reach {
-                let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
-                tokio::spawn(async move {
-                    let r = s.sh.send_read(id, m, k).await;
-                    let _ = tx.send((m, r)).await;
-                });
-                outstanding += 1;
-            }
-        }
-        drop(tx);
-        // A large record read here is as large on the other replicas: their
-        // answers get the time it takes to carry it.
-        let local_bytes = answers
-            .iter()
-            .filter_map(|(_, rec)| rec.as_ref())
-            .map(|rec| record_bytes(&key, rec))
-            .max()
-            .unwrap_or(0);
-        let deadline = tokio::time::Instant::now() + self.sh.timeout_for(local_bytes);
-        while answers.len() < r.ack && answers.len() + outstanding >= r.ack {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some((m, res))) => {
-                    outstanding -= 1;
-                    if let Ok(rec) = res {
-                        answers.push((m, rec));
-                        if answers.len() == r.ack {
-                            trace.peer = Some(PeerWait {
-                                url: self.sh.member_url(m),
-                                waited: local_done.unwrap_or(began).elapsed(),
-                                own: None,
-                            });
-                        }
-                    }
-                }
-                _ => break,
-            }
-        }
-        if answers.len() < r.ack {
-            if let (Some(e), 1) = (local_err, replicas.len()) {
-                return Err(e);
-            }
-            return Err(self.not_enough(answers.len(), r.ack));
-        }
-        let newest = answers
-            .iter()
-            .filter_map(|(_, rec)| rec.as_ref())
-            .max_by_key(|rec| rec.version)
-            .cloned();
-        if let Some(newest) = &newest {
-            let stale: Vec<usize> = answers
-                .iter()
-                .filter(|(_, rec)| rec.as_ref().is_none_or(|x| x.version < newest.version))
-                .map(|(m, _)| *m)
-                .collect();
-            if !stale.is_empty() {
-                // Bring the stale replicas level before answering, so the
-                // newest version is on `ack` replicas and the next quorum
-                // read cannot go back in time.
-                let repaired = self.clone().repair(id, &key, newest, &stale).await;
-                let mut holders = answers.len() - stale.len() + repaired;
-                // A stale replica that could not take the repair (its
-                // store refuses writes): a replica not heard yet may hold
-                // the newest version already, and counts instead.
-                while holders < r.ack && outstanding > 0 {
-                    match tokio::time::timeout_at(deadline, rx.recv()).await {
-                        Ok(Some((_, res))) => {
-                            outstanding -= 1;
-                            if let Ok(Some(rec)) = res {
-                                if rec.version >= newest.version {
-                                    holders += 1;
-                                }
-                            }
-                        }
-                        _ => break,
-                    }
-                }
-                if holders < r.ack {
-                    return Err(self.not_enough(holders, r.ack));
-                }
-            }
-            if outstanding > 0 {
-                // Late answers are repaired in the background.
-                let (s, k, newest) = (self.clone(), key.clone(), newest.clone());
-                let pin = t.clone();
-                tokio::spawn(async move {
-                    while let Some((m, res)) = rx.recv().await {
-                        if let Ok(rec) = res {
-                            if rec.as_ref().is_none_or(|x| x.version < newest.version) {
-                                s.clone().repair(0, &k, &newest, &[m]).await;
-                            }
-                        }
-                    }
-                    drop(pin);
-                });
-            }
-        }
-        Ok(newest.and_then(|r| r.value))
-    }
-
-    /// Write `record` to the replicas in `stale`; returns how many took it.
-    async fn repair(
-        self: Arc<Self>,
-        id: u64,
-        key: &Bytes,
-        record: &Record,
-        stale: &[usize],
-    ) -> usize {
-        let mut set = tokio::task::JoinSet::new();
-        for &m in stale {
-            self.stats.read_repairs.fetch_add(1, Ordering::Relaxed);
-            let (s, k, rec) = (self.clone(), key.clone(), record.clone());
-            set.spawn(async move {
-                let r = if m == s.sh.me {
-                    s.sh.store.apply(k.clone(), rec.clone()).await
-                } else {
-                    let r =
-                        s.sh.send_write(id, m, k.clone(), rec.clone(), OpKind::Repair)
-                            .await;
-                    if r.is_err() {
-                        s.sh.keep_hint(m, k, rec);
-                    }
-                    r
-                };
-                r.is_ok()
-            });
-        }
-        let mut ok = 0;
-        while let Some(r) = set.join_next().await {
-            if r.unwrap_or(false) {
-                ok += 1;
-            }
-        }
-        ok
-    }
-
-    pub(crate) async fn heartbeat_loop(self: Arc<Self>, i: usize) {
-        let t = self.sh.topo();
-        let peer = t.peers[i].clone().expect("a peer");
-        let detector = t.detectors[i].clone();
-        drop(t);
-        let mut tick = tokio::time::interval(HEARTBEAT);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        loop {
-            tick.tick().await;
-            if self.sh.closed.load(Ordering::Acquire) {
-                return;
-            }
-            match peer.call(Request::Ping, Duration::from_secs(1)).await {
-                Ok(Response::Pong) => detector.heartbeat(Instant::now()),
-                Err(CallError::Refused) => detector.refused(),
-                _ => {}
-            }
-        }
-    }
-
-    /// Deliver member `i`'s hints while it is up: oldest first, in batches,
-    /// at most `rate` a second.
-    pub(crate) async fn hint_loop(self: Arc<Self>, i: usize) {
-        let Some(hints) = &self.sh.hints else {
-            return;
-        };
-        let (pid, detector) = {
-            let t = self.sh.topo();
-            (t.members[i].id, t.detectors[i].clone())
-        };
-        let rate = self.sh.cfg.hints.rate.max(1) as f64;
-        loop {
-            tokio::time::sleep(HEARTBEAT).await;
-            if self.sh.closed.load(Ordering::Acquire) {
-                return;
-            }
-            if hints.pending(pid) == 0
-                || detector.state(Instant::now()) != State::Up
-                || self.fence.check().is_err()
-            {
-                continue;
-            }
-            let (h, now) = (hints.clone(), self.sh.cfg.wall_clock.now_ms());
-            let batch = match self
-                .sh
-                .blocking(move || h.oldest(pid, HINT_BATCH, now))
-                .await
-            {
-                Some(Ok(b)) => b,
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "reading hints failed");
-                    continue;
-                }
-                None => continue,
-            };
-            // A hint for a key this member no longer holds (the layout
-            // changed since) is dropped: delivered after the member's
-            // cleanup it would leave a stray record behind.
-            let (batch, strays): (Vec<_>, Vec<_>) = {
-                let t = self.sh.topo();
-                let rf = t.replication();
-                batch.into_iter().partition(|h| {
-                    t.previous.is_some() || t.current.replicas(&h.key, rf).contains(&i)
-                })
-            };
-            if !strays.is_empty() {
-                let h = hints.clone();
-                if let Some(Err(e)) = self.sh.blocking(move || h.delivered(pid, &strays)).await {
-                    tracing::warn!(error = %e, "removing stray hints failed");
-                }
-            }
-            let started = Instant::now();
-            let sent = batch.len();
-            let mut set = tokio::task::JoinSet::new();
-            for (n, h) in batch.iter().enumerate() {
-                let (s, k, rec) = (self.clone(), h.key.clone(), h.record.clone());
-                set.spawn(
-                    async move { (n, s.sh.send_write(0, i, k, rec, OpKind::Hint).await.is_ok()) },
-                );
-            }
-            let mut ok = vec![false; batch.len()];
-            while let Some(r) = set.join_next().await {
-                if let Ok((n, true)) = r {
-                    ok[n] = true;
-                }
-            }
-            let failed = ok.iter().any(|o| !o);
-            let done: Vec<_> = batch
-                .into_iter()
-                .zip(ok)
-                .filter_map(|(h, o)| o.then_some(h))
-                .collect();
-            let h = hints.clone();
-            let r = self.sh.blocking(move || h.delivered(pid, &done)).await;
-            if let Some(Err(e)) = r {
-                tracing::warn!(error = %e, "removing delivered hints failed");
-            }
-            let pace = Duration::from_secs_f64(sent as f64 / rate);
-            let spent = started.elapsed();
-            if failed {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            } else if spent < pace {
-                tokio::time::sleep(pace - spent).await;
-            }
-        }
-    }
-
-    pub(crate) fn scan_page(&self, start: &[u8], end: Option<&[u8]>, limit: u32) -> Response {
-        let limit = limit.clamp(1, MAX_PAGE) as usize;
-        let mut entries = Vec::new();
-        let mut more = false;
-        let it = match self.sh.store.scan(start, end) {
-            Ok(it) => it,
-            Err(e) => return e.into_response(),
-        };
-        for e in it {
-            match e {
-                Ok(kr) => {
-                    if entries.len() == limit {
-                        more = true;
-                        break;
-                    }
-                    entries.push(kr);
-                }
-                Err(e) => return e.into_response(),
-            }
-        }
-        Response::Scanned { entries, more }
     }
 }
