@@ -1,18 +1,20 @@
 //! Sorted string tables: immutable files of sorted internal keys. `block`
 //! owns the data/index block format, `bloom` the filter, `cache` the shared block cache,
 //! `compress` the codecs a data block is stored with, `builder` writes a table,
-//! `table` reads one. See docs/engine.md for the byte layout.
+//! `table` reads one, `iter` moves through one in order. See docs/engine.md for the byte layout.
 
 pub mod block;
 pub mod bloom;
 pub mod builder;
 pub mod cache;
 pub mod compress;
+pub mod iter;
 pub mod table;
 
 pub use builder::TableBuilder;
 pub use compress::Compression;
-pub use table::{Table, TableIter};
+pub use iter::TableIter;
+pub use table::Table;
 
 /// Magic number at the very end of every table file ("STRATAST").
 pub const MAGIC: [u8; 8] = *b"STRATAST";

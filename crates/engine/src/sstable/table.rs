@@ -19,11 +19,12 @@ use bytes::Bytes;
 
 use crate::coding::{get_u32, get_u64, Reader};
 use crate::error::{Error, IoContext, Result};
-use crate::iterator::{InternalIterator, Lookup};
+use crate::iterator::Lookup;
 use crate::key::{self, Kind};
-use crate::sstable::block::{Block, BlockIter};
+use crate::sstable::block::Block;
 use crate::sstable::cache::BlockCache;
 use crate::sstable::compress;
+use crate::sstable::iter::TableIter;
 use crate::sstable::{bloom, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, MAGIC};
 use crate::stats::Stats;
 
@@ -46,20 +47,20 @@ pub struct Props {
 /// One data block in the index: where its index key (a separator: >= its
 /// last key, < the next block's first) lies in `index_keys`, and where the
 /// block lies in the file.
-struct IndexEntry {
+pub(super) struct IndexEntry {
     key_start: usize,
     key_len: usize,
-    offset: u64,
+    pub(super) offset: u64,
     len: u64,
 }
 
 pub struct Table {
     id: u64,
-    path: PathBuf,
+    pub(super) path: PathBuf,
     /// Open for the table's life; blocks are read from it at their offset.
     file: File,
     size: u64,
-    index: Vec<IndexEntry>,
+    pub(super) index: Vec<IndexEntry>,
     /// `key::prefix8` of each index key's user key: a lookup binary-searches
     /// these 8 bytes an entry (a table of 64 MiB: 16k blocks, 128 KiB,
     /// which the caches keep) and compares whole keys only among equals.
@@ -196,7 +197,7 @@ impl Table {
         self.obsolete.store(true, AtomicOrdering::Release);
     }
 
-    fn block(&self, i: usize, fill_cache: bool) -> Result<Block> {
+    pub(super) fn block(&self, i: usize, fill_cache: bool) -> Result<Block> {
         let e = &self.index[i];
         if let Some(b) = self.cache.get(&(self.id, e.offset)) {
             self.stats.inc(&self.stats.cache_hits);
@@ -250,7 +251,7 @@ impl Table {
     }
 
     /// Index of the first block whose index key is >= `target`.
-    fn find_block(&self, target: &[u8]) -> usize {
+    pub(super) fn find_block(&self, target: &[u8]) -> usize {
         let p = key::prefix8(key::user_key(target));
         let lo = self.index_prefixes.partition_point(|&x| x < p);
         let ties = self.index_prefixes[lo..].partition_point(|&x| x == p);
@@ -308,12 +309,7 @@ impl Table {
     /// An iterator over the whole table. `fill_cache` is false for
     /// compaction reads so that they do not evict the foreground's blocks.
     pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
-        TableIter {
-            table: self.clone(),
-            block: None,
-            idx: 0,
-            fill_cache,
-        }
+        TableIter::new(self.clone(), fill_cache)
     }
 }
 
@@ -391,94 +387,10 @@ fn decode_props(b: &[u8]) -> Option<Props> {
     Some(p)
 }
 
-/// A cursor over a whole table.
-pub struct TableIter {
-    table: Arc<Table>,
-    block: Option<BlockIter>,
-    idx: usize,
-    fill_cache: bool,
-}
-
-impl TableIter {
-    fn load(&mut self, i: usize) -> Result<()> {
-        self.idx = i;
-        if i >= self.table.index.len() {
-            self.block = None;
-            return Ok(());
-        }
-        self.block = Some(self.table.block(i, self.fill_cache)?.iter());
-        Ok(())
-    }
-
-    fn check(&self) -> Result<()> {
-        if let Some(b) = &self.block {
-            if b.corrupt() {
-                return Err(Error::corruption(
-                    &self.table.path,
-                    self.table.index[self.idx].offset,
-                    "malformed data block entry",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Skip past exhausted blocks.
-    fn settle(&mut self) -> Result<()> {
-        loop {
-            self.check()?;
-            match &self.block {
-                Some(b) if !b.valid() => {
-                    self.load(self.idx + 1)?;
-                    if let Some(b) = &mut self.block {
-                        b.seek_to_first();
-                    }
-                }
-                _ => return Ok(()),
-            }
-        }
-    }
-}
-
-impl InternalIterator for TableIter {
-    fn valid(&self) -> bool {
-        self.block.as_ref().is_some_and(|b| b.valid())
-    }
-    fn seek_to_first(&mut self) -> Result<()> {
-        self.load(0)?;
-        if let Some(b) = &mut self.block {
-            b.seek_to_first();
-        }
-        self.settle()
-    }
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let i = self.table.find_block(target);
-        self.load(i)?;
-        if let Some(b) = &mut self.block {
-            b.seek(target);
-        }
-        self.settle()
-    }
-    fn next(&mut self) -> Result<()> {
-        if let Some(b) = &mut self.block {
-            b.next();
-        }
-        self.settle()
-    }
-    fn key(&self) -> &[u8] {
-        self.block.as_ref().expect("valid").key()
-    }
-    fn value_ref(&self) -> &[u8] {
-        self.block.as_ref().expect("valid").value_ref()
-    }
-    fn value(&self) -> Bytes {
-        self.block.as_ref().expect("valid").value()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iterator::InternalIterator;
     use crate::key::{encode, seek_trailer, trailer};
     use crate::sstable::{Compression, TableBuilder};
 
