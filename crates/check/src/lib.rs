@@ -3,8 +3,9 @@
 //! every operation did, client by client (`history`), a checker that
 //! judges a history for lost acknowledged writes, stale reads and
 //! impossible reads (`checker`), another that decides whether each shared
-//! key is linearizable, with the smallest witness when not (`linear`), and
-//! histories to and from Porcupine's and Jepsen's formats (`formats`).
+//! key is linearizable, with the smallest witness when not (`linear`),
+//! histories to and from Porcupine's and Jepsen's formats (`formats`),
+//! and counts written for people (`numbers`).
 //! The lab's runner records histories against real nodes and the
 //! cluster's simulation tests against simulated ones; both judge them
 //! here. Owns histories and their judgement; must not do I/O, know HTTP
@@ -14,18 +15,8 @@ pub mod checker;
 pub mod formats;
 pub mod history;
 pub mod linear;
+mod numbers;
 
 pub use checker::{check, Impossible, Lost, Quorum, Report, Stale, Why};
 pub use history::{ClientLog, History, KeyRole, Kind, Op, OpQuorum, Outcome, Recorder};
-
-/// `n` with its thousands grouped by commas (12,345), as the checker's
-/// reports and the lab's tables write counts.
-pub fn group(n: u64) -> String {
-    let digits = n.to_string().into_bytes();
-    let groups: Vec<&str> = digits
-        .rchunks(3)
-        .rev()
-        .map(|c| std::str::from_utf8(c).expect("ASCII digits"))
-        .collect();
-    groups.join(",")
-}
+pub use numbers::group;

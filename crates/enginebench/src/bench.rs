@@ -50,7 +50,6 @@ mod data;
 mod fjall_backend;
 mod report;
 
-use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Barrier;

@@ -5,8 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::Report;
-use crate::group;
 use crate::history::Shown;
+use crate::numbers::group;
 
 /// Seconds with milliseconds: `1.234s`.
 fn secs(d: Duration) -> String {

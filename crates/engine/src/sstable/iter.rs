@@ -22,16 +22,20 @@ pub struct TableIter {
     fill_cache: bool,
 }
 
-impl TableIter {
-    pub(super) fn new(table: Arc<Table>, fill_cache: bool) -> TableIter {
+impl Table {
+    /// An iterator over the whole table. `fill_cache` is false for
+    /// compaction reads so that they do not evict the foreground's blocks.
+    pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
         TableIter {
-            table,
+            table: self.clone(),
             block: None,
             idx: 0,
             fill_cache,
         }
     }
+}
 
+impl TableIter {
     fn load(&mut self, i: usize) -> Result<()> {
         self.idx = i;
         if i >= self.table.index.len() {

@@ -24,7 +24,6 @@ use crate::key::{self, Kind};
 use crate::sstable::block::Block;
 use crate::sstable::cache::BlockCache;
 use crate::sstable::compress;
-use crate::sstable::iter::TableIter;
 use crate::sstable::{bloom, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, MAGIC};
 use crate::stats::Stats;
 
@@ -304,12 +303,6 @@ impl Table {
                 ))
             }
         }))
-    }
-
-    /// An iterator over the whole table. `fill_cache` is false for
-    /// compaction reads so that they do not evict the foreground's blocks.
-    pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
-        TableIter::new(self.clone(), fill_cache)
     }
 }
 

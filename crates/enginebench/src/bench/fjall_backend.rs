@@ -126,7 +126,8 @@ impl Backend for FjallBackend {
     /// `disk_space()` counts the journal at its preallocated length (64 MiB
     /// however little is in it).
     fn disk_bytes(&self) -> Result<u64, String> {
-        super::dir_allocated_bytes(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))
+        super::report::dir_allocated_bytes(&self.dir)
+            .map_err(|e| format!("{}: {e}", self.dir.display()))
     }
 
     fn describe(&self) -> Option<String> {

@@ -3,7 +3,13 @@
 //! space amplification, the table `db_bench` prints, JSON). Owns the
 //! figures' shape and wording; must not run anything.
 
-use super::*;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::args::BenchArgs;
 
 /// What one benchmark measured.
 #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@
 //! Prometheus conventions and are listed in docs/operations.md. Owns the
 //! registry and the engine event listener that feeds it (here), and what
 //! is read at scrape time (`state`; the cluster's families: `cluster`; the
-//! machine's and the process's evidence: `evidence`; each thread's times:
+//! machine's evidence: `evidence`; the process's own figures: `process`; each thread's times:
 //! `threads`);
 //! must not decide anything from the
 //! numbers.
@@ -27,10 +27,11 @@ use crate::overload::Guard;
 
 mod cluster;
 mod evidence;
+mod process;
 mod state;
 mod threads;
 
-pub use evidence::{process, ProcessStats};
+pub use process::{process, ProcessStats};
 use state::StateCollector;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -18,7 +18,7 @@ use strata_cluster::Cluster;
 
 use crate::admission::Admission;
 
-use super::evidence::process;
+use super::process::process;
 use crate::overload::Guard;
 
 pub(super) struct StateCollector {

@@ -7,7 +7,7 @@
 //! thread, which merges them into the run's timeline. With several nodes,
 //! each connection (or client) talks to the one `nodes` chose for it and
 //! its requests are counted per node. Here: the plan and `run`, the
-//! caller's side; `thread` one generator thread's life, `worker` builds and sends each
+//! caller's side; `thread` one generator thread's life, `ctx` what its tasks share, `worker` builds and sends each
 //! operation's requests, `record` counts what came back per thread and
 //! merges the threads' seconds, `outcome` is what a run hands back (live
 //! figures, each second, the totals), `pool` the open-loop connections
@@ -29,6 +29,7 @@ use crate::load::schedule::Arrivals;
 use crate::load::slowest::SlowRequest;
 use crate::load::workload::{KeyCounter, Op, Workload};
 
+mod ctx;
 pub mod merge;
 mod outcome;
 mod pool;
@@ -36,11 +37,12 @@ mod record;
 mod thread;
 pub mod wire;
 mod worker;
+use ctx::Clock;
 pub use outcome::{NodeTotals, OpTotals, Outcome, Second, SecondStats, Snapshot};
 pub use record::failed_status;
 use record::{Collector, Interval, Msg, NodeInterval, ThreadTotals};
 pub use strata_api::query::encode_into;
-use thread::{thread_main, Clock};
+use thread::thread_main;
 
 /// Operation names, in the order histograms are kept. The last is not an
 /// operation: answers of 500 and above (a refusal under overload comes

@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::thread::{wait_until, Late, ThreadCtx};
+use super::ctx::{wait_until, Late, ThreadCtx};
 use super::worker::Worker;
 use super::LATE;
 use crate::load::schedule::Schedule;
