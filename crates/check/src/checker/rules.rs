@@ -218,6 +218,28 @@ pub(super) fn check_set(r: &mut Report, key: &[u8], k: &KeyOps) {
     }
 }
 
+/// A read that missed the acknowledged write `newest`: stale, or, for a
+/// read of the final pass, `newest` lost.
+fn out_of_date(r: &mut Report, key: &[u8], read: &Op, newest: &Op) {
+    if read.final_read {
+        r.lost += 1;
+        r.lost_examples
+            .push(lost(newest, newest.value.clone(), read));
+        return;
+    }
+    r.stale += 1;
+    r.stale_examples.push(Stale {
+        key: key.to_vec(),
+        read: read.value.clone(),
+        client: read.client,
+        node: read.node.clone(),
+        invoked: read.invoked,
+        completed: read.completed,
+        newest: newest.value.clone(),
+        newest_completed: newest.completed,
+    });
+}
+
 pub(super) fn check_register(r: &mut Report, key: &[u8], k: &KeyOps) {
     r.registers += 1;
     for read in &k.reads {
@@ -228,24 +250,7 @@ pub(super) fn check_register(r: &mut Report, key: &[u8], k: &KeyOps) {
         match k.judge(read) {
             Judgement::Fresh => {}
             Judgement::LateUnknown => r.late_unknown += 1,
-            Judgement::Stale(newest) if read.final_read => {
-                r.lost += 1;
-                r.lost_examples
-                    .push(lost(newest, newest.value.clone(), read));
-            }
-            Judgement::Stale(newest) => {
-                r.stale += 1;
-                r.stale_examples.push(Stale {
-                    key: key.to_vec(),
-                    read: read.value.clone(),
-                    client: read.client,
-                    node: read.node.clone(),
-                    invoked: read.invoked,
-                    completed: read.completed,
-                    newest: newest.value.clone(),
-                    newest_completed: newest.completed,
-                });
-            }
+            Judgement::Stale(newest) => out_of_date(r, key, read, newest),
         }
     }
     if !k.acked.is_empty() && final_read(k).is_none() {
@@ -292,25 +297,8 @@ pub(super) fn check_quorums(r: &mut Report, key: &[u8], k: &KeyOps) {
                 sources.iter().all(older)
             })
             .max_by_key(|w| w.invoked);
-        match missed {
-            None => {}
-            Some(w) if read.final_read => {
-                r.lost += 1;
-                r.lost_examples.push(lost(w, w.value.clone(), read));
-            }
-            Some(w) => {
-                r.stale += 1;
-                r.stale_examples.push(Stale {
-                    key: key.to_vec(),
-                    read: read.value.clone(),
-                    client: read.client,
-                    node: read.node.clone(),
-                    invoked: read.invoked,
-                    completed: read.completed,
-                    newest: w.value.clone(),
-                    newest_completed: w.completed,
-                });
-            }
+        if let Some(w) = missed {
+            out_of_date(r, key, read, w);
         }
     }
     if !k.acked.is_empty() && final_read(k).is_none() {
