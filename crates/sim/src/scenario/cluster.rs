@@ -251,11 +251,7 @@ impl ClusterScenario {
     /// Read a cluster scenario file; returns it and the directory its
     /// relative paths start from.
     pub fn load(path: &Path) -> Result<(ClusterScenario, PathBuf), String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let s =
-            ClusterScenario::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Ok((s, base))
+        super::load(path, ClusterScenario::from_toml)
     }
 
     pub fn to_toml(&self) -> Result<String, String> {

@@ -39,6 +39,18 @@ pub(crate) fn default_in_flight() -> u32 {
     1_000_000
 }
 
+/// Read the scenario file at `path` with `parse` (errors name the file);
+/// it and the directory its relative paths start from.
+pub(crate) fn load<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<(T, PathBuf), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let s = parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((s, base))
+}
+
 /// The model a scenario file configures: one node, or a cluster (boxed:
 /// a scenario is read once and passed by reference).
 #[derive(Clone, Debug, PartialEq)]
@@ -61,40 +73,7 @@ impl Config {
     /// Read a scenario file; returns it and the directory its relative
     /// paths start from.
     pub fn load(path: &Path) -> Result<(Config, PathBuf), String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let c = Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Ok((c, base))
-    }
-
-    pub fn name(&self) -> &str {
-        match self {
-            Config::Node(s) => &s.name,
-            Config::Cluster(s) => &s.name,
-        }
-    }
-
-    pub fn clients(&self) -> &Clients {
-        match self {
-            Config::Node(s) => &s.clients,
-            Config::Cluster(s) => &s.clients,
-        }
-    }
-
-    pub fn to_toml(&self) -> Result<String, String> {
-        match self {
-            Config::Node(s) => s.to_toml(),
-            Config::Cluster(s) => s.to_toml(),
-        }
-    }
-
-    /// Apply `PARAM=VALUE` overrides in order, as the configuration's own
-    /// `with_overrides` does.
-    pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<Config, String> {
-        Ok(match self {
-            Config::Node(s) => Config::Node(Box::new(s.with_overrides(sets)?)),
-            Config::Cluster(s) => Config::Cluster(Box::new(s.with_overrides(sets)?)),
-        })
+        load(path, Config::from_toml)
     }
 }
 
@@ -387,13 +366,16 @@ mod tests {
             matches!(&c, Config::Cluster(s) if s.cluster.nodes == 3),
             "{c:?}"
         );
-        assert_eq!((n.name(), c.name()), ("t", "t"));
+        let (Config::Node(n), Config::Cluster(c)) = (n, c) else {
+            unreachable!()
+        };
+        assert_eq!((n.name.as_str(), c.name.as_str()), ("t", "t"));
         let o = c
             .with_overrides(&[("clients.rate".into(), "10".into())])
             .unwrap();
-        assert!(matches!(o.clients(), Clients::Open { rate, .. } if *rate == 10.0));
+        assert!(matches!(o.clients, Clients::Open { rate, .. } if rate == 10.0));
         let back = Config::from_toml(&o.to_toml().unwrap()).unwrap();
-        assert_eq!(back, o);
+        assert_eq!(back, Config::Cluster(Box::new(o)));
         // A cluster's errors are a cluster's, not a node's.
         let e = Config::from_toml(&examples::CLUSTER.replace("ack = 2", "ack = 4")).unwrap_err();
         assert!(e.contains("ack 4 must be within"), "{e}");

@@ -268,10 +268,7 @@ impl Scenario {
     /// Read a scenario file; returns it and the directory its relative
     /// paths start from.
     pub fn load(path: &Path) -> Result<(Scenario, PathBuf), String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let s = Scenario::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Ok((s, base))
+        super::load(path, Scenario::from_toml)
     }
 
     pub fn to_toml(&self) -> Result<String, String> {
