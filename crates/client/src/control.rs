@@ -332,10 +332,15 @@ pub fn download(
     let mut r = Reader::new(s, Wait::Each(idle));
     let h = r.head().map_err(&fail)?;
     if h.status != 200 {
+        // The first 4 KiB of what the node said; the rest is not read.
         let mut text = Vec::new();
         let _ = r.body(&h, &mut |piece| {
             if let Piece::Data(d) = piece {
-                text.extend_from_slice(&d[..d.len().min(4096 - text.len().min(4096))]);
+                let room = 4096 - text.len();
+                text.extend_from_slice(&d[..d.len().min(room)]);
+                if text.len() == 4096 {
+                    return Err("enough".into());
+                }
             }
             Ok(())
         });
@@ -432,6 +437,18 @@ mod tests {
         let u = serve_once(b"HTTP/1.1 404 Not Found\r\nContent-Length: 7\r\n\r\nno such");
         let e = download(&u, "/v0/cluster", &d.join("none"), t).unwrap_err();
         assert!(e.contains("answered 404: no such"), "{e}");
+        // Of a long refusal, its first 4 KiB.
+        let long: &'static [u8] = Box::leak(
+            format!(
+                "HTTP/1.1 500 X\r\nContent-Length: 9000\r\n\r\n{}",
+                "x".repeat(9000)
+            )
+            .into_bytes()
+            .into_boxed_slice(),
+        );
+        let u = serve_once(long);
+        let e = download(&u, "/v0/cluster", &d.join("long"), t).unwrap_err();
+        assert_eq!(e.matches('x').count(), 4096, "{}", e.len());
         let u = serve_once(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcdef");
         assert!(download(&u, "/v0/cluster", &d.join("short"), t).is_err());
         std::fs::remove_dir_all(&d).unwrap();

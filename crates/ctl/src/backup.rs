@@ -17,7 +17,9 @@ use strata_api::routes;
 
 use serde::{Deserialize, Serialize};
 
-use crate::status::{fetch, same};
+use strata_client::control::same_url as same;
+
+use crate::status::fetch;
 use strata_client::control;
 
 /// How long a node may be silent while it answers one request.

@@ -9,7 +9,9 @@
 use std::time::{Duration, Instant};
 use strata_api::routes;
 
-use crate::status::{aligned, bytes as size};
+use strata_api::human::bytes as size;
+
+use crate::status::aligned;
 use strata_client::control;
 
 #[derive(clap::Args, Clone, Debug)]

@@ -8,7 +8,10 @@
 use std::time::Duration;
 use strata_api::routes;
 
-use crate::status::{aligned, bytes as size, fetch, same, short};
+use strata_api::human::bytes as size;
+use strata_client::control::same_url as same;
+
+use crate::status::{aligned, fetch, short};
 use strata_client::control;
 
 #[derive(clap::Args, Clone, Debug)]

@@ -11,7 +11,9 @@
 
 use std::time::Duration;
 
+use strata_api::human::bytes;
 use strata_client::control;
+use strata_client::control::same_url as same;
 
 /// How long one node has to answer.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -69,8 +71,6 @@ pub fn observe(url: &str) -> Result<Vec<Observed>, String> {
 pub fn fetch(url: &str) -> Result<ClusterView, String> {
     control::cluster_view(url, TIMEOUT)
 }
-
-pub use strata_client::control::same_url as same;
 
 /// The matrix: rows are observers (in the order of the members they
 /// name), columns the members in the first view's order (then any only
@@ -262,8 +262,6 @@ fn hints(h: &Hints) -> String {
     }
     s
 }
-
-pub(crate) use strata_api::human::bytes;
 
 #[cfg(test)]
 mod tests {

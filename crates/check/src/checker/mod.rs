@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::history::{History, KeyRole, Kind, Op, Outcome};
+use super::history::{History, KeyRole, Kind, Op, OpQuorum, Outcome};
 
 mod display;
 mod rules;
@@ -78,9 +78,9 @@ impl Quorum {
     /// an explicit `ack` without `from` cannot be judged (`None`).
     pub fn intersects(&self) -> Option<bool> {
         match self.from {
-            Some(f) => {
-                let (w, r) = self.acks(f);
-                Some(w + r > f)
+            Some(from) => {
+                let (w, r) = self.acks(from);
+                Some(OpQuorum { ack: w, from }.meets(OpQuorum { ack: r, from }))
             }
             None if self.ack_write.is_none() && self.ack_read.is_none() => Some(true),
             None => None,
@@ -102,7 +102,11 @@ impl fmt::Display for Quorum {
         match self.from {
             Some(from) => {
                 let (w, r) = self.acks(from);
-                let op = if w + r > from { ">" } else { "<=" };
+                let op = if self.intersects() == Some(true) {
+                    ">"
+                } else {
+                    "<="
+                };
                 write!(f, "ack {r} + {w} {op} from {from}")
             }
             None if self.ack_write.is_none() && self.ack_read.is_none() => {
