@@ -1,39 +1,37 @@
-//! Write ids (`strata-write-id`): 128 bits, unique to one write. The high
-//! 64 bits are drawn once per process from the operating system's
-//! randomness (through the standard library's hasher keys), the low 64
-//! count up, so two writes of one process never share an id and two
-//! processes share one with a chance of 2⁻⁶⁴ per pair of writes (and then
-//! only matter if they write the same key within the nodes' memory of
-//! ids, `docs/consistency.md`). Owns the ids; must not send anything.
+//! Write ids (`strata-write-id`): 128 bits drawn afresh for every write
+//! from the operating system's randomness (`rand`'s thread-local
+//! generator, seeded from the OS and reseeded as it goes), as
+//! `docs/consistency.md` says: one id tells nothing of the next, and two
+//! writes share an id with a chance of 2⁻¹²⁸ per pair (and then only
+//! matter if they write the same key within the nodes' memory of ids).
+//! Owns the ids; must not send anything.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
-
-static PREFIX: OnceLock<u64> = OnceLock::new();
-static COUNT: AtomicU64 = AtomicU64::new(0);
-
-/// A fresh write id.
+/// A fresh write id: 128 random bits, never zero (a zero id reads as
+/// "no id" nowhere, but an all-zero draw would look like one).
 pub fn next() -> u128 {
-    let prefix = *PREFIX.get_or_init(|| {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        h.write_u32(std::process::id());
-        h.finish()
-    });
-    ((prefix as u128) << 64) | COUNT.fetch_add(1, Ordering::Relaxed) as u128
+    loop {
+        let id: u128 = rand::random();
+        if id != 0 {
+            return id;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn ids_differ_and_share_the_process_prefix() {
-        let (a, b) = (super::next(), super::next());
-        assert_ne!(a, b);
-        assert_eq!(a >> 64, b >> 64);
+    fn ids_share_nothing_that_predicts_the_next() {
+        let ids: Vec<u128> = (0..256).map(|_| super::next()).collect();
+        // No two equal, and neither half is shared or counted up: each of
+        // the 128 bit positions takes both values across the draws.
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+        for bit in 0..128 {
+            let ones = ids.iter().filter(|&&i| (i >> bit) & 1 == 1).count();
+            assert!(ones > 64 && ones < 192, "bit {bit} set in {ones} of 256");
+        }
+        assert!(ids.windows(2).all(|w| w[1] != w[0].wrapping_add(1)));
     }
 }

@@ -165,9 +165,9 @@ impl Cluster {
         let clusterable = ctx.is_some();
         let merkle = clusterable.then(|| store::Merkle::new(home_fn(&topo)));
         let store = if cfg.inline_io {
-            Store::open_inline(db, clusterable, merkle)
+            Store::open_inline(db, !clusterable, merkle)
         } else {
-            Store::open(db, cfg.apply_capacity, clusterable, merkle)
+            Store::open(db, cfg.apply_capacity, !clusterable, merkle)
         };
         let hint_writer = hints.clone().map(|h| {
             if cfg.inline_io {

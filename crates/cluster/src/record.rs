@@ -107,6 +107,15 @@ impl Record {
         self.value.is_none()
     }
 
+    /// The name of the write that made this record, if it was named (its
+    /// mark at its own version).
+    pub fn own_id(&self) -> Option<WriteId> {
+        self.marks
+            .iter()
+            .find(|m| m.version == self.version)
+            .map(|m| m.id)
+    }
+
     /// The version at which the write named `id` was applied, if this
     /// record remembers it.
     pub fn applied(&self, id: WriteId) -> Option<Version> {

@@ -94,10 +94,11 @@ impl Coordinator {
     }
 
     /// A write (`None`: a tombstone); `wid` names it when the client may
-    /// send it again (`record`'s write marks): a write the first phase
-    /// finds applied somewhere is finished at the version it was applied
-    /// at, never stamped anew, and a replica that holds its mark takes it
-    /// as done.
+    /// send it again (`record`'s write marks): a named write whose mark
+    /// one of the `ack` replicas it first asks holds is finished at the
+    /// version it was applied at, never stamped anew. One that none of
+    /// them remembers is stamped as a new write, and the replicas level it
+    /// by version like any other (`store::apply::decide`).
     pub(crate) async fn write(
         self: Arc<Self>,
         id: u64,
@@ -125,13 +126,20 @@ impl Coordinator {
         // phase, where the newer one can only be a concurrent write's, and
         // in the deliberately broken wall-clock mode.
         let keep = first || self.sh.cfg.unsafe_wall_clock;
-        if first {
-            // ABD's first phase: the newest version `ack` replicas of each
-            // live layout hold; this write is stamped past it, once.
-            let applied;
-            (floor, applied) = self.clone().newest(id, (&key, wid), &sets, r.ack).await?;
-            if let Some(v) = floor {
-                self.sh.hlc.observe(v.hlc);
+        // A named write is looked up before it is stamped, at any
+        // `ack`/`from`: in the first phase where there is one, alone where
+        // there is not (a cluster of one's store finds a repeat itself).
+        // A repeat found applied is never stamped anew.
+        let lookup = wid.is_some() && !self.sh.store.is_sole();
+        if first || lookup {
+            let (newest, applied) = self.clone().newest(id, (&key, wid), &sets, r.ack).await?;
+            if first {
+                // ABD's first phase: the newest version `ack` replicas of
+                // each live layout hold; this write is stamped past it, once.
+                floor = newest;
+                if let Some(v) = floor {
+                    self.sh.hlc.observe(v.hlc);
+                }
             }
             if let (Some(v), Some(w)) = (applied, wid) {
                 // An earlier attempt of this write was applied at `v`: make
@@ -222,13 +230,24 @@ impl Coordinator {
         let mut newest: Option<Version> = None;
         let mut applied: Option<Version> = None;
         let mut outstanding = 0;
+        let enough = |answered: &[usize]| {
+            sets.iter()
+                .all(|s| s.iter().filter(|m| answered.contains(m)).count() >= ack)
+        };
+        if replicas.contains(&self.sh.me) {
+            if let Ok(rec) = self.sh.store.read(key) {
+                newest = rec.as_ref().map(|r| r.version);
+                applied = wid.and_then(|w| rec.as_ref()?.applied(w));
+                answered.push(self.sh.me);
+            }
+            // This node's answer is enough (`ack` = 1): no peer asked.
+            if enough(&answered) {
+                return Ok((newest, applied));
+            }
+        }
         for (&m, &reach) in replicas.iter().zip(&reach) {
             if m == self.sh.me {
-                if let Ok(rec) = self.sh.store.read(key) {
-                    newest = newest.max(rec.as_ref().map(|r| r.version));
-                    applied = applied.max(wid.and_then(|w| rec.as_ref()?.applied(w)));
-                    answered.push(m);
-                }
+                continue;
             } else if reach {
                 let (s, tx, k) = (self.clone(), tx.clone(), key.clone());
                 tokio::spawn(async move {
@@ -239,10 +258,6 @@ impl Coordinator {
             }
         }
         drop(tx);
-        let enough = |answered: &[usize]| {
-            sets.iter()
-                .all(|s| s.iter().filter(|m| answered.contains(m)).count() >= ack)
-        };
         let deadline = tokio::time::Instant::now() + self.sh.timeout_for(0);
         while !enough(&answered) && outstanding > 0 {
             match tokio::time::timeout_at(deadline, rx.recv()).await {

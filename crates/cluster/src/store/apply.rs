@@ -51,20 +51,33 @@ pub(super) fn meta(r: &Option<Record>) -> Option<Meta> {
 
 /// What a replica does with an incoming record, given what it stores:
 /// the outcome, and the record to store instead (`None`: nothing to
-/// write). A write whose own mark (its client's name for it) the stored
-/// record holds was applied here already, at whatever version: done,
-/// never applied twice. A newer or equal stored version wins, and learns
-/// the incoming record's marks it lacks (the write reached this replica,
-/// ordered before what it holds); an older one is replaced, its marks
-/// carried over.
-pub(super) fn decide(current: Option<&Record>, mut rec: Record) -> (Outcome, Option<Record>) {
-    let own = rec
-        .marks
-        .iter()
-        .find(|m| m.version == rec.version)
-        .map(|m| m.id);
+/// write). Versions decide, and only versions: a newer or equal stored
+/// version wins and learns the incoming record's marks it lacks (the
+/// write reached this replica, ordered before what it holds); an older
+/// one is replaced, its marks carried over. Every replica deciding so
+/// holds the same record once the same writes reached it, in any order
+/// (hints, read repair and anti-entropy included): a named write stamped
+/// twice (a repeat whose coordinator did not learn of the first attempt)
+/// is levelled like any two writes, never kept apart.
+///
+/// `sole`: this store is the key's only replica (a node without a
+/// cluster). There nothing can diverge, so a write whose own mark the
+/// stored record already holds, at another version, was applied here
+/// before: done, never applied twice. In a cluster the coordinator's
+/// lookup of the marks recognises a repeat before it is stamped
+/// (`coordinator::Coordinator::write`).
+pub(super) fn decide(
+    current: Option<&Record>,
+    mut rec: Record,
+    sole: bool,
+) -> (Outcome, Option<Record>) {
+    let repeat = |c: &Record| {
+        rec.own_id()
+            .and_then(|id| c.applied(id))
+            .is_some_and(|at| at != rec.version)
+    };
     match current {
-        Some(c) if own.is_some_and(|id| c.applied(id).is_some()) => (Outcome::Applied, None),
+        Some(c) if sole && repeat(c) => (Outcome::Applied, None),
         Some(c) if c.version >= rec.version => {
             let outcome = if c.version == rec.version {
                 Outcome::Applied
@@ -94,7 +107,7 @@ pub(super) fn decide(current: Option<&Record>, mut rec: Record) -> (Outcome, Opt
     }
 }
 
-pub(super) fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&Merkle>) {
+pub(super) fn apply_group(db: &Db, jobs: Vec<Job>, sole: bool, merkle: Option<&Merkle>) {
     let began = Instant::now();
     // Records written earlier in this group, which the engine does not
     // show yet.
@@ -105,7 +118,10 @@ pub(super) fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&
     let mut answers: Vec<(Reply, Result<Outcome>)> = Vec::with_capacity(jobs.len());
     let mut buf = Vec::new();
     for j in jobs {
-        let current = if check || matches!(j.op, Op::Purge(_)) {
+        // Read even in a cluster of one (whose own clock orders its
+        // writes): a named write's repeat is found in the stored marks,
+        // and a write of the key, named or not, carries them on.
+        let current = {
             match pending.get(&j.key) {
                 Some(r) => Ok(r.clone()),
                 None => db
@@ -113,8 +129,6 @@ pub(super) fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&
                     .map_err(ClusterError::from)
                     .and_then(|o| o.map(|b| decode(&j.key, &b)).transpose()),
             }
-        } else {
-            Ok(None)
         };
         let current = match current {
             Ok(c) => c,
@@ -125,7 +139,7 @@ pub(super) fn apply_group(db: &Db, jobs: Vec<Job>, check: bool, merkle: Option<&
         };
         let outcome = match j.op {
             Op::Apply(rec) => {
-                let (outcome, write) = decide(current.as_ref(), rec);
+                let (outcome, write) = decide(current.as_ref(), rec, sole);
                 if let Some(w) = write {
                     buf.clear();
                     w.encode_into(&mut buf);

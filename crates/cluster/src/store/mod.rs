@@ -73,23 +73,23 @@ enum Applier {
     /// The applier thread's queue.
     Thread {
         tx: mpsc::Sender<Msg>,
-        check_versions: bool,
+        sole: bool,
     },
     /// No thread: each write is applied on the caller's task, as a group
     /// of one (the deterministic simulation). The group lock keeps
     /// compare-then-write exclusive all the same.
-    Inline { check_versions: bool },
+    Inline { sole: bool },
 }
 
 impl Store {
-    /// Start the applier. `check_versions` false skips the comparison: only
-    /// for a cluster of one, where every write is stamped by this node's
-    /// monotonic clock and arrives in order.
+    /// Start the applier. `sole`: this store is every key's only replica
+    /// (a node without a cluster), where a named write's repeat is
+    /// recognised by its mark alone (`apply::decide`).
     /// `merkle`: the trees to keep current (anti-entropy), if any.
     pub fn open(
         db: Arc<Db>,
         capacity: usize,
-        check_versions: bool,
+        sole: bool,
         merkle: Option<Merkle>,
     ) -> Store {
         let (tx, mut rx) = mpsc::channel::<Msg>(capacity.max(1));
@@ -130,13 +130,13 @@ impl Store {
                         }
                     }
                     let _one = g.lock();
-                    apply_group(&d, jobs, check_versions, m.as_ref());
+                    apply_group(&d, jobs, sole, m.as_ref());
                 }
             })
             .expect("spawn applier thread");
         Store {
             db,
-            applier: Applier::Thread { tx, check_versions },
+            applier: Applier::Thread { tx, sole },
             group,
             merkle,
             waiting: Default::default(),
@@ -144,13 +144,20 @@ impl Store {
         }
     }
 
+    /// Whether this store is every key's only replica (`open`'s `sole`).
+    pub fn is_sole(&self) -> bool {
+        match &self.applier {
+            Applier::Thread { sole, .. } | Applier::Inline { sole } => *sole,
+        }
+    }
+
     /// No applier thread: `apply` and `purge` write on the caller's task
     /// before they return (one commit per write). For a deterministic
     /// simulation, where a thread's timing must not steer the run.
-    pub fn open_inline(db: Arc<Db>, check_versions: bool, merkle: Option<Merkle>) -> Store {
+    pub fn open_inline(db: Arc<Db>, sole: bool, merkle: Option<Merkle>) -> Store {
         Store {
             db,
-            applier: Applier::Inline { check_versions },
+            applier: Applier::Inline { sole },
             group: Default::default(),
             merkle,
             waiting: Default::default(),
@@ -252,7 +259,7 @@ impl Store {
         };
         let closed = (Err(ClusterError::Closed), LocalTiming::default());
         match &self.applier {
-            Applier::Thread { tx, check_versions } => {
+            Applier::Thread { tx, sole } => {
                 // Nothing queued, no group being applied, and a write that
                 // will not hold this thread long: apply it here, on the
                 // caller's thread, fsync and all (the group's leader syncs
@@ -271,7 +278,7 @@ impl Store {
                 if let Some(_one) = idle.then(|| self.group.try_lock()).flatten() {
                     self.inline.fetch_add(1, Relaxed);
                     let j = job.take().into_iter().collect();
-                    apply_group(&self.db, j, *check_versions, self.merkle.as_ref());
+                    apply_group(&self.db, j, *sole, self.merkle.as_ref());
                 }
                 if let Some(job) = job {
                     if tx.send(Msg::Job(job)).await.is_err() {
@@ -279,9 +286,9 @@ impl Store {
                     }
                 }
             }
-            Applier::Inline { check_versions } => {
+            Applier::Inline { sole } => {
                 let _one = self.group.lock();
-                apply_group(&self.db, vec![job], *check_versions, self.merkle.as_ref());
+                apply_group(&self.db, vec![job], *sole, self.merkle.as_ref());
             }
         }
         wait.await.unwrap_or(closed)

@@ -14,7 +14,7 @@ fn rec(hlc: u64, v: Option<&'static [u8]>) -> Record {
 async fn only_newer_versions_are_applied() {
     let d = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
-    let s = Store::open(db, 64, true, None);
+    let s = Store::open(db, 64, false, None);
     let k = Bytes::from_static(b"k");
     assert_eq!(
         s.apply(k.clone(), rec(10, Some(b"new"))).await.unwrap(),
@@ -64,7 +64,7 @@ fn named(hlc: u64, v: Option<&'static [u8]>, id: u128) -> Record {
 }
 
 #[tokio::test]
-async fn a_named_write_takes_effect_once_whatever_its_version() {
+async fn a_named_write_takes_effect_once_on_a_sole_replica_whatever_its_version() {
     use crate::record::WriteId;
     let d = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
@@ -81,8 +81,8 @@ async fn a_named_write_takes_effect_once_whatever_its_version() {
         s.apply(k.clone(), rec(20, Some(b"two"))).await.unwrap(),
         Outcome::Applied
     );
-    // Write 1 again, stamped anew past write 2 (a coordinator that did
-    // not know): done here already, write 2 stays.
+    // Write 1 again, stamped anew past write 2: done here already, write
+    // 2 stays (the unnamed write carried the mark on).
     assert_eq!(
         s.apply(k.clone(), named(30, Some(b"one"), 1))
             .await
@@ -126,11 +126,58 @@ async fn a_named_write_takes_effect_once_whatever_its_version() {
     }
 }
 
+/// One replica's record after `writes` arrive in that order.
+async fn after(writes: &[Record]) -> Record {
+    let d = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
+    let s = Store::open(db, 64, false, None);
+    for w in writes {
+        s.apply(Bytes::from_static(b"k"), w.clone()).await.unwrap();
+    }
+    s.read(b"k").unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn replicas_of_a_write_stamped_twice_end_equal_in_any_order() {
+    use crate::record::WriteId;
+    // Write 1 at 10, a later write 2 at 20, and write 1 stamped anew at
+    // 30 by a coordinator that did not learn of the first attempt: a
+    // replica that held the first attempt and one that never saw it end
+    // with the same record, whatever order the copies (the fan-out, a
+    // hint, read repair, anti-entropy) reach them in.
+    let (first, later, again) = (
+        named(10, Some(b"one"), 1),
+        rec(20, Some(b"two")),
+        named(30, Some(b"one"), 1),
+    );
+    let orders = [
+        vec![first.clone(), later.clone(), again.clone()],
+        vec![later.clone(), again.clone()],
+        vec![again.clone(), first.clone(), later.clone()],
+        vec![later.clone(), again.clone(), first.clone()],
+        vec![again.clone(), later.clone()],
+    ];
+    let mut held = Vec::new();
+    for o in &orders {
+        held.push(after(o).await);
+    }
+    for h in &held {
+        assert_eq!(h.version, again.version, "{held:?}");
+        assert_eq!(h.value.as_deref(), Some(&b"one"[..]));
+        assert_eq!(h.applied(WriteId(1)), Some(again.version));
+    }
+    // And a repeat at the version it was first applied at (the
+    // coordinator's lookup found it) is superseded by the later write.
+    let found = after(&[first.clone(), later.clone(), first.clone()]).await;
+    assert_eq!(found.value.as_deref(), Some(&b"two"[..]));
+    assert_eq!(found.applied(WriteId(1)), Some(first.version));
+}
+
 #[tokio::test]
 async fn a_group_sees_its_own_writes() {
     let d = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(d.path(), Default::default()).unwrap());
-    let s = Arc::new(Store::open(db, 1024, true, None));
+    let s = Arc::new(Store::open(db, 1024, false, None));
     highest_version_wins(&s).await;
 }
 
@@ -146,7 +193,7 @@ async fn fsynced_writes_apply_inline_only_while_the_disk_is_quick() {
         ..Default::default()
     };
     let db = Arc::new(Db::open(d.path(), opts).unwrap());
-    let s = Arc::new(Store::open(db.clone(), 1024, true, None));
+    let s = Arc::new(Store::open(db.clone(), 1024, false, None));
     // No commit yet: nothing says the disk is slow.
     s.apply(Bytes::from_static(b"a"), rec(1, Some(b"v")))
         .await
@@ -179,7 +226,7 @@ async fn writes_apply_inline_when_idle_and_in_order_all_the_same() {
         ..Default::default()
     };
     let db = Arc::new(Db::open(d.path(), opts).unwrap());
-    let s = Arc::new(Store::open(db, 1024, true, None));
+    let s = Arc::new(Store::open(db, 1024, false, None));
     s.apply(Bytes::from_static(b"alone"), rec(1, Some(b"v")))
         .await
         .unwrap();
