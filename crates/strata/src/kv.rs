@@ -13,8 +13,9 @@ pub const EXIT_NOT_FOUND: u8 = 4;
 
 #[derive(clap::Args)]
 pub struct KvArgs {
-    /// A node of the cluster (one is enough: the members come from it).
-    #[arg(long, env = "STRATA_URL", default_value = "http://127.0.0.1:7001")]
+    /// A node, or any member of a cluster (one is enough: the members come
+    /// from it); the default is where `strata serve` listens by default.
+    #[arg(long, env = "STRATA_URL", default_value = "http://127.0.0.1:8080")]
     url: String,
     /// ack/from of the request, as ACK/FROM (e.g. 3/3) [default: the
     /// nodes' own].

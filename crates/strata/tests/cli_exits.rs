@@ -129,3 +129,15 @@ fn kv_puts_gets_ranges_and_deletes() {
     assert_eq!(err.matches("127.0.0.1:1").count(), 3, "{err}");
     assert!(err.contains("give the scheme, http://127.0.0.1:1"), "{err}");
 }
+
+/// `strata kv` with no `--url` talks to where `strata serve` listens with
+/// no `--listen` (both say so in `--help`).
+#[test]
+fn kv_defaults_to_where_serve_listens() {
+    let (code, serve, _) = strata(&["serve", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(serve.contains("[default: 127.0.0.1:8080]"), "{serve}");
+    let (code, kv, _) = strata(&["kv", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(kv.contains("[default: http://127.0.0.1:8080]"), "{kv}");
+}

@@ -8,7 +8,11 @@
 //! read, and the faulted node level (no hint pending for it) after its
 //! return. A broken variant (last write wins on bare wall clocks) must
 //! fail the same check. Short runs; `strata cluster campaign` runs long
-//! ones.
+//! ones. The network partitions need root (network namespaces): without
+//! it that test says "not checked" (a failure under
+//! `STRATA_REQUIRE_TOOLS=1`).
+
+mod support;
 
 use std::process::Command;
 use std::time::Duration;
@@ -129,6 +133,9 @@ fn a_clock_that_jumps_on_a_running_node_loses_nothing_and_stays_linearizable() {
 /// level after the cut is lifted.
 #[test]
 fn network_partitions_lose_nothing_and_stay_linearizable() {
+    if !support::require("root, for network namespaces", support::is_root()) {
+        return;
+    }
     for fault in Fault::NET {
         let r = run_with(fault, 0, &[], |o| {
             o.linearizable = Some(Duration::from_secs(60));

@@ -326,10 +326,14 @@ fn first_attempt_on_one(c: &ClusterProcs, key: &str) -> usize {
     held[0]
 }
 
+/// One replica's stored record of a key: its version (printed) and value
+/// (`None`: a tombstone); `None` when it holds nothing.
+type Held = Option<(String, Option<Vec<u8>>)>;
+
 /// Wait until no node holds a hint, run anti-entropy from every node,
 /// then stop the cluster and read `key`'s record from each node's files:
 /// (version, value) per node.
-fn levelled_records(mut c: ClusterProcs, key: &str) -> Vec<Option<(String, Option<Vec<u8>>)>> {
+fn levelled_records(mut c: ClusterProcs, key: &str) -> Vec<Held> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while (0..3).any(|i| metric(&c, i, "strata_hints_pending{") > 0.0) {
         assert!(Instant::now() < deadline, "hints never delivered");
@@ -360,7 +364,7 @@ fn levelled_records(mut c: ClusterProcs, key: &str) -> Vec<Option<(String, Optio
         .collect()
 }
 
-fn all_equal(records: &[Option<(String, Option<Vec<u8>>)>], value: Option<&str>) {
+fn all_equal(records: &[Held], value: Option<&str>) {
     assert!(
         records.iter().all(|r| r == &records[0]),
         "replicas differ after repair: {records:?}"

@@ -13,22 +13,10 @@ pub struct Tmpfs {
 }
 
 impl Tmpfs {
-    /// [`Tmpfs::mount`], or `None` after saying on stderr that `test` was
-    /// not checked and why (no root, no tmpfs). With `STRATA_REQUIRE_TOOLS=1`
-    /// (as `.ci/run` sets it) a test that cannot run fails instead.
-    pub fn mount_or_say(size: &str, test: &str) -> Option<Tmpfs> {
-        match Tmpfs::mount(size) {
-            Ok(d) => Some(d),
-            Err(e) if std::env::var("STRATA_REQUIRE_TOOLS").is_ok_and(|v| v == "1") => {
-                panic!("{test}: cannot mount a tmpfs here ({e}), and STRATA_REQUIRE_TOOLS=1")
-            }
-            Err(e) => {
-                eprintln!("{test}: not checked: cannot mount a tmpfs here ({e})");
-                None
-            }
-        }
-    }
-
+    /// A tmpfs of `size`, or why `mount` could not make one (no root, no
+    /// tmpfs). The tests take it through `require_ok` (the strata tests'
+    /// `support/require.rs`): "not checked" where it cannot be mounted,
+    /// unless `STRATA_REQUIRE_TOOLS=1`.
     pub fn mount(size: &str) -> Result<Tmpfs, String> {
         let parent = tempfile::tempdir().unwrap();
         let dir = parent.path().join("disk");

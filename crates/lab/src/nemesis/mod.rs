@@ -13,7 +13,7 @@
 //! | --- | --- |
 //! | `local/` | [`local::LocalCluster`]: ports, data dirs, the secret, processes, signals, restarts |
 //! | `netns.rs` | [`netns::NetLab`]: each node in a network namespace, nftables cuts of its client and internal traffic |
-//! | `proxy.rs` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
+//! | `proxy/` | [`proxy::FaultProxy`]: TCP relays that can black-hole or reset a node's connections |
 //! | `fault.rs` | [`fault::Plan`]: a node killed, stopped, partitioned or clock-shifted during a run; the hint backlog that says when it is level |
 //! | `step.rs` | the `--fault` grammar ([`step::Step`]), its check against a cluster, and the [`step::Action`]s a step does and undoes, as control-socket lines |
 //! | `schedule.rs` | a run's fault schedule, injected on time into a [`schedule::Target`], undone, level times, recovery from the timeline |

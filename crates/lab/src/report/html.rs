@@ -2,7 +2,7 @@
 //! scripts, nothing fetched from elsewhere) with the same facts, tables
 //! (per node too), faults, consistency check, notes and result as
 //! `report.md`, plus the charts. Owns the page's markup only; must not
-//! compute what the tables say (markdown.rs does) nor draw (charts.rs
+//! compute what the tables say (`markdown/` does) nor draw (`charts/`
 //! does).
 
 use super::charts::{self, Chart};

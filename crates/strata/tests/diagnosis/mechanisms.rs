@@ -136,6 +136,10 @@ impl Namespace {
     /// `n` picks the addresses 10.77.n.1 (outside) and 10.77.n.2 (inside).
     pub fn new(n: u8) -> Namespace {
         need("ip");
+        assert!(
+            super::support::is_root(),
+            "a network namespace needs root (the full suite is a benchmark: run it as root)"
+        );
         let name = format!("strata-diag-{n}-{}", std::process::id());
         let host = format!("sd{n}h{}", std::process::id() % 10000);
         let peer = format!("sd{n}n{}", std::process::id() % 10000);
@@ -207,7 +211,11 @@ impl Cgroup {
     pub fn new(controller: &str, pid: u32, files: &[(&str, String)]) -> Cgroup {
         let root = std::path::PathBuf::from(format!("/sys/fs/cgroup/{controller}"));
         assert!(
-            root.join("cgroup.procs").exists(),
+            super::support::is_root(),
+            "moving a process into a cgroup needs root"
+        );
+        assert!(
+            super::support::cgroup_v1(controller),
             "the {controller} cgroup controller is needed by this scenario (cgroup v1 at {})",
             root.display()
         );
