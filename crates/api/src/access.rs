@@ -1,8 +1,10 @@
 //! Who may do what: the roles a caller can hold, what each request class
 //! needs, how a bearer token is stored (its SHA-256, never the token) and
-//! the operator token every member derives from the cluster secret. The
-//! node enforces these, `strata token` and the lab produce them; both
-//! spell them here. Owns the names and the derivations; must not read
+//! the operator token every member derives from the cluster secret, and
+//! the one comparison of credentials (`same`, constant time) that every
+//! crate checking a token, a digest or a MAC uses. The node enforces
+//! these, `strata token` and the lab produce them; both spell them here.
+//! Owns the names, the derivations and the comparison; must not read
 //! files or see a request.
 
 use hmac::{Hmac, Mac};
@@ -125,6 +127,15 @@ pub fn operator_token(secret: &[u8]) -> String {
     format!("so0_{}", hex(&m.finalize().into_bytes()))
 }
 
+/// Whether two credentials (tokens, their digests, MACs) are equal, in
+/// time that depends on their lengths only, never on their bytes or where
+/// they first differ (`subtle`'s `ConstantTimeEq`). Every comparison of
+/// a credential in Strata is this one.
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.ct_eq(b).into()
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -160,5 +171,17 @@ mod tests {
         assert!(a.starts_with("so0_") && a.len() == 4 + 64);
         assert_eq!(token_digest("x").len(), 64);
         assert_ne!(token_digest("x"), token_digest("y"));
+    }
+
+    #[test]
+    fn same_is_equality() {
+        assert!(same(b"", b""));
+        assert!(same(b"so0_abc", b"so0_abc"));
+        assert!(!same(b"so0_abc", b"so0_abd"));
+        assert!(!same(b"so0_abc", b"so0_ab"));
+        assert!(!same(b"so0_ab", b"so0_abc"));
+        let d = token_digest("st0_x");
+        assert!(same(d.as_bytes(), token_digest("st0_x").as_bytes()));
+        assert!(!same(d.as_bytes(), token_digest("st0_y").as_bytes()));
     }
 }

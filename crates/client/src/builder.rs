@@ -116,6 +116,8 @@ impl Builder {
         Ok(Access {
             token: self.token.as_deref().map(Arc::from),
             tls,
+            // Its own, never the process's.
+            process: false,
         })
     }
 

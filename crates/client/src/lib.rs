@@ -91,7 +91,8 @@ pub struct Config {
     pub health: HealthConfig,
     /// How often the members are fetched again.
     pub refresh: Duration,
-    /// The client's own credentials (empty: the process's).
+    /// The client's own credentials (`Access::default()`: none; the
+    /// process's only with `Access::process()`, the lab's opt-in).
     pub access: Access,
     /// The `ack`/`from` of every request that does not say (`None`: the
     /// nodes' own defaults).
@@ -173,22 +174,23 @@ impl std::fmt::Display for Error {
     }
 }
 
-/// What a node said in an answer's body, as one line: at most 300
-/// characters, cut at a word.
+/// What a node said in an answer's body, as one line (white space
+/// collapsed), whole: a node's reasons (its longest, the 401 of a node
+/// that serves loopback only, is under 1 KiB) end with how to fix what
+/// was refused, and the caller gets all of it. Only a body past
+/// `conn::ERROR_BODY` (8 KiB: no node's reason is that long) is cut
+/// there, and says how much more there was.
 pub(crate) fn said(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
+    let cut = body.len().saturating_sub(conn::ERROR_BODY);
+    let text = String::from_utf8_lossy(&body[..body.len() - cut]);
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if text.is_empty() {
         return "(no reason given)".into();
     }
-    if text.chars().count() <= 300 {
+    if cut == 0 {
         return text;
     }
-    let cut: String = text.chars().take(300).collect();
-    match cut.rfind(' ') {
-        Some(i) => format!("{}…", &cut[..i]),
-        None => format!("{cut}…"),
-    }
+    format!("{text}… ({cut} more bytes)")
 }
 
 impl std::error::Error for Error {}

@@ -1,9 +1,12 @@
 //! How clients reach a node: where it is (`Target`, from its URL), with
 //! what credentials (`Access`: a client's own token and TLS configuration,
-//! or the process's, set once by the lab's flags), and a TCP connection to
-//! it, wrapped in TLS for an https:// URL (trusting the client's
-//! certificate authority, else the one given once with `--tls-ca`, else
-//! the system's). The load generator's connections (async)
+//! and nothing else; or, for the lab's and the `strata` commands' own
+//! connections only, the process's, set once from their flags with
+//! [`credentials`] and asked for by name with [`Access::process`]), and a
+//! TCP connection to it, wrapped in TLS for an https:// URL (trusting the
+//! client's certificate authority, else the system's; the process's
+//! connections: the one given once with `--tls-ca`, else the system's).
+//! The load generator's connections (async)
 //! offer plain HTTP/1.1; control requests and scrapes (blocking) offer the
 //! priority protocol, as their paths do on a plain port. Owns opening a
 //! connection; must not speak HTTP (`client`, `cluster::http` and `scrape`
@@ -23,11 +26,30 @@ use tokio::net::TcpStream;
 
 /// A client's own credentials, for every node it reaches: a bearer token
 /// and a TLS configuration (trust, and a client certificate to present).
-/// Empty, the process's (`credentials`, `trust`) apply.
+/// `Access::default()` is none: no token is sent, and an https:// node is
+/// trusted by the system's roots, with no client certificate. What the
+/// process set ([`credentials`], [`set_token_for`], [`trust`]) applies only
+/// where `process` is set ([`Access::process`]): never to a client built
+/// with `Client::builder`.
 #[derive(Clone, Default)]
 pub struct Access {
     pub token: Option<Arc<str>>,
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Where `token` or `tls` is empty, use the process's: the opt-in of
+    /// the lab's and the `strata` commands' own connections.
+    pub process: bool,
+}
+
+impl Access {
+    /// The process's credentials ([`credentials`], [`set_token_for`],
+    /// [`trust`]), for the lab's and the `strata` commands' connections:
+    /// what [`Target::parse`] uses.
+    pub fn process() -> Access {
+        Access {
+            process: true,
+            ..Access::default()
+        }
+    }
 }
 
 impl std::fmt::Debug for Access {
@@ -35,6 +57,7 @@ impl std::fmt::Debug for Access {
         f.debug_struct("Access")
             .field("token", &self.token.as_ref().map(|_| "(set)"))
             .field("tls", &self.tls.as_ref().map(|_| "(own)"))
+            .field("process", &self.process)
             .finish()
     }
 }
@@ -46,19 +69,21 @@ pub struct Target {
     pub addr: SocketAddr,
     pub host: String,
     pub tls: Option<Tls>,
-    /// The bearer token sent on every request (`Authorization: Bearer`),
-    /// the process's (set with [`credentials`]) unless changed.
+    /// The bearer token sent on every request (`Authorization: Bearer`):
+    /// the `Access`'s own, else (with `Access::process`) the process's.
     pub token: Option<Arc<str>>,
 }
 
 impl Target {
     /// Parse `http://host:port[/...]` or `https://host:port[/...]`, with
-    /// the process's credentials.
+    /// the process's credentials (`Access::process`): for the lab's and
+    /// the `strata` commands' own requests.
     pub fn parse(url: &str) -> Result<Target, String> {
-        Target::parse_with(url, &Access::default())
+        Target::parse_with(url, &Access::process())
     }
 
-    /// As `parse`, with a client's own credentials where it has them.
+    /// As `parse`, with these credentials: a client's own, and the
+    /// process's only where `access.process` says so.
     pub fn parse_with(url: &str, access: &Access) -> Result<Target, String> {
         let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
             (Some(rest), _) => (rest, false),
@@ -79,30 +104,53 @@ impl Target {
             .map_err(|e| format!("{hostport}: {e}"))?
             .next()
             .ok_or_else(|| format!("{hostport}: no address"))?;
+        let own = |config: Arc<rustls::ClientConfig>| -> Result<Tls, String> {
+            Ok(Tls {
+                name: strata_tls::server_name(hostport).map_err(|e| format!("{url}: {e}"))?,
+                config: Some(config),
+            })
+        };
         let tls = match (https, &access.tls) {
             (false, _) => None,
-            (true, Some(own)) => Some(Tls {
-                name: strata_tls::server_name(hostport).map_err(|e| format!("{url}: {e}"))?,
-                config: Some(own.clone()),
-            }),
-            (true, None) => Some(Tls::new(hostport).map_err(|e| format!("{url}: {e}"))?),
+            (true, Some(config)) => Some(own(config.clone())?),
+            (true, None) if access.process => {
+                Some(Tls::new(hostport).map_err(|e| format!("{url}: {e}"))?)
+            }
+            (true, None) => Some(own(system_trust().map_err(|e| format!("{url}: {e}"))?)?),
+        };
+        let token = match &access.token {
+            Some(t) => Some(t.clone()),
+            None if access.process => token_for(hostport),
+            None => None,
         };
         Ok(Target {
             addr,
             host: hostport.to_string(),
             tls,
-            token: access.token.clone().or_else(|| token_for(hostport)),
+            token,
         })
     }
 }
 
+/// What a client without TLS settings of its own trusts: the system's
+/// roots, and no client certificate (built once).
+fn system_trust() -> Result<Arc<rustls::ClientConfig>, String> {
+    static OWN: std::sync::OnceLock<Result<Arc<rustls::ClientConfig>, String>> =
+        std::sync::OnceLock::new();
+    OWN.get_or_init(|| strata_tls::client_config(None, strata_tls::HTTP11, None))
+        .clone()
+}
+
 static TOKEN: std::sync::RwLock<Option<Arc<str>>> = std::sync::RwLock::new(None);
 
-/// The credentials every connection of this process shows a node
-/// (`docs/security.md`): a bearer token sent on each request (by every
-/// [`Target`] parsed after this), and a client certificate and key (PEM
-/// files) for a node that asks for one under TLS (only the first call's
-/// counts, and only before the first https:// connection).
+/// The process's credentials (`docs/security.md`), for the lab's and the
+/// `strata` commands' own connections: a bearer token sent on each
+/// request of every target whose `Access` is [`Access::process`] (every
+/// [`Target::parse`]) parsed after this, and a client certificate and key
+/// (PEM files) they present to a node that asks for one under TLS (only
+/// the first call's counts, and only before the first https://
+/// connection). A client built with `Client::builder` never sends them:
+/// its credentials are its own (`.token()`, `.client_certificate()`).
 pub fn credentials(
     token: Option<String>,
     cert_and_key: Option<(std::path::PathBuf, std::path::PathBuf)>,
@@ -114,9 +162,10 @@ pub fn credentials(
 /// Tokens for particular nodes (`host:port`), before the process's.
 static TOKENS: std::sync::RwLock<Vec<(String, Arc<str>)>> = std::sync::RwLock::new(Vec::new());
 
-/// Send `token` to the node at `url` from now on (targets parsed after
-/// this): a local cluster's operator token, for the lab that started the
-/// cluster. It goes before the process's token for that node only.
+/// Send `token` to the node at `url` from now on, from the process's
+/// connections ([`Access::process`]) parsed after this: a local cluster's
+/// operator token, for the lab that started the cluster. It goes before
+/// the process's token for that node only.
 pub fn set_token_for(url: &str, token: &str) {
     let hostport = url
         .split_once("://")
@@ -140,7 +189,8 @@ fn token_for(hostport: &str) -> Option<Arc<str>> {
 }
 
 /// Trust `ca` (a PEM file; `None`: the system's roots) for every https://
-/// URL this process dials. Call before any connection opens.
+/// URL the process's connections ([`Access::process`]) dial. Call before
+/// any connection opens.
 pub fn trust(ca: Option<std::path::PathBuf>) {
     strata_tls::trust(ca);
 }

@@ -10,6 +10,7 @@
 use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::Sha256;
+use strata_api::access::same;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 type HmacSha256 = Hmac<Sha256>;
@@ -25,32 +26,14 @@ impl std::fmt::Debug for Secret {
 }
 
 impl Secret {
-    /// The secret, trimmed of surrounding white space, if an attacker
-    /// cannot know or guess it: at least 16 bytes, not one Strata's
-    /// repository has published, and at least `strength::MIN_BITS` to
-    /// guess (`strength::estimate`). A refusal says how to make one.
+    /// The secret, trimmed of surrounding white space, if it is one a
+    /// machine made (`strength::check`: at least 128 bits as hex or
+    /// base64 whose characters look random, and not published in Strata's
+    /// repository). A refusal says why and how to make one.
     pub fn new(s: impl Into<Vec<u8>>) -> Result<Secret, String> {
         let s: Vec<u8> = s.into();
         let trimmed = s.trim_ascii().to_vec();
-        if trimmed.len() < 16 {
-            return Err(format!(
-                "the cluster secret must be at least 16 bytes; {MAKE_ONE}"
-            ));
-        }
-        if let Some(why) = crate::strength::published(&trimmed) {
-            return Err(format!(
-                "the cluster secret is public ({why} in Strata's repository): anyone who has read it can join the cluster and derive its operator token; {MAKE_ONE}"
-            ));
-        }
-        let e = crate::strength::estimate(&trimmed);
-        if e.bits < crate::strength::MIN_BITS {
-            return Err(format!(
-                "the cluster secret is guessable: about {:.0} bits to guess (at least {:.0} needed), as it is built of {}; {MAKE_ONE}",
-                e.bits,
-                crate::strength::MIN_BITS,
-                e.patterns()
-            ));
-        }
+        crate::strength::check(&trimmed).map_err(|why| format!("{why}; {MAKE_ONE}"))?;
         Ok(Secret(trimmed))
     }
 
@@ -95,18 +78,14 @@ impl Secret {
         let (Some(nonce), Some(mac)) = (unhex(n), unhex(m)) else {
             return false;
         };
-        let mut h = HmacSha256::new_from_slice(&self.0).expect("any key length");
-        for p in [&b"strata-upgrade-v0"[..], &nonce, from.as_bytes()] {
-            h.update(&(p.len() as u32).to_le_bytes());
-            h.update(p);
-        }
-        h.verify_slice(&mac).is_ok()
+        let want = self.mac(&[b"strata-upgrade-v0", &nonce, from.as_bytes()]);
+        same(&want, &mac)
     }
 }
 
 /// How to make a secret, for refusals.
 pub const MAKE_ONE: &str =
-    "make one with `strata secret new --out FILE` (or `openssl rand -hex 32 > FILE`) and give every member --cluster-secret-file FILE";
+    "make one with `strata secret new --out FILE` (a new file only its owner reads; or `(umask 077; openssl rand -hex 32 > FILE)`) and give every member --cluster-secret-file FILE";
 
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -146,7 +125,7 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     let id = u64::from_le_bytes(msg[..8].try_into().unwrap());
     let theirs = &msg[8..40];
     let want = secret.mac(&[b"dialer", &ours, &msg[..8]]);
-    if !constant_eq(&want, &msg[40..]) {
+    if !same(&want, &msg[40..]) {
         return Err(HandshakeError::Refused);
     }
     s.write_all(&secret.mac(&[b"acceptor", theirs])).await?;
@@ -173,14 +152,10 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
     s.flush().await?;
     let mut proof = [0u8; 32];
     s.read_exact(&mut proof).await?;
-    if !constant_eq(&proof, &secret.mac(&[b"acceptor", &ours])) {
+    if !same(&proof, &secret.mac(&[b"acceptor", &ours])) {
         return Err(HandshakeError::Refused);
     }
     Ok(())
-}
-
-fn constant_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -197,14 +172,23 @@ mod tests {
         assert!(!other.check_upgrade_token("http://a:1", &t));
         assert!(!s.check_upgrade_token("http://a:1", "garbage"));
         assert!(!s.check_upgrade_token("http://a:1", "00.zz"));
-        assert!(Secret::new("short").unwrap_err().contains("16 bytes"));
+        assert!(Secret::new("short").unwrap_err().contains("too short"));
         let e = Secret::new("replace-me-with-32-random-bytes-0123456789abcdef").unwrap_err();
         assert!(
-            e.contains("public") && e.contains("strata secret new"),
+            e.contains("public") && e.contains("strata secret new --out FILE"),
             "{e}"
         );
-        let e = Secret::new("my-cluster-secret-for-production").unwrap_err();
-        assert!(e.contains("guessable") && e.contains("\"secret\""), "{e}");
+        for people in [
+            "replace-me-with-32-random-bytes-0123456789abcdeF",
+            "insert-a-long-random-string-here-please",
+            "p4ssw0rd-ch4ng3m3-pl34s3",
+        ] {
+            let e = Secret::new(people).unwrap_err();
+            assert!(
+                e.contains("cluster secret") && e.contains("openssl rand -hex 32"),
+                "{people}: {e}"
+            );
+        }
         let hex = Secret::generate_hex();
         assert_eq!(
             Secret::new(format!(" {hex}\n")).unwrap().as_bytes(),

@@ -18,7 +18,7 @@
 //! to serve (`fence`), merged cluster-wide ranges (`scan`), where each
 //! request's time went (`trace`), what this node knows of the cluster
 //! (`snapshot`), and internal traffic (`wire`, `transport`, `auth`, with `strength`
-//! refusing a guessable or published secret). A node
+//! refusing a secret no generator wrote, or a published one). A node
 //! without peers is a cluster of one and takes the same path.
 //!
 //! Must not know about HTTP: the node hands it upgraded connections and a

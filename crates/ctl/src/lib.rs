@@ -3,7 +3,8 @@
 //! leaving and the change followed to its end (`change`), anti-entropy on
 //! demand (`repair`), a consistent backup of every node downloaded and a
 //! data directory restored from one (`backup`), bearer tokens made
-//! for a tokens file (`token`) and cluster secrets (`secret`). They speak
+//! for a tokens file (`token`) and cluster secrets (`secret`), each
+//! written to a file only its owner reads (`private`). They speak
 //! to nodes through the client's blocking face (`strata_client::control`)
 //! and write byte counts as every command does (`strata_api::human`).
 //!
@@ -13,6 +14,7 @@
 
 pub mod backup;
 pub mod change;
+pub mod private;
 pub mod repair;
 pub mod secret;
 pub mod status;

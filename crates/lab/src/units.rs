@@ -2,10 +2,16 @@
 //! unit (`30s`, `1m`, `500ms`, `250us`, `2h`), and a bare number stays
 //! seconds, as it always was (`strata_api::duration` reads them); instants
 //! (`--start-at`: RFC 3339 in UTC, Unix seconds, or a delay from now) and
-//! their RFC 3339 form in reports; a run's share (`I/N`); byte counts and large numbers for
-//! people. Must not know which flag it serves.
+//! their RFC 3339 form in reports (both read and written by the `time`
+//! crate, not by hand); a run's share (`I/N`); byte counts and large
+//! numbers for people. Must not know which flag it serves.
 
 use std::time::{Duration, SystemTime};
+
+use time::format_description::well_known::Rfc3339;
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+use time::OffsetDateTime;
 
 /// Seconds, from `1.5`, `30s`, `500ms`, `1m`, ...
 pub fn seconds(s: &str) -> Result<f64, String> {
@@ -43,17 +49,38 @@ pub fn share(s: &str) -> Result<(u64, u64), String> {
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC (to the millisecond).
 pub fn rfc3339_ms(t: SystemTime) -> String {
-    let ms = t
+    utc(
+        t,
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"),
+    )
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` in UTC.
+pub fn rfc3339(t: SystemTime) -> String {
+    utc(
+        t,
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z"),
+    )
+}
+
+/// `t` in UTC as `format` writes it (`time`): an instant before 1970 as
+/// 1970's first, one past the year 9999 as `@UNIX_SECONDS` (what `instant`
+/// reads back).
+fn utc(t: SystemTime, format: &[BorrowedFormatItem<'_>]) -> String {
+    let since = t
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.subsec_millis())
-        .unwrap_or(0);
-    let s = rfc3339(t);
-    format!("{}.{ms:03}Z", s.trim_end_matches('Z'))
+        .unwrap_or(Duration::ZERO);
+    time::Duration::try_from(since)
+        .ok()
+        .and_then(|d| OffsetDateTime::UNIX_EPOCH.checked_add(d))
+        .and_then(|d| d.format(format).ok())
+        .unwrap_or_else(|| format!("@{}", since.as_secs()))
 }
 
 /// An instant on the wall clock, from `2026-11-28T22:00:00Z` (RFC 3339,
-/// fractions of a second and a `+HH:MM` offset allowed), `@1795900000`
-/// (Unix seconds) or `+30s` (that long from now).
+/// read by `time`: fractions of a second and a `+HH:MM` offset allowed, a
+/// date that does not exist refused), `@1795900000` (Unix seconds) or
+/// `+30s` (that long from now).
 pub fn instant(s: &str) -> Result<SystemTime, String> {
     let s = s.trim();
     if let Some(d) = s.strip_prefix('+') {
@@ -67,93 +94,13 @@ pub fn instant(s: &str) -> Result<SystemTime, String> {
             .map(|d| SystemTime::UNIX_EPOCH + d)
             .map_err(|e| format!("{s:?}: {e}"));
     }
-    parse_rfc3339(s).ok_or_else(|| {
-        format!(
-            "{s:?}: expected a time as 2026-11-28T22:00:00Z (RFC 3339), @UNIX_SECONDS or +DELAY"
-        )
-    })
-}
-
-fn parse_rfc3339(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = &s[19..];
-    let mut nanos = 0u64;
-    if let Some(f) = rest.strip_prefix('.') {
-        let digits = f.bytes().take_while(|c| c.is_ascii_digit()).count();
-        if digits == 0 {
-            return None;
-        }
-        let frac = &f[..digits.min(9)];
-        nanos = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
-        rest = &f[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && matches!(&o[..1], "+" | "-") && &o[3..4] == ":" => {
-            let hh: i64 = o[1..3].parse().ok()?;
-            let mm: i64 = o[4..6].parse().ok()?;
-            let v = hh * 3600 + mm * 60;
-            if &o[..1] == "-" {
-                -v
-            } else {
-                v
-            }
-        }
-        _ => return None,
-    };
-    // Days since 1970-01-01 from the civil date (Howard Hinnant's algorithm).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset;
-    let secs = u64::try_from(secs).ok()?;
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_nanos(nanos))
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` in UTC.
-pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86400, secs % 86400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    OffsetDateTime::parse(s, &Rfc3339)
+        .map(SystemTime::from)
+        .map_err(|e| {
+            format!(
+                "{s:?}: not a time ({e}): expected a time as 2026-11-28T22:00:00Z (RFC 3339), @UNIX_SECONDS or +DELAY"
+            )
+        })
 }
 
 #[cfg(test)]
@@ -210,10 +157,26 @@ mod tests {
             "2026-13-22T12:34:56Z",
             "2026-11-22T25:34:56Z",
             "2026-11-22T12:34:56.Z",
+            "2026-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
             "@x",
             "+forever",
         ] {
             assert!(instant(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            instant("2028-02-29T00:00:00Z"),
+            Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(1_835_395_200))
+        );
+    }
+
+    #[test]
+    fn a_date_that_does_not_exist_is_refused_saying_so() {
+        let e = instant("2026-02-31T00:00:00Z").unwrap_err();
+        assert!(
+            e.starts_with("\"2026-02-31T00:00:00Z\": not a time (") && e.contains("day"),
+            "{e}"
+        );
+        assert!(e.contains("expected a time as 2026-11-28T22:00:00Z"), "{e}");
     }
 }

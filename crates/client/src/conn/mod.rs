@@ -34,8 +34,11 @@ pub struct Answer {
     pub not_applied: bool,
 }
 
-/// How much of a failed answer's body a connection keeps.
-pub const ERROR_BODY: usize = 512;
+/// How much of a failed answer's body a connection keeps (and a reason
+/// the client reports, `said`): far more than a node's longest reason
+/// (under 1 KiB), so a reason always reaches the caller whole, and still
+/// a bound on what a connection holds.
+pub const ERROR_BODY: usize = 8 * 1024;
 
 /// One keep-alive connection, opened on first use and again after an error
 /// or a `Connection: close`.
@@ -337,6 +340,7 @@ impl Conn {
             err.clear();
             let r = self.body(h.body, Some(&mut err)).await;
             err.truncate(ERROR_BODY);
+            err.shrink_to(ERROR_BODY);
             self.error_body = err;
             r?;
             if h.close {
@@ -442,6 +446,7 @@ impl Conn {
         };
         let body_bytes = self.body(h.body, out).await;
         err.truncate(ERROR_BODY);
+        err.shrink_to(ERROR_BODY);
         self.error_body = err;
         let body_bytes = body_bytes?;
         if h.close {

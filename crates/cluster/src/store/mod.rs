@@ -71,10 +71,7 @@ pub struct Store {
 
 enum Applier {
     /// The applier thread's queue.
-    Thread {
-        tx: mpsc::Sender<Msg>,
-        sole: bool,
-    },
+    Thread { tx: mpsc::Sender<Msg>, sole: bool },
     /// No thread: each write is applied on the caller's task, as a group
     /// of one (the deterministic simulation). The group lock keeps
     /// compare-then-write exclusive all the same.
@@ -86,12 +83,7 @@ impl Store {
     /// (a node without a cluster), where a named write's repeat is
     /// recognised by its mark alone (`apply::decide`).
     /// `merkle`: the trees to keep current (anti-entropy), if any.
-    pub fn open(
-        db: Arc<Db>,
-        capacity: usize,
-        sole: bool,
-        merkle: Option<Merkle>,
-    ) -> Store {
+    pub fn open(db: Arc<Db>, capacity: usize, sole: bool, merkle: Option<Merkle>) -> Store {
         let (tx, mut rx) = mpsc::channel::<Msg>(capacity.max(1));
         let d = db.clone();
         let m = merkle.clone();

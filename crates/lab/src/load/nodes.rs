@@ -108,6 +108,9 @@ impl ClientArgs {
             steer: !self.no_steer,
             hedge,
             timeout: std::time::Duration::from_secs_f64(self.attempt_timeout),
+            // The lab's load shows the nodes the process's credentials
+            // (--token, a local cluster's operator token).
+            access: strata_client::Access::process(),
             ..Default::default()
         })
     }
