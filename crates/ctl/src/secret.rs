@@ -10,9 +10,11 @@ use strata_api::access::random_secret as new_secret;
 
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum SecretCmd {
-    /// A new random cluster secret (64 hex digits) on stdout, or in a new
-    /// file (--out FILE, mode 0600; an existing file is left alone unless
-    /// --force): give every member the same one with --cluster-secret-file.
+    /// A new random secret (64 hex digits) on stdout, or in a new file
+    /// (--out FILE, mode 0600; an existing file is left alone unless
+    /// --force): a cluster's, given to every member with
+    /// --cluster-secret-file, or a worker's, given to it and its
+    /// controllers with --worker-token-file.
     New(NewArgs),
 }
 
@@ -41,7 +43,8 @@ pub fn main(cmd: &SecretCmd) -> Result<(), String> {
                         }
                     })?;
                     eprintln!(
-                        "a new cluster secret in {} (mode 0600): give every member --cluster-secret-file {}",
+                        "a new secret in {} (mode 0600): for a cluster, give every member --cluster-secret-file {}; for a worker, start it and its controllers with --worker-token-file {}",
+                        f.display(),
                         f.display(),
                         f.display()
                     );

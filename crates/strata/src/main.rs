@@ -116,7 +116,9 @@ enum Cmd {
     /// A load generator a controller reaches over HTTP (`strata sweep
     /// --workers`, `strata soak --workers`): each trial's share it is
     /// asked for, sent from the instant named, answered with its
-    /// histograms for the controller to merge. Runs until stopped.
+    /// histograms for the controller to merge. Wants its own token
+    /// (--worker-token-file), which every controller must show it; shows
+    /// the node the global --token, if any. Runs until stopped.
     Worker(strata_lab::experiment::worker::WorkerArgs),
     /// Simulate a request pipeline in virtual time (a scenario file, or a
     /// running node's model with --from-node): the seed's probe counts and
@@ -326,7 +328,10 @@ fn main() -> ExitCode {
                 .and_then(|exe| strata_lab::experiment::demo::run(&a, Command::new(exe))),
         ),
         Cmd::Sweep(a) => end("strata sweep", strata_lab::experiment::sweep::main(&a)),
-        Cmd::Worker(a) => exit("strata worker", strata_lab::experiment::worker::main(&a)),
+        Cmd::Worker(a) => exit(
+            "strata worker",
+            strata_lab::experiment::worker::main(&a, token.as_deref()),
+        ),
         Cmd::Soak(a) => exit(
             "strata soak",
             own_exe().and_then(|exe| strata_lab::experiment::soak::main(&a, Command::new(exe))),

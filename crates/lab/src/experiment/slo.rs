@@ -52,8 +52,9 @@ pub struct LoadObjective {
     /// rate), the command exits with status 3.
     #[arg(long)]
     pub slo: Option<String>,
-    /// Error budget of the run (5xx answers and failed connections), such
-    /// as 0.1%; past it, the command exits with status 3.
+    /// Error budget of the run (failed connections and failed answers:
+    /// 5xx, 401/403, other 4xx but 404), such as 0.1%; past it, the
+    /// command exits with status 3.
     #[arg(long)]
     pub max_errors: Option<String>,
 }
@@ -147,7 +148,8 @@ pub struct SloArgs {
     /// Latency objective: comma-separated bounds such as p99<=10ms,p99.9<=50ms.
     #[arg(long, default_value = "p99<=10ms")]
     pub slo: String,
-    /// Error budget (5xx answers and failed connections), e.g. 0.1%.
+    /// Error budget (failed connections and failed answers: 5xx, 401/403,
+    /// other 4xx but 404), e.g. 0.1%.
     #[arg(long, default_value = "0.1%")]
     pub max_errors: String,
 }

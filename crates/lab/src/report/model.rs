@@ -92,7 +92,8 @@ pub struct Trial {
     pub duration_s: f64,
     pub requests: u64,
     pub achieved_rate: f64,
-    /// Connection errors and 5xx answers.
+    /// Connection errors and failed answers (5xx, 401/403, other 4xx but
+    /// 404), dropped sends and abandoned requests.
     pub errors: u64,
     pub error_pct: f64,
     /// All operations together.
@@ -238,7 +239,8 @@ pub struct NodeSummary {
     /// Connections (open loop) or clients (closed loop) that chose it.
     pub connections: u64,
     pub requests: u64,
-    /// Connection errors and 5xx answers.
+    /// Connection errors and failed answers (5xx, 401/403, other 4xx but
+    /// 404).
     pub errors: u64,
     /// Its `/metrics` samples during the trial.
     #[serde(default)]

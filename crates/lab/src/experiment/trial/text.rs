@@ -29,7 +29,7 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
     }
     s += &format!("    {:>9}  {:>10.3}\n", "max", h.max() as f64 / 1000.0);
     if o.per_op.len() > 1 {
-        s += "  Per operation (ms; 5xx answers of any operation on their own line):\n";
+        s += "  Per operation (ms; failed answers of any operation on their own lines: 5xx, 401/403 the node refused the credentials, other 4xx but 404):\n";
         s += "                           count      p50      p99    p99.9      max  errors\n";
         for p in &t.per_op {
             s += &format!(
@@ -50,7 +50,7 @@ pub fn summary(t: &Trial, o: &Outcome) -> String {
         .map(|(c, n)| format!("{c}: {n}"))
         .collect();
     s += &format!(
-        "  Status codes: {}; connection errors: {}{}; errors (5xx, 401/403, none or dropped): {} ({:.3}%)\n",
+        "  Status codes: {}; connection errors: {}{}; errors (5xx, 401/403, other 4xx but 404, none or dropped): {} ({:.3}%)\n",
         codes.join(", "),
         o.conn_errors,
         match (o.unfinished, &o.first_conn_error) {

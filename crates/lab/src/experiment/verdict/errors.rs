@@ -88,6 +88,7 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
             504 => ("replicas", "too few replicas answered in time: see which peers were down or slow (`strata cluster status`), or ask a smaller `ack`"),
             401 | 403 => ("credentials", "give the lab a token the nodes accept (docs/lab.md, \"Credentials\")"),
             507 => ("disk-full", "free space on the node's disk or give it a larger one"),
+            400..=499 => ("errors", "the node would not take the requests as sent (413: a value over its limit; 400: a bad --ack or --from): see what the first failure said"),
             _ => ("errors", "read the node's log around the failures"),
         };
         (cause, format!("{n} answers {c}"), next)

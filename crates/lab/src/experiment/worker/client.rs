@@ -1,5 +1,7 @@
-//! The controller's side of the workers: their addresses and token, a
-//! check that each answers and is idle, and one trial split among them:
+//! The controller's side of the workers: their addresses and token (the
+//! workers', never the node's: that stays the controller's and each
+//! worker's own), a check that each answers and is idle, and one trial
+//! split among them, its workload file's contents sent along:
 //! each worker sends its share (`load::segment`) from one instant a moment
 //! ahead, and their parts are merged into one outcome as the driver merges
 //! its threads (`load::driver::merge`), with each worker's own evidence
@@ -41,7 +43,12 @@ pub struct WorkersArgs {
     /// Kubernetes headless Service's pods).
     #[arg(long, value_name = "URL[,URL...]")]
     pub workers: Option<String>,
-    /// The bearer token the workers want (their --token).
+    /// A file holding the bearer token the workers want (the one their
+    /// --worker-token-file holds). Not the node's token (--token).
+    #[arg(long, env = "STRATA_WORKER_TOKEN_FILE", value_name = "FILE")]
+    pub worker_token_file: Option<std::path::PathBuf>,
+    /// The workers' bearer token itself (--worker-token-file wins over
+    /// it; prefer the file).
     #[arg(long, env = "STRATA_WORKER_TOKEN", hide_env_values = true)]
     pub worker_token: Option<String>,
 }
@@ -53,7 +60,16 @@ impl WorkersArgs {
         let Some(list) = &self.workers else {
             return Ok(None);
         };
-        let w = Workers::parse(list, self.worker_token.as_deref())?;
+        let token = match super::given_token(&self.worker_token, &self.worker_token_file)? {
+            Some(t) => t,
+            None => {
+                return Err(
+                    "--workers: a worker takes orders only from a controller showing its token: give the file its --worker-token-file holds (--worker-token-file FILE, or STRATA_WORKER_TOKEN)"
+                        .into(),
+                )
+            }
+        };
+        let w = Workers::parse(list, Some(&token))?;
         w.check()?;
         Ok(Some(w))
     }
@@ -148,11 +164,22 @@ impl Workers {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_err(|e| e.to_string())?
             .as_millis() as u64;
+        // A workload file goes to the workers as its contents: they read
+        // no file a request names (but under their --workloads).
+        let workload_toml = if target.workload_is_file() {
+            Some(
+                std::fs::read_to_string(&target.workload)
+                    .map_err(|e| format!("--workload {}: {e}", target.workload))?,
+            )
+        } else {
+            None
+        };
         let n = self.len() as u64;
         let bodies: Result<Vec<Vec<u8>>, String> = (0..n)
             .map(|i| {
                 serde_json::to_vec(&RunRequest {
                     target: target.clone(),
+                    workload_toml: workload_toml.clone(),
                     pace: plan.pace.clone(),
                     duration_s: plan.duration.as_secs_f64(),
                     seed: plan.seed,

@@ -5,10 +5,16 @@
 //! with the same driver as `strata load`, starting at the instant the
 //! controller named, and answers with everything it measured, histograms
 //! and all (`load::driver::wire`), for the controller to merge exactly.
-//! One run at a time; bodies bounded; a bearer token (`--token`,
-//! `STRATA_WORKER_TOKEN`) required beyond loopback. Owns the worker's
-//! protocol, both sides; must not judge a run (the controller's sweep
-//! does) nor know the node's internals.
+//! One run at a time; bodies bounded; its own bearer token
+//! (`--worker-token-file`, `--worker-token`, `STRATA_WORKER_TOKEN`) always
+//! required, loopback included, and checked before a request is read: a
+//! worker sends load anywhere at any rate with its own credentials for
+//! the node (the global `--token`, never the same as its own), so only a
+//! controller holding its token may order it. It reads no file a request
+//! names: a workload file's contents come in the request, or the file
+//! lies under the directory it was started with (`--workloads DIR`).
+//! Owns the worker's protocol, both sides; must not judge a run (the
+//! controller's sweep does) nor know the node's internals.
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -41,8 +47,14 @@ pub const MIN_TOKEN: usize = 16;
 pub struct RunRequest {
     /// The target, the workload and how it is sent, as `strata load`'s
     /// command line would give them (credentials and TLS are the
-    /// worker's own, from its environment).
+    /// worker's own, from its environment). A `target.workload` that is
+    /// not a built-in names a file: its contents are `workload_toml`, or
+    /// it lies under the worker's `--workloads`.
     pub target: TargetArgs,
+    /// The workload file's contents, when `target.workload` names one
+    /// (what a controller sends, so that workers need no copy of it).
+    #[serde(default)]
+    pub workload_toml: Option<String>,
     /// The whole trial's pace: the worker sends its share of it.
     pub pace: Pace,
     /// Counted seconds, after `target.warmup`.
@@ -64,8 +76,31 @@ pub struct Status {
     pub cpus: usize,
 }
 
-/// Whether two tokens are equal, in time that does not depend on where
-/// they differ.
-fn same_token(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+/// The worker's token as `--worker-token-file` (which wins) or
+/// `--worker-token` give it, trimmed; `None` when neither does. Both
+/// sides read it so: the worker, and the controller that must show it.
+fn given_token(
+    token: &Option<String>,
+    file: &Option<std::path::PathBuf>,
+) -> Result<Option<String>, String> {
+    Ok(match (token, file) {
+        (_, Some(f)) => Some(
+            std::fs::read_to_string(f)
+                .map_err(|e| format!("--worker-token-file {}: {e}", f.display()))?
+                .trim()
+                .to_string(),
+        ),
+        (Some(t), None) => Some(t.trim().to_string()),
+        (None, None) => None,
+    })
+}
+
+/// Whether a token given equals the worker's, by their SHA-256 digests
+/// (`want_digest` is the worker's, `strata_api::access::token_digest`)
+/// compared with Strata's one constant-time comparison
+/// (`strata_api::access::same`): digests all have one length, so the time
+/// depends neither on where the tokens differ nor on their lengths.
+fn same_token(given: &str, want_digest: &str) -> bool {
+    let given = strata_api::access::token_digest(given);
+    strata_api::access::same(given.as_bytes(), want_digest.as_bytes())
 }

@@ -147,7 +147,7 @@ pub fn merge(
     }
     for (i, name) in OPS.iter().enumerate() {
         let hist = col.per_op[i].take();
-        if i == FAILED {
+        if i >= FAILED {
             if let Some(h) = hist {
                 o.per_op.push(OpTotals {
                     op: name,

@@ -39,18 +39,34 @@ pub mod wire;
 mod worker;
 use ctx::Clock;
 pub use outcome::{NodeTotals, OpTotals, Outcome, Second, SecondStats, Snapshot};
-pub use record::failed_status;
+pub use record::{failed_status, failure_line};
 use record::{Collector, Interval, Msg, NodeInterval, ThreadTotals};
 pub use strata_api::query::encode_into;
 use thread::thread_main;
 
-/// Operation names, in the order histograms are kept. The last is not an
-/// operation: answers of 500 and above (a refusal under overload comes
-/// back fast), 401 and 403 (`record::failed_status`) are timed there, so each operation's latencies are those of
-/// the requests it served.
-pub const OPS: [&str; N] = ["get", "put", "delete", "range", "rmw", "5xx"];
-const N: usize = 6;
+/// Operation names, in the order histograms are kept. The last three are
+/// not operations but failed answers of any operation, each kind timed on
+/// its own line (`record::failure_line`), so each operation's latencies
+/// are those of the requests it served: `5xx` (500 and above: the node
+/// failed, or refused under overload, which comes back fast), `401/403`
+/// (the node refused the run's credentials: nothing was measured but the
+/// refusal) and `other 4xx` (any other 4xx but 404, which is an answer:
+/// a request the node would not take, such as 400 or 413).
+pub const OPS: [&str; N] = [
+    "get",
+    "put",
+    "delete",
+    "range",
+    "rmw",
+    "5xx",
+    "401/403",
+    "other 4xx",
+];
+const N: usize = 8;
+/// The first of the failed answers' lines (`OPS[FAILED..]`).
 const FAILED: usize = 5;
+const REFUSED: usize = 6;
+const OTHER_4XX: usize = 7;
 
 fn op_index(op: &Op) -> usize {
     match op {
@@ -296,7 +312,7 @@ pub fn run(
     }
     let mut per_op: Vec<OpTotals> = Vec::new();
     for (i, name) in OPS.iter().enumerate() {
-        if i == FAILED {
+        if i >= FAILED {
             if let Some(h) = col.per_op[i].take() {
                 per_op.push(OpTotals {
                     op: name,

@@ -50,7 +50,7 @@ pub struct NodeTotals {
     /// Connections (open loop) or clients (closed loop) that chose it.
     pub connections: u64,
     pub requests: u64,
-    /// Connection errors and 5xx answers.
+    /// Connection errors and failed answers (`record::failure_line`).
     pub errors: u64,
 }
 
@@ -75,7 +75,7 @@ pub struct Outcome {
     pub started_wall: std::time::SystemTime,
     /// Requests counted (after the warm-up).
     pub counted: u64,
-    /// Connection errors and 5xx answers.
+    /// Connection errors and failed answers (`record::failure_line`).
     pub errors: u64,
     pub statuses: BTreeMap<u16, u64>,
     /// Connection errors (no answer at all).

@@ -118,14 +118,18 @@ impl Recorder {
         }
         self.totals.node_requests[node] += 1;
         self.interval.requests += 1;
-        let failed = match status {
+        // The line a failed answer is timed on, if it failed.
+        let (failed, line) = match status {
             Some(code) => {
                 *self.totals.statuses.entry(code).or_default() += 1;
-                failed_status(code)
+                match failure_line(code) {
+                    Some(l) => (true, l),
+                    None => (false, op),
+                }
             }
             None => {
                 self.totals.conn_errors += 1;
-                true
+                (true, op)
             }
         };
         if failed {
@@ -148,8 +152,7 @@ impl Recorder {
                     .get_or_insert_with(new_histogram)
                     .saturating_record(us);
             }
-            let slot = if failed { FAILED } else { op };
-            let h = self.interval.per_op[slot].get_or_insert_with(new_histogram);
+            let h = self.interval.per_op[line].get_or_insert_with(new_histogram);
             h.saturating_record(us);
         }
         now.saturating_duration_since(since)
@@ -294,9 +297,23 @@ impl Collector {
     }
 }
 
-/// An answer that counts as an error: 500 and above (the node failed or
-/// refused under load), and 401 and 403 (the node refused the run's
-/// credentials: nothing was measured but the refusal).
+/// An answer that counts as an error (`failure_line`).
 pub fn failed_status(code: u16) -> bool {
-    code >= 500 || code == 401 || code == 403
+    failure_line(code).is_some()
+}
+
+/// The line (an index into `OPS`) a failed answer is timed on, or `None`
+/// for an answer the node served: `5xx` for 500 and above (the node
+/// failed or refused under load), `401/403` (the node refused the run's
+/// credentials: nothing was measured but the refusal), `other 4xx` for any
+/// other 4xx but 404 (a request the node would not take: 400, 408, 413,
+/// ...; a 404 is an answer, the key is absent).
+pub fn failure_line(code: u16) -> Option<usize> {
+    match code {
+        500.. => Some(FAILED),
+        401 | 403 => Some(REFUSED),
+        404 => None,
+        400..=499 => Some(OTHER_4XX),
+        _ => None,
+    }
 }

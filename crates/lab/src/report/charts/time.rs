@@ -301,7 +301,8 @@ pub(crate) fn availability(r: &Report) -> Res<Chart> {
         id: "availability",
         caption: format!(
             "The share of each second's requests answered successfully: not a connection \
-             error, a 5xx answer or a send dropped for starting too late. Seconds without \
+             error, a failed answer (5xx, 401/403, other 4xx but 404) or a send dropped for \
+             starting too late. Seconds without \
              requests are left blank.{}",
             fault_caption(r)
         ),

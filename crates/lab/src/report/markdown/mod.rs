@@ -347,12 +347,25 @@ pub fn notes(r: &Report) -> Vec<String> {
         }
         if t.errors > 0 {
             let what = match (t.dropped_sends > 0, t.unfinished > 0) {
-                (false, false) => "connection errors and 5xx answers",
-                (true, false) => "connection errors, 5xx answers and dropped sends",
-                (false, true) => "connection errors, 5xx answers and abandoned requests",
+                (false, false) => "connection errors and failed answers",
+                (true, false) => "connection errors, failed answers and dropped sends",
+                (false, true) => "connection errors, failed answers and abandoned requests",
                 (true, true) => {
-                    "connection errors, 5xx answers, dropped sends and abandoned requests"
+                    "connection errors, failed answers, dropped sends and abandoned requests"
                 }
+            };
+            // The failed answers by status (401 and 403: the node refused
+            // the run's credentials), as the per-operation table times
+            // them apart: 5xx, 401/403, other 4xx.
+            let codes: Vec<String> = t
+                .failed_statuses
+                .iter()
+                .map(|(c, n)| format!("{c}: {}", group(*n)))
+                .collect();
+            let what = if codes.is_empty() {
+                what.to_string()
+            } else {
+                format!("{what}; failed answers by status: {}", codes.join(", "))
             };
             out.push(format!(
                 "Trial {n} ({}): {} errors ({what}), {} of requests.",
