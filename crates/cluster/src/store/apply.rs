@@ -121,14 +121,12 @@ pub(super) fn apply_group(db: &Db, jobs: Vec<Job>, sole: bool, merkle: Option<&M
         // Read even in a cluster of one (whose own clock orders its
         // writes): a named write's repeat is found in the stored marks,
         // and a write of the key, named or not, carries them on.
-        let current = {
-            match pending.get(&j.key) {
-                Some(r) => Ok(r.clone()),
-                None => db
-                    .get(&j.key)
-                    .map_err(ClusterError::from)
-                    .and_then(|o| o.map(|b| decode(&j.key, &b)).transpose()),
-            }
+        let current = match pending.get(&j.key) {
+            Some(r) => Ok(r.clone()),
+            None => db
+                .get(&j.key)
+                .map_err(ClusterError::from)
+                .and_then(|o| o.map(|b| decode(&j.key, &b)).transpose()),
         };
         let current = match current {
             Ok(c) => c,
