@@ -195,6 +195,13 @@ enum ReportCmd {
     /// with --features heap-profile) as a flame graph SVG and the
     /// allocation sites holding the most; with --base, only what grew.
     Heap(strata_lab::report::heap::HeapArgs),
+    /// Judge a sweep's report directory again (its report.json, or a
+    /// corpus sweep's report.json.zst) by this build's rules, and say
+    /// whether the verdict is the one it recorded.
+    Judge(strata_lab::experiment::judge::JudgeArgs),
+    /// Judge every recorded sweep of a corpus (corpus/sweeps) again and
+    /// print the table and the verdict's score on it.
+    Corpus(strata_lab::experiment::corpus::CorpusArgs),
 }
 
 #[derive(Subcommand)]
@@ -350,6 +357,18 @@ fn main() -> ExitCode {
         } => exit(
             "strata report merge",
             strata_lab::report::hdrlog::run_merge(&a).map(|out| print!("{out}")),
+        ),
+        Cmd::Report {
+            what: ReportCmd::Judge(a),
+        } => exit(
+            "strata report judge",
+            strata_lab::experiment::judge::run(&a),
+        ),
+        Cmd::Report {
+            what: ReportCmd::Corpus(a),
+        } => exit(
+            "strata report corpus",
+            strata_lab::experiment::corpus::run(&a),
         ),
         Cmd::Report {
             what: ReportCmd::Heap(a),

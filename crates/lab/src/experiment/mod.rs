@@ -17,6 +17,8 @@
 //! | `sweep` | `strata sweep`: its trials, the breaking point (which rate next is `load::search`'s) |
 //! | `slo` | objectives and judging a trial |
 //! | `verdict` | why the target broke, from the readings and the slowest requests |
+//! | `judge` | `strata report judge`: a sweep's verdict again, from its report |
+//! | `corpus` | recorded sweeps' labels, and `strata report corpus`: the verdict's score on them |
 //! | `soak` | `strata soak`: a long run and its judgement |
 //! | `demo` | `strata demo` |
 //! | `calibrate` | `strata calibrate`: a node's (or a cluster's) model for the simulator |
@@ -25,7 +27,9 @@
 
 pub mod calibrate;
 pub mod check;
+pub mod corpus;
 pub mod demo;
+pub mod judge;
 pub mod slo;
 pub mod soak;
 pub mod sweep;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::experiment::slo::{fmt_num, nothing_succeeded, positive, Ending, SloArgs};
 use crate::experiment::target::TargetArgs;
 use crate::experiment::trial::{run_trial, Generators, Progress};
-use crate::experiment::verdict::{verdict, Evidence, Machine};
+use crate::experiment::verdict::{replay::replay, Machine};
 use crate::load::search::Search;
 use crate::report::model::{Report, RunKind, Trial};
 use crate::report::scrape::{Sampler, Scrapes};
@@ -284,18 +284,40 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         generator_cpus: crate::load::cpu::own_cpus(),
         objective_ms: slo.bounds.iter().map(|b| b.limit_ms).min_by(f64::total_cmp),
     };
-    for t in &mut trials {
+    for (t, why) in trials.iter_mut().zip(reasons) {
+        t.why = why;
         t.resources = crate::experiment::verdict::readings::readings(t, machine);
     }
-    let unseen = scrapes.refusals();
-    let v = verdict(&Evidence {
-        trials: &trials,
-        deciding: first_failure.map(|i| (&trials[i], reasons[i].as_slice())),
+    let check = found
+        .checked
+        .as_ref()
+        .map(|c| crate::report::alongside::check_summary(c, found.linear.as_ref()));
+    let mut report = Report {
+        schema: crate::report::model::SCHEMA,
+        faults: Vec::new(),
+        check,
+        kind: RunKind::Sweep,
+        title: format!("sweep of {}", t.url),
+        started_at,
+        command: crate::experiment::trial::command_line(),
+        target: t.url.clone(),
+        workload: workload.describe(),
+        slo: Some(slo.describe()),
+        trials,
         breaking_point: pass,
-        range,
-        machine,
-        unseen: &unseen,
-    });
+        verdict: None,
+        cause: None,
+        cause_node: None,
+        verdict_trial_rate: None,
+        breaking_range: range,
+        ranking: Vec::new(),
+        deciding_trial: first_failure,
+        machine: Some(machine),
+        unseen: scrapes.refusals(),
+        share: None,
+    };
+    // The verdict from the report alone, as `strata report judge` gives it.
+    let v = replay(&report)?;
     on_line("");
     on_line(&format!(
         "Breaking point: {}",
@@ -311,33 +333,14 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         }
     ));
     on_line(&v.text);
-    let check = found
-        .checked
-        .as_ref()
-        .map(|c| crate::report::alongside::check_summary(c, found.linear.as_ref()));
-    if let Some(c) = &check {
+    if let Some(c) = &report.check {
         on_line(crate::report::alongside::summary(&[], Some(c)).trim_end());
     }
-    let report = Report {
-        faults: Vec::new(),
-        check,
-        kind: RunKind::Sweep,
-        title: format!("sweep of {}", t.url),
-        started_at,
-        command: crate::experiment::trial::command_line(),
-        target: t.url.clone(),
-        workload: workload.describe(),
-        slo: Some(slo.describe()),
-        trials,
-        breaking_point: pass,
-        verdict: Some(v.text),
-        cause: Some(v.cause),
-        cause_node: v.node,
-        verdict_trial_rate: v.trial_rate,
-        breaking_range: range,
-        unseen,
-        share: None,
-    };
+    report.verdict = Some(v.text);
+    report.cause = Some(v.cause);
+    report.cause_node = v.node;
+    report.verdict_trial_rate = v.trial_rate;
+    report.ranking = v.ranking;
     Ok((report, scrapes))
 }
 

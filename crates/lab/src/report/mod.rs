@@ -74,6 +74,55 @@ pub fn write_dir(dir: &Path, r: &Report, scrapes: &Scrapes) -> io::Result<()> {
     Ok(())
 }
 
+/// The name of a report kept compressed (a corpus sweep's).
+pub const COMPRESSED: &str = "report.json.zst";
+
+/// Read a report from `path`: a `report.json` or `report.json.zst` file,
+/// or a directory holding one (the plain one first).
+pub fn read_any(path: &Path) -> io::Result<Report> {
+    if path.is_dir() {
+        let plain = path.join("report.json");
+        return if plain.exists() {
+            read_json(&plain)
+        } else if path.join(COMPRESSED).exists() {
+            read_any(&path.join(COMPRESSED))
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{}: holds neither report.json nor {COMPRESSED}",
+                    path.display()
+                ),
+            ))
+        };
+    }
+    if path.extension().is_some_and(|e| e == "zst") {
+        let bytes = std::fs::read(path)?;
+        let text = zstd::decode_all(&bytes[..]).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            )
+        })?;
+        return serde_json::from_slice(&text).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            )
+        });
+    }
+    read_json(path)
+}
+
+/// Write `r` as `report.json.zst` into `dir` (compact JSON, zstd level
+/// 19: a corpus sweep's evidence, about a tenth of `report.json`).
+pub fn write_compressed(dir: &Path, r: &Report) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_vec(r).map_err(io::Error::other)?;
+    let packed = zstd::encode_all(&json[..], 19)?;
+    std::fs::write(dir.join(COMPRESSED), packed)
+}
+
 /// Read a `report.json` back.
 pub fn read_json(path: &Path) -> io::Result<Report> {
     let text = std::fs::read_to_string(path)?;

@@ -17,8 +17,21 @@ pub enum RunKind {
     Sweep,
 }
 
+/// The schema of `report.json` this build writes. 1: before the sweep
+/// kept all its verdict's evidence (no `schema`, `machine`, trials'
+/// `why` or `deciding_trial`: `verdict::replay` derives them); 2: all of
+/// it, so `strata report judge` gives the verdict the sweep printed.
+pub const SCHEMA: u32 = 2;
+
+fn schema_one() -> u32 {
+    1
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// Which shape of this file (`SCHEMA`); 1 when absent.
+    #[serde(default = "schema_one")]
+    pub schema: u32,
     pub kind: RunKind,
     pub title: String,
     /// RFC 3339, UTC.
@@ -52,6 +65,17 @@ pub struct Report {
     /// deciding rates (lowest, highest), and how many repeats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaking_range: Option<(f64, f64, u32)>,
+    /// Sweep: the causes the verdict weighed, ranked (its cause first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranking: Vec<RankedCause>,
+    /// Sweep: the index in `trials` of the trial that decided the
+    /// breaking point (the last failing run at the lowest failing rate),
+    /// as the search chose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deciding_trial: Option<usize>,
+    /// Sweep: what the verdict's readings need beyond the trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Machine>,
     /// Faults injected during the run (`--fault`), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultMark>,
@@ -109,6 +133,9 @@ pub struct Trial {
     /// `per_node` for each node's own).
     pub server: Vec<ServerSample>,
     pub meets_slo: Option<bool>,
+    /// Why this run failed the SLO, alone (empty when it met it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<String>,
     /// Sends more than 1 ms after their intended time.
     pub late_sends: u64,
     pub max_lag_ms: f64,
@@ -197,6 +224,35 @@ pub struct Slowest {
     /// How many of them each node answered (or left unanswered), most
     /// first.
     pub by_node: Vec<(String, u64)>,
+}
+
+/// What a sweep's readings need beyond its trials: the machine the
+/// generator (and a local target) ran on, and the objective.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Cores of the machine the nodes run on, when they run on the
+    /// generator's (a local target).
+    pub cores: Option<f64>,
+    /// Cores the generator may run on (its affinity).
+    pub generator_cpus: Option<f64>,
+    /// The objective's tightest latency bound, ms (`p99<=10ms`: 10): a
+    /// WAL fsync is judged slow against it as well as busy.
+    pub objective_ms: Option<f64>,
+}
+
+/// One cause of a verdict's ranking.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankedCause {
+    /// As the verdict names causes (`fsync`, `cpu`, ...), and the node.
+    pub cause: String,
+    pub node: Option<String>,
+    /// Its share of the slowest requests' time (none when the verdict
+    /// rests on failed answers instead).
+    pub share: Option<f64>,
+    /// Its reading against its threshold, when one was taken: the value
+    /// as a share of the threshold, and in words.
+    pub reading: Option<f64>,
+    pub quote: Option<String>,
 }
 
 /// One resource's utilization or saturation in one trial.

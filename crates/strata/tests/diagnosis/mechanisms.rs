@@ -23,15 +23,30 @@ pub fn need(tool: &str) {
     );
 }
 
-/// `strata`, its fdatasync calls each delayed by `ms` (strace with a
-/// seccomp filter: the other syscalls run untraced, at full speed).
-pub fn slow_fsync(ms: u32) -> Command {
+/// strace's arguments that delay each fdatasync by `ms` (a seccomp
+/// filter: the other syscalls run untraced, at full speed); the program
+/// follows them.
+pub fn strace_args(ms: u32) -> Vec<String> {
     need("strace");
+    [
+        "-f",
+        "-qq",
+        "--seccomp-bpf",
+        "-e",
+        "trace=fdatasync",
+        "-e",
+        &format!("inject=fdatasync:delay_exit={}", ms * 1000),
+        "-o",
+        "/dev/null",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// `strata`, its fdatasync calls each delayed by `ms`.
+pub fn slow_fsync(ms: u32) -> Command {
     let mut c = Command::new("strace");
-    c.args(["-f", "-qq", "--seccomp-bpf", "-e", "trace=fdatasync"])
-        .arg("-e")
-        .arg(format!("inject=fdatasync:delay_exit={}", ms * 1000))
-        .args(["-o", "/dev/null", env!("CARGO_BIN_EXE_strata")]);
+    c.args(strace_args(ms)).arg(env!("CARGO_BIN_EXE_strata"));
     c
 }
 
@@ -269,6 +284,19 @@ pub fn half_busy(cpu: &str) -> Hogs {
     need("python3");
     need("taskset");
     let script = "import time\nwhile True:\n    t=time.monotonic()\n    while time.monotonic()-t<0.005: pass\n    time.sleep(0.005)\n";
+    Hogs(vec![Command::new("taskset")
+        .args(["-c", cpu, "python3", "-c", script])
+        .spawn()
+        .expect("start the neighbour")])
+}
+
+/// A neighbour on `cpu` that collects garbage: twice a second it fills
+/// 256 MiB, touching every page, and frees it (a runtime's heap growing
+/// and being collected), killed when dropped.
+pub fn collecting_neighbour(cpu: &str) -> Hogs {
+    need("python3");
+    need("taskset");
+    let script = "import time\nwhile True:\n    b=bytearray(256<<20)\n    for i in range(0,len(b),4096): b[i]=1\n    del b\n    time.sleep(0.5)\n";
     Hogs(vec![Command::new("taskset")
         .args(["-c", cpu, "python3", "-c", script])
         .spawn()

@@ -221,6 +221,7 @@ pub fn to_trial(
             })
             .collect(),
         meets_slo: None,
+        why: Vec::new(),
         late_sends: o.late,
         max_lag_ms: o.max_lag.as_secs_f64() * 1000.0,
         dropped_sends: o.dropped,
@@ -350,6 +351,7 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
         Pace::Closed { clients, .. } => format!("{clients} closed-loop clients"),
     };
     let report = Report {
+        schema: crate::report::model::SCHEMA,
         faults,
         check,
         kind: RunKind::Load,
@@ -366,6 +368,9 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
         cause_node: None,
         verdict_trial_rate: None,
         breaking_range: None,
+        ranking: Vec::new(),
+        deciding_trial: None,
+        machine: None,
         unseen: scrapes.refusals(),
         share,
     };

@@ -7,7 +7,7 @@ use super::readings;
 use super::words::cause_name;
 use super::Verdict;
 use crate::experiment::slo::fmt_num;
-use crate::report::model::{ResourceReading, Trial};
+use crate::report::model::{RankedCause, ResourceReading, Trial};
 
 /// Whether the objective failed on errors alone (a shortfall of the
 /// achieved rate may come with them; a latency bound did not fail).
@@ -132,11 +132,34 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
         t.dropped_sends,
         t.first_failure.as_deref().unwrap_or("nothing recorded"),
     );
+    let node = node.map(|(n, _)| n);
+    let mut ranking = vec![RankedCause {
+        cause: cause.to_string(),
+        node: node.clone(),
+        share: None,
+        reading: None,
+        quote: t.first_failure.clone(),
+    }];
+    let mut over: Vec<&ResourceReading> = rs.iter().filter(|r| r.crossed).collect();
+    over.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
+    for r in over {
+        let c = cause_name(&r.resource).to_string();
+        if !ranking.iter().any(|x| x.cause == c && x.node == r.node) {
+            ranking.push(RankedCause {
+                cause: c,
+                node: r.node.clone(),
+                share: None,
+                reading: Some(r.value / r.threshold.max(1e-12)),
+                quote: Some(r.quote.clone()),
+            });
+        }
+    }
     Verdict {
         cause: cause.into(),
-        node: node.map(|(n, _)| n),
+        node,
         text,
         trial_rate: t.offered_rate,
+        ranking,
     }
 }
 

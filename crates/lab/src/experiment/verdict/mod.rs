@@ -18,16 +18,18 @@
 //! Readings against thresholds (`readings`) say why a place was slow and
 //! corroborate; they never outrank the requests' own time. A trial that
 //! collapsed (most requests failing or queued for seconds) is read through
-//! the trial before it. Each cause in words is `words`. Owns the weighing
+//! the trial before it. Each cause in words is `words`; `replay` judges a
+//! sweep's report again, the verdict's only door from a report. Owns the weighing
 //! of evidence; must not run load, scrape or format tables.
 
 pub mod errors;
 pub mod places;
 pub mod readings;
+pub mod replay;
 pub mod words;
 
 use crate::experiment::slo::fmt_num;
-use crate::report::model::{ResourceReading, Slowest, Trial};
+use crate::report::model::{RankedCause, ResourceReading, Slowest, Trial};
 use places::{pct, Cause, Context, Place};
 pub use readings::Machine;
 use words::{cause_name, words};
@@ -63,6 +65,93 @@ pub struct Verdict {
     /// deciding trial's, or, when that one collapsed, the trial it read
     /// instead): the report's slowest-1 % chart shows the same one.
     pub trial_rate: Option<f64>,
+    /// Every cause weighed, its own first, then by its share of the
+    /// slowest requests' time, then readings over their thresholds that
+    /// held none of it (`rank`).
+    pub ranking: Vec<RankedCause>,
+}
+
+/// The causes weighed, ranked: `first` (resource, node) when one was
+/// named, then the others by their share of the slowest requests' time,
+/// then readings over their thresholds that explain none of it, the
+/// furthest past first. Each with its reading when one was taken.
+fn rank(
+    weighed: &[Weighed],
+    rs: &[ResourceReading],
+    first: Option<(&str, Option<&str>)>,
+) -> Vec<RankedCause> {
+    let reading = |res: &str, node: Option<&str>| {
+        rs.iter()
+            .filter(|r| r.resource == res && r.node.as_deref() == node)
+            .max_by(|a, b| (a.value / a.threshold).total_cmp(&(b.value / b.threshold)))
+    };
+    let entry = |res: &str, node: Option<&str>, share: f64| {
+        let r = reading(res, node);
+        RankedCause {
+            cause: cause_name(res).to_string(),
+            node: node.map(str::to_string),
+            share: Some(share),
+            reading: r.map(|r| r.value / r.threshold.max(1e-12)),
+            quote: r.map(|r| r.quote.clone()),
+        }
+    };
+    let share_of = |res: &str, node: Option<&str>| {
+        weighed
+            .iter()
+            .filter(|w| w.cause.resource == res && w.cause.node.as_deref() == node)
+            .map(|w| w.share)
+            .sum::<f64>()
+    };
+    let mut out: Vec<RankedCause> = Vec::new();
+    let mut push = |c: RankedCause| {
+        if !out.iter().any(|o| o.cause == c.cause && o.node == c.node) {
+            out.push(c);
+        }
+    };
+    if let Some((res, node)) = first {
+        push(entry(res, node, share_of(res, node)));
+    }
+    for w in weighed {
+        push(entry(&w.cause.resource, w.cause.node.as_deref(), w.share));
+    }
+    let mut over: Vec<&ResourceReading> = rs.iter().filter(|r| r.crossed).collect();
+    over.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
+    for r in over {
+        push(entry(
+            &r.resource,
+            r.node.as_deref(),
+            share_of(&r.resource, r.node.as_deref()),
+        ));
+    }
+    out
+}
+
+/// The first three of a ranking in words: "1. fsync of node-1 (45%);
+/// 2. ...".
+fn ranking_words(r: &[RankedCause]) -> String {
+    r.iter()
+        .take(3)
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "{}. {}{}",
+                i + 1,
+                key_words(&c.cause, c.node.as_deref()),
+                match (c.share, c.reading) {
+                    (Some(s), Some(x)) => format!(
+                        " ({} of the slowest time; its reading at {:.0}% of its threshold)",
+                        pct(s),
+                        x * 100.0
+                    ),
+                    (Some(s), None) => format!(" ({} of the slowest time)", pct(s)),
+                    (None, Some(x)) =>
+                        format!(" (its reading at {:.0}% of its threshold)", x * 100.0),
+                    (None, None) => String::new(),
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Whether the deciding trial collapsed rather than saturated: 5 % of its
@@ -287,6 +376,7 @@ fn judge(e: &Evidence) -> Verdict {
             node: None,
             text,
             trial_rate: None,
+            ranking: Vec::new(),
         };
     };
     let offered = t.offered_rate.unwrap_or(t.achieved_rate);
@@ -428,12 +518,17 @@ fn judge(e: &Evidence) -> Verdict {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+        let ranking = rank(&weighed, &rs, None);
+        if !ranking.is_empty() {
+            text += &format!(" Ranked by the slowest time: {}.", ranking_words(&ranking));
+        }
         text += " Next: look at the node's disk, network and neighbours; run the sweep again with longer trials.";
         return Verdict {
             cause: "unknown".into(),
             node: None,
             text,
             trial_rate: tail.offered_rate,
+            ranking,
         };
     };
     let (what, next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
@@ -484,28 +579,29 @@ fn judge(e: &Evidence) -> Verdict {
             .map(|w| w.share)
             .sum::<f64>()
     };
-    let mut others: Vec<String> = weighed
-        .iter()
-        .filter(|w| !(w.cause.resource == cause.resource && w.cause.node == cause.node))
-        .filter(|w| w.share >= 0.005)
-        .take(3)
-        .map(|w| {
-            format!(
-                "{} explains {}",
-                key_words(&w.cause.resource, w.cause.node.as_deref()),
-                pct(w.share)
-            )
-        })
-        .collect();
-    if unexplained > 0.005 {
-        others.push(format!("{} nothing seen explains", pct(unexplained)));
-    }
-    if !others.is_empty() {
-        text += &format!(" Beside it: {}.", others.join("; "));
+    let ranking = rank(
+        &weighed,
+        &rs,
+        Some((&cause.resource, cause.node.as_deref())),
+    );
+    let unexplained_words = (unexplained > 0.005)
+        .then(|| format!("{} nothing seen explains", pct(unexplained)));
+    match (ranking.len() > 1, unexplained_words) {
+        (true, Some(u)) => text += &format!(" Ranked: {}; {u}.", ranking_words(&ranking)),
+        (true, None) => text += &format!(" Ranked: {}.", ranking_words(&ranking)),
+        (false, Some(u)) => text += &format!(" Beside it: {u}."),
+        (false, None) => {}
     }
     let over: Vec<String> = rs
         .iter()
         .filter(|r| r.crossed && !(r.resource == cause.resource && r.node == cause.node))
+        // Those the ranking's first three show are not said twice.
+        .filter(|r| {
+            !ranking
+                .iter()
+                .take(3)
+                .any(|c| c.cause == cause_name(&r.resource) && c.node == r.node)
+        })
         .take(4)
         .map(|r| {
             format!(
@@ -525,6 +621,7 @@ fn judge(e: &Evidence) -> Verdict {
         node: cause.node,
         text,
         trial_rate: tail.offered_rate,
+        ranking,
     }
 }
 

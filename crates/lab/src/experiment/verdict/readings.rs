@@ -47,18 +47,8 @@ pub const THREAD_BUSY: f64 = 0.9;
 /// thread to be the limit rather than the process's cores.
 pub const SPARE_CORES: f64 = 0.5;
 
-/// What the readings need beyond the trial.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Machine {
-    /// Cores of the machine the nodes run on, when they run on the
-    /// generator's (a local target).
-    pub cores: Option<f64>,
-    /// Cores the generator may run on (its affinity).
-    pub generator_cpus: Option<f64>,
-    /// The objective's tightest latency bound, ms (`p99<=10ms`: 10): a
-    /// WAL fsync is judged slow against it as well as busy.
-    pub objective_ms: Option<f64>,
-}
+/// What the readings need beyond the trial (the report keeps it).
+pub use crate::report::model::Machine;
 
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
     let (mut s, mut n) = (0.0, 0usize);

@@ -64,6 +64,7 @@ fn trial(rate: f64, nodes: usize, f: impl Fn(usize, &mut ServerSample)) -> Trial
         timeline: vec![],
         server: vec![],
         meets_slo: Some(false),
+        why: Vec::new(),
         late_sends: 0,
         max_lag_ms: 0.0,
         dropped_sends: 0,

@@ -57,7 +57,7 @@ fn of_two_crossed_readings_the_one_the_slowest_waited_for_is_named() {
     let v = judge(&[t.clone()], None);
     assert_eq!(v.cause, "cpu", "{}", v.text);
     assert!(
-        v.text.contains("fsync of node-1 explains 30%"),
+        v.text.contains("2. fsync of node-1 (30% of the slowest time"),
         "{}",
         v.text
     );
@@ -67,7 +67,11 @@ fn of_two_crossed_readings_the_one_the_slowest_waited_for_is_named() {
     ]));
     let v = judge(&[t], None);
     assert_eq!(v.cause, "fsync", "{}", v.text);
-    assert!(v.text.contains("cpu of node-1 explains 30%"), "{}", v.text);
+    assert!(
+        v.text.contains("2. cpu of node-1 (30% of the slowest time"),
+        "{}",
+        v.text
+    );
 }
 
 // With several nodes, one that holds the time and alone crossed.

@@ -1,0 +1,23 @@
+#!/bin/sh
+# The diagnosis recorder (crates/strata/tests/diagnosis.rs): every scenario
+# swept beside its control (the same processes, nothing injected), each
+# sweep's evidence and label added to the corpus, corpus/sweeps/. Then
+# `strata report corpus corpus/sweeps` judges them all (so does
+# crates/strata/tests/corpus.rs in CI). Needs root, strace, taskset,
+# python3, ip and nft (scripts/install-test-tools.sh installs them).
+#   STRATA_RECORD_ONLY=a,b   only the scenarios whose short name contains a or b
+#   STRATA_RECORD_ROUNDS=N   rounds of every scenario (1), one after another
+#   STRATA_RECORD_ROUND=K    the first round's number (0): on even rounds the
+#                            control is swept first, on odd ones after
+#   STRATA_CORPUS=DIR        record into DIR instead of corpus/sweeps
+set -e
+cd "$(dirname "$0")/.."
+rounds=${STRATA_RECORD_ROUNDS:-1}
+round=${STRATA_RECORD_ROUND:-0}
+cargo test --release -p strata --test diagnosis --no-run
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    STRATA_RECORD_ROUND=$((round + i)) cargo test --release -p strata --test diagnosis -- \
+        --ignored --nocapture --test-threads 1 record
+    i=$((i + 1))
+done
