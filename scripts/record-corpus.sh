@@ -14,6 +14,10 @@ set -e
 cd "$(dirname "$0")/.."
 rounds=${STRATA_RECORD_ROUNDS:-1}
 round=${STRATA_RECORD_ROUND:-0}
+# The build that records, as it is now (edits made while it records are
+# not in it).
+STRATA_RECORD_BUILD=${STRATA_RECORD_BUILD:-$(git describe --always --dirty)}
+export STRATA_RECORD_BUILD
 cargo test --release -p strata --test diagnosis --no-run
 i=0
 while [ "$i" -lt "$rounds" ]; do
