@@ -111,6 +111,118 @@ fn a_sweep_ends_in_a_verdict_and_a_report() {
     );
 }
 
+/// A sweep whose every trial fails (an objective no server meets) has a
+/// deciding trial and a verdict; `strata report judge` on its directory
+/// alone gives it again, word for word, with its ranking; a report with
+/// the evidence taken out is refused or judged, never silently wrong.
+#[test]
+fn a_sweeps_directory_alone_gives_its_verdict_again() {
+    let data = tempfile::tempdir().unwrap();
+    let node = NodeProc::start(data.path(), &["--durability", "none"]);
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("http://{}", node.addr);
+    let dir = out.path().join("rep");
+    let (_, stdout, stderr) = strata(&[
+        "sweep",
+        &url,
+        "--start-rate",
+        "200",
+        "--duration",
+        "1",
+        "--max-trials",
+        "3",
+        "--repeats",
+        "2",
+        "--pause",
+        "0",
+        "--tail-samples",
+        "2",
+        "--slo",
+        "p50<=1us",
+        "--keys",
+        "100",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    assert_eq!(report["schema"], 2);
+    assert!(report["deciding_trial"].is_u64(), "{report}");
+    assert!(report["machine"].is_object(), "{report}");
+    let t = &report["trials"][report["deciding_trial"].as_u64().unwrap() as usize];
+    assert!(
+        t["why"][0].as_str().unwrap().starts_with("p50 "),
+        "the deciding run's reasons are kept: {t}"
+    );
+    let recorded = report["verdict"].as_str().unwrap();
+    assert!(recorded.contains("Verdict:"), "{recorded}");
+    assert!(stdout.contains(recorded), "the sweep printed it: {stdout}");
+    let (ok, judged, err) = strata(&["report", "judge", "--json", dir.to_str().unwrap()]);
+    assert!(ok, "{judged}{err}");
+    let j: serde_json::Value = serde_json::from_str(&judged).unwrap();
+    assert_eq!(j["same_as_recorded"], true, "{j}");
+    assert_eq!(j["verdict"], report["verdict"]);
+    assert_eq!(j["cause"], report["cause"]);
+    let ranking = report["ranking"].as_array().unwrap();
+    if report["cause"] != "unknown" {
+        assert_eq!(ranking[0]["cause"], report["cause"], "its cause first");
+    }
+    // The plain command says it in words.
+    let (ok, words, _) = strata(&["report", "judge", dir.to_str().unwrap()]);
+    assert!(ok);
+    assert!(
+        words.contains("the verdict the report recorded, word for word"),
+        "{words}"
+    );
+    // Evidence tampered with: the verdict judged now is another, and the
+    // command says so.
+    let mut r = report.clone();
+    r["verdict"] = "something else".into();
+    std::fs::write(dir.join("report.json"), r.to_string()).unwrap();
+    let (ok, words, _) = strata(&["report", "judge", dir.to_str().unwrap()]);
+    assert!(ok);
+    assert!(words.contains("the report recorded another"), "{words}");
+    // A deciding trial past the trials is refused, saying why.
+    r["deciding_trial"] = 99.into();
+    std::fs::write(dir.join("report.json"), r.to_string()).unwrap();
+    let (ok, _, err) = strata(&["report", "judge", dir.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("deciding_trial 99 is past the"), "{err}");
+    // A load run's report has no verdict to judge.
+    r["kind"] = "load".into();
+    std::fs::write(dir.join("report.json"), r.to_string()).unwrap();
+    let (ok, _, err) = strata(&["report", "judge", dir.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("not a sweep's report"), "{err}");
+}
+
+/// A report of schema 1 (before the evidence was kept whole) is still
+/// judged: its runs' reasons from their percentiles, its deciding trial
+/// from its breaking point.
+#[test]
+fn a_schema_one_report_is_still_judged() {
+    let golden = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../lab/tests/golden/report/sweep.json"
+    );
+    let (ok, judged, err) = strata(&["report", "judge", "--json", golden]);
+    assert!(ok, "{judged}{err}");
+    let j: serde_json::Value = serde_json::from_str(&judged).unwrap();
+    assert_eq!(j["schema"], 1);
+    assert!(j["trial_rate"].is_f64(), "{j}");
+    // Its deciding run (12,000 req/s: p99 9.3 ms, failed as recorded
+    // without its reasons) is found from the breaking point.
+    assert_eq!(j["trial_rate"], 12000.0, "{j}");
+    assert!(
+        j["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("At 12,000 req/s the SLO failed (as recorded; schema 1 kept no reasons"),
+        "{j}"
+    );
+}
+
 #[test]
 fn a_load_runs_hdr_log_merges_back_to_its_counts() {
     let data = tempfile::tempdir().unwrap();

@@ -279,6 +279,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             .iter()
             .rposition(|t| t.offered_rate == Some(f) && t.meets_slo == Some(false))
     });
+    let trials_run = trials.len();
     let machine = Machine {
         cores,
         generator_cpus: crate::load::cpu::own_cpus(),
@@ -311,6 +312,8 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         verdict_trial_rate: None,
         breaking_range: range,
         ranking: Vec::new(),
+        host_moved: Vec::new(),
+        cut_short: (trials_run >= a.max_trials && search.next().is_some()).then_some(trials_run),
         deciding_trial: first_failure,
         machine: Some(machine),
         unseen: scrapes.refusals(),
@@ -320,8 +323,8 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     let v = replay(&report)?;
     on_line("");
     on_line(&format!(
-        "Breaking point: {}",
-        match (pass, range) {
+        "Breaking point: {}{}",
+        match (pass, v.range) {
             (Some(p), Some((lo, hi, n))) => format!(
                 "{} req/s ({}–{} over {n} repeats)",
                 fmt_num(p),
@@ -330,6 +333,11 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
             ),
             (Some(p), None) => format!("{} req/s", fmt_num(p)),
             (None, _) => "none: no rate met the SLO".into(),
+        },
+        match (v.host_moved.is_empty(), report.cut_short) {
+            (false, _) => " (widened: the host changed under the sweep)",
+            (true, Some(_)) => " (the search was cut short by --max-trials)",
+            (true, None) => "",
         }
     ));
     on_line(&v.text);
@@ -341,6 +349,8 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     report.cause_node = v.node;
     report.verdict_trial_rate = v.trial_rate;
     report.ranking = v.ranking;
+    report.host_moved = v.host_moved;
+    report.breaking_range = v.range;
     Ok((report, scrapes))
 }
 

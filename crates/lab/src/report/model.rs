@@ -68,6 +68,14 @@ pub struct Report {
     /// Sweep: the causes the verdict weighed, ranked (its cause first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranking: Vec<RankedCause>,
+    /// Sweep: the search stopped at `--max-trials` (this many) before it
+    /// was done; its breaking point is the best so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<usize>,
+    /// Sweep: how the host changed under it (`verdict::host`); then the
+    /// breaking point's range is widened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_moved: Vec<HostMove>,
     /// Sweep: the index in `trials` of the trial that decided the
     /// breaking point (the last failing run at the lowest failing rate),
     /// as the search chose it.
@@ -238,6 +246,22 @@ pub struct Machine {
     /// The objective's tightest latency bound, ms (`p99<=10ms`: 10): a
     /// WAL fsync is judged slow against it as well as busy.
     pub objective_ms: Option<f64>,
+}
+
+/// A reading that moved between a sweep's trials when it should have
+/// held still: the host changed under the sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostMove {
+    /// `repeats`, `steal`, `fsync`, `generator`.
+    pub what: String,
+    pub node: Option<String>,
+    /// Its value in the two trials that differ (its unit the reading's:
+    /// a rate for `repeats`, a share, ms), and when each started.
+    pub from: f64,
+    pub to: f64,
+    pub from_s: f64,
+    pub to_s: f64,
+    pub words: String,
 }
 
 /// One cause of a verdict's ranking.

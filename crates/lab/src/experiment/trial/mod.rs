@@ -369,6 +369,8 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
         verdict_trial_rate: None,
         breaking_range: None,
         ranking: Vec::new(),
+        host_moved: Vec::new(),
+        cut_short: None,
         deciding_trial: None,
         machine: None,
         unseen: scrapes.refusals(),

@@ -160,6 +160,8 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
         text,
         trial_rate: t.offered_rate,
         ranking,
+        host_moved: Vec::new(),
+        range: None,
     }
 }
 

@@ -23,13 +23,14 @@
 //! of evidence; must not run load, scrape or format tables.
 
 pub mod errors;
+pub mod host;
 pub mod places;
 pub mod readings;
 pub mod replay;
 pub mod words;
 
 use crate::experiment::slo::fmt_num;
-use crate::report::model::{RankedCause, ResourceReading, Slowest, Trial};
+use crate::report::model::{HostMove, RankedCause, ResourceReading, Slowest, Trial};
 use places::{pct, Cause, Context, Place};
 pub use readings::Machine;
 use words::{cause_name, words};
@@ -49,6 +50,8 @@ pub struct Evidence<'a> {
     /// Nodes whose metrics the lab could not read, and why (`node-N:
     /// GET /metrics answered 403 (…)`): none of their resources was seen.
     pub unseen: &'a [String],
+    /// The search stopped at `--max-trials` before it was done.
+    pub cut_short: Option<usize>,
 }
 
 /// The verdict: the cause, machine-readable, and in words.
@@ -69,6 +72,10 @@ pub struct Verdict {
     /// slowest requests' time, then readings over their thresholds that
     /// held none of it (`rank`).
     pub ranking: Vec<RankedCause>,
+    /// How the host changed under the sweep (`host`), and the breaking
+    /// point's range: the repeats', widened when the host moved.
+    pub host_moved: Vec<HostMove>,
+    pub range: Option<(f64, f64, u32)>,
 }
 
 /// The causes weighed, ranked: `first` (resource, node) when one was
@@ -201,6 +208,34 @@ pub fn verdict(e: &Evidence) -> Verdict {
                 v.text.trim_end()
             )
         };
+    }
+    v.host_moved = host::moved(e.trials);
+    v.range = e.range;
+    if !v.host_moved.is_empty() {
+        v.range = host::widen(e.trials, e.breaking_point, e.range);
+        v.text = format!(
+            "{} The host changed under the sweep: {}.{} What this verdict names is one sample of a host that moved.",
+            v.text.trim_end(),
+            v.host_moved
+                .iter()
+                .map(|m| m.words.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            v.range
+                .map(|(lo, hi, _)| format!(
+                    " The breaking point's range is widened to {}–{} req/s.",
+                    rate(lo),
+                    rate(hi)
+                ))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(n) = e.cut_short {
+        v.text = format!(
+            "{} The search was cut short by --max-trials ({n} trials) before it was done: the breaking point is the best so far{}.",
+            v.text.trim_end(),
+            if v.range.is_none() { ", with no range" } else { "" }
+        );
     }
     if !e.unseen.is_empty() && v.cause != "none" {
         v.text = format!(
@@ -377,6 +412,8 @@ fn judge(e: &Evidence) -> Verdict {
             text,
             trial_rate: None,
             ranking: Vec::new(),
+            host_moved: Vec::new(),
+            range: None,
         };
     };
     let offered = t.offered_rate.unwrap_or(t.achieved_rate);
@@ -529,6 +566,8 @@ fn judge(e: &Evidence) -> Verdict {
             text,
             trial_rate: tail.offered_rate,
             ranking,
+            host_moved: Vec::new(),
+            range: None,
         };
     };
     let (what, next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
@@ -584,8 +623,8 @@ fn judge(e: &Evidence) -> Verdict {
         &rs,
         Some((&cause.resource, cause.node.as_deref())),
     );
-    let unexplained_words = (unexplained > 0.005)
-        .then(|| format!("{} nothing seen explains", pct(unexplained)));
+    let unexplained_words =
+        (unexplained > 0.005).then(|| format!("{} nothing seen explains", pct(unexplained)));
     match (ranking.len() > 1, unexplained_words) {
         (true, Some(u)) => text += &format!(" Ranked: {}; {u}.", ranking_words(&ranking)),
         (true, None) => text += &format!(" Ranked: {}.", ranking_words(&ranking)),
@@ -622,6 +661,8 @@ fn judge(e: &Evidence) -> Verdict {
         text,
         trial_rate: tail.offered_rate,
         ranking,
+        host_moved: Vec::new(),
+        range: None,
     }
 }
 

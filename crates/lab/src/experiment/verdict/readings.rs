@@ -165,20 +165,33 @@ pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
             None,
             busy / cores,
             CPU_USED,
-            format!(
-                "the machine's {} cores were {:.0}% busy (the nodes {}, the generator {})",
-                fmt_num(cores),
-                100.0 * busy / cores,
-                t.server_cpu_cores
-                    .map(fmt_num)
-                    .unwrap_or_else(|| "?".into()),
-                t.generator_cpu_cores
-                    .map(fmt_num)
-                    .unwrap_or_else(|| "?".into())
-            ),
+            machine_words(t, busy, cores),
         ));
     }
     out
+}
+
+/// The machine's reading in words: how busy its cores were (a share past
+/// 100 % is the two readings' sampling skew, said so), and whose: the
+/// nodes', the generator's and every other process's cores.
+fn machine_words(t: &Trial, busy: f64, cores: f64) -> String {
+    let share = 100.0 * busy / cores;
+    let busy_words = if share > 100.0 {
+        format!("all busy ({share:.0}% as read: the readings' sampling skew)")
+    } else {
+        format!("{share:.0}% busy")
+    };
+    let cores_of = |c: Option<f64>| c.map(|c| format!("{c:.2}")).unwrap_or_else(|| "?".into());
+    let others = match (t.server_cpu_cores, t.generator_cpu_cores) {
+        (Some(n), Some(g)) => format!(", other processes {:.2}", (busy - n - g).max(0.0)),
+        _ => String::new(),
+    };
+    format!(
+        "the machine's {} cores were {busy_words} (cores used: the nodes {}, the generator {}{others})",
+        fmt_num(cores),
+        cores_of(t.server_cpu_cores),
+        cores_of(t.generator_cpu_cores),
+    )
 }
 
 /// A node's pause reading before it is weighed against its peers'.

@@ -35,6 +35,12 @@ pub fn replay(r: &Report) -> Result<Verdict, String> {
             if let Some(s) = &slo {
                 t.why = s.judge(t, &|q| latency_at(t, q));
             }
+            if t.why.is_empty() {
+                t.why = vec![
+                    "as recorded; schema 1 kept no reasons, and its percentiles meet the SLO"
+                        .into(),
+                ];
+            }
         }
     }
     let deciding = match r.deciding_trial {
@@ -55,6 +61,7 @@ pub fn replay(r: &Report) -> Result<Verdict, String> {
         range: r.breaking_range,
         machine,
         unseen: &r.unseen,
+        cut_short: r.cut_short,
     }))
 }
 

@@ -6,6 +6,7 @@
 
 mod failures;
 mod flight;
+mod host;
 mod places;
 mod resources;
 
@@ -133,6 +134,7 @@ fn judge_on(trials: &[Trial], machine: Machine) -> Verdict {
         range: None,
         machine,
         unseen: &[],
+        cut_short: None,
     })
 }
 
@@ -159,6 +161,7 @@ fn failed_on(t: &Trial, why: &[String], breaking_point: f64) -> Verdict {
         range: None,
         machine: Machine::default(),
         unseen: &[],
+        cut_short: None,
     })
 }
 

@@ -57,7 +57,8 @@ fn of_two_crossed_readings_the_one_the_slowest_waited_for_is_named() {
     let v = judge(&[t.clone()], None);
     assert_eq!(v.cause, "cpu", "{}", v.text);
     assert!(
-        v.text.contains("2. fsync of node-1 (30% of the slowest time"),
+        v.text
+            .contains("2. fsync of node-1 (30% of the slowest time"),
         "{}",
         v.text
     );

@@ -396,6 +396,7 @@ fn servers_whose_metrics_were_refused_are_said_unseen_and_why() {
         range: None,
         machine: Machine::default(),
         unseen: &unseen,
+        cut_short: None,
     });
     assert!(
         v.text
