@@ -1,6 +1,7 @@
 //! A sweep's evidence drawn: each resource's reading against offered rate,
 //! as a share of its threshold (the knee shows where a line crosses 100 %),
-//! and where the slowest 1 % of the deciding trial's requests spent their
+//! the verdict's ranking of causes with the shares its words give, and
+//! where the slowest 1 % of the deciding trial's requests spent their
 //! time, part by part. Owns these two drawings; must not judge the
 //! readings (the verdict did, and the report holds its readings).
 
@@ -17,6 +18,7 @@ pub fn all(r: &Report) -> Res<Vec<Chart>> {
     let mut out = Vec::new();
     if r.kind == RunKind::Sweep {
         out.extend(resources_vs_rate(r)?);
+        out.extend(ranked_causes(r)?);
         out.extend(slowest_parts(r)?);
     }
     Ok(out)
@@ -114,6 +116,99 @@ pub fn resources_vs_rate(r: &Report) -> Res<Option<Chart>> {
     }))
 }
 
+/// Horizontal bars, largest first: one per (label, share).
+fn bars(title: String, x_desc: &str, items: &[(String, f64)]) -> Res<String> {
+    let n = items.len();
+    svg(|root| {
+        let mut c = ChartBuilder::on(&root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .margin_right(36)
+            .x_label_area_size(44)
+            .y_label_area_size(200)
+            .build_cartesian_2d(0.0..1.0, (0..n).into_segmented())
+            .map_err(err)?;
+        mesh(&mut c.configure_mesh())
+            .x_desc(x_desc)
+            .x_label_formatter(&|v| format!("{:.0}%", v * 100.0))
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => (n - 1)
+                    .checked_sub(*i)
+                    .and_then(|k| items.get(k))
+                    .map(|p| p.0.clone())
+                    .unwrap_or_default(),
+                SegmentValue::Last => String::new(),
+            })
+            .y_labels(n)
+            .draw()
+            .map_err(err)?;
+        c.draw_series(items.iter().enumerate().map(|(i, (_, share))| {
+            let y = n - 1 - i;
+            Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(y)),
+                    (share.clamp(0.0, 1.0), SegmentValue::Exact(y + 1)),
+                ],
+                NODES[0].mix(0.8).filled(),
+            )
+        }))
+        .map_err(err)?;
+        Ok(())
+    })
+}
+
+/// The verdict's ranking: each cause it weighed, in its order, with its
+/// share of the slowest requests' time as the verdict's words give it;
+/// `None` without a ranking or with no shares (a verdict on failures).
+pub fn ranked_causes(r: &Report) -> Res<Option<Chart>> {
+    let items: Vec<(String, f64)> = r
+        .ranking
+        .iter()
+        .filter_map(|c| {
+            c.share.map(|s| {
+                (
+                    format!(
+                        "{}{}",
+                        c.cause,
+                        c.node
+                            .as_ref()
+                            .map(|n| format!(" ({n})"))
+                            .unwrap_or_default()
+                    ),
+                    s,
+                )
+            })
+        })
+        .take(8)
+        .collect();
+    if items.is_empty() {
+        return Ok(None);
+    }
+    let items: Vec<(String, f64)> = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, (l, s))| (format!("{}. {l}", i + 1), s))
+        .collect();
+    let svg = bars(
+        format!(
+            "The verdict's causes, ranked, at {} req/s",
+            rate_label(&r.verdict_trial_rate.unwrap_or(0.0))
+        ),
+        "share of the slowest 1 %'s time (not counting the wait for a free connection)",
+        &items,
+    )?;
+    Ok(Some(Chart {
+        id: "ranked-causes",
+        caption: "The causes the verdict weighed, in its order (its cause first), each with its \
+                  share of the slowest requests' time as its words give it: the same numbers \
+                  (report.json's ranking). A share leaves out the wait for a free connection \
+                  (the other requests' slowness), so the bars below, of the whole latency, can \
+                  differ."
+            .into(),
+        svg,
+    }))
+}
+
 /// The deciding trial's slowest 1 %: each part's share of their time, as
 /// bars, largest first; `None` when no trial failed or none kept them.
 pub fn slowest_parts(r: &Report) -> Res<Option<Chart>> {
@@ -165,49 +260,14 @@ pub fn slowest_parts(r: &Report) -> Res<Option<Chart>> {
     if parts.is_empty() {
         return Ok(None);
     }
-    let n = parts.len();
-    let svg = svg(|root| {
-        let mut c = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "Where the slowest 1 % spent their time, at {} req/s",
-                    rate_label(&t.offered_rate.unwrap_or(0.0))
-                ),
-                (FONT, 20),
-            )
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(44)
-            .y_label_area_size(200)
-            .build_cartesian_2d(0.0..1.0, (0..n).into_segmented())
-            .map_err(err)?;
-        mesh(&mut c.configure_mesh())
-            .x_desc("share of their summed latency")
-            .x_label_formatter(&|v| format!("{:.0}%", v * 100.0))
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => (n - 1)
-                    .checked_sub(*i)
-                    .and_then(|k| parts.get(k))
-                    .map(|p| p.0.clone())
-                    .unwrap_or_default(),
-                SegmentValue::Last => String::new(),
-            })
-            .y_labels(n)
-            .draw()
-            .map_err(err)?;
-        c.draw_series(parts.iter().enumerate().map(|(i, (_, share))| {
-            let y = n - 1 - i;
-            Rectangle::new(
-                [
-                    (0.0, SegmentValue::Exact(y)),
-                    (*share, SegmentValue::Exact(y + 1)),
-                ],
-                NODES[0].mix(0.8).filled(),
-            )
-        }))
-        .map_err(err)?;
-        Ok(())
-    })?;
+    let svg = bars(
+        format!(
+            "Where the slowest 1 % spent their time, at {} req/s",
+            rate_label(&t.offered_rate.unwrap_or(0.0))
+        ),
+        "share of their summed latency",
+        &parts,
+    )?;
     Ok(Some(Chart {
         id: "slowest-parts",
         caption: format!(

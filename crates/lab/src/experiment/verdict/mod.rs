@@ -161,12 +161,21 @@ fn ranking_words(r: &[RankedCause]) -> String {
         .join("; ")
 }
 
-/// Whether the deciding trial collapsed rather than saturated: 5 % of its
-/// requests failed, or the median waited for a tenth of a second, or a
-/// tenth of the sends found every connection the generator may open held.
+/// A trial collapsed when this share of its requests failed (percent),
+/// or its median waited this long (ms), or this share of its sends found
+/// every connection the generator may open held: a queue that never
+/// drained, whatever set it off.
+pub const COLLAPSE_ERRORS_PCT: f64 = 5.0;
+pub const COLLAPSE_P50_MS: f64 = 100.0;
+pub const COLLAPSE_CAPPED: f64 = 0.1;
+
+/// Whether the deciding trial collapsed rather than saturated.
 fn collapse(t: &Trial) -> Option<String> {
     let capped = t.capped_sends as f64 / t.requests.max(1) as f64;
-    (t.error_pct >= 5.0 || t.latency.p50_ms >= 100.0 || capped >= 0.1).then(|| {
+    (t.error_pct >= COLLAPSE_ERRORS_PCT
+        || t.latency.p50_ms >= COLLAPSE_P50_MS
+        || capped >= COLLAPSE_CAPPED)
+        .then(|| {
         format!(
             "collapsed rather than slowed down (p50 {} ms, {}% errors{}): a queue that did not drain",
             fmt_num(t.latency.p50_ms),
@@ -183,6 +192,53 @@ fn collapse(t: &Trial) -> Option<String> {
             }
         )
     })
+}
+
+/// The parts of a cause's places in words, the same words merged, largest
+/// first: three, then what the rest hold together, so that they add up
+/// to the cause's share.
+fn parts_words(ps: &[&Place]) -> String {
+    let mut merged: Vec<(f64, String)> = Vec::new();
+    for (share, words) in ps.iter().flat_map(|p| p.parts.iter()) {
+        match merged.iter_mut().find(|(_, w)| w == words) {
+            Some((s, _)) => *s += share,
+            None => merged.push((*share, words.clone())),
+        }
+    }
+    merged.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // Four are said as four; more as three and the rest.
+    let keep = if merged.len() <= 4 { 4 } else { 3 };
+    let mut shown: Vec<(f64, String)> = merged.iter().take(keep).cloned().collect();
+    if merged.len() > keep {
+        let rest: f64 = merged.iter().skip(keep).map(|(s, _)| s).sum();
+        shown.push((rest, format!("in {} other parts", merged.len() - keep)));
+    }
+    let whole: Vec<f64> = shown.iter().map(|(s, _)| *s).collect();
+    shown
+        .iter()
+        .zip(percents(&whole))
+        .map(|((_, w), p)| format!("{p}% {w}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Shares as whole percents that add up to their sum's rounded percent
+/// (the largest remainders rounded up), so a breakdown adds up in words.
+pub fn percents(shares: &[f64]) -> Vec<u64> {
+    let exact: Vec<f64> = shares.iter().map(|s| s.max(0.0) * 100.0).collect();
+    let total = exact.iter().sum::<f64>().round() as u64;
+    let mut out: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
+    let mut order: Vec<usize> = (0..exact.len()).collect();
+    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
+    let mut short = total.saturating_sub(out.iter().sum());
+    for i in order {
+        if short == 0 {
+            break;
+        }
+        out[i] += 1;
+        short -= 1;
+    }
+    out
 }
 
 /// The top parts of the slowest requests' time, in words.
@@ -571,24 +627,18 @@ fn judge(e: &Evidence) -> Verdict {
         };
     };
     let (what, next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
-    // The places it holds, in words, largest first; the slowest
-    // requests' largest parts when it holds none of them (a reading
-    // named on its own).
-    let own: Vec<String> = weighed
+    // The places it holds, in words, largest first, adding up to its
+    // share; the slowest requests' largest parts when it holds none of
+    // them (a reading named on its own).
+    let own = weighed
         .iter()
         .find(|w| w.cause.resource == cause.resource && w.cause.node == cause.node)
-        .map(|w| {
-            w.places
-                .iter()
-                .flat_map(|p| p.words.iter().cloned())
-                .take(3)
-                .collect()
-        })
+        .map(|w| parts_words(&w.places))
         .unwrap_or_default();
     let parts = if own.is_empty() {
         top_parts(slow, 3)
     } else {
-        own.join("; ")
+        own
     };
     text += &format!(" Verdict: {what}. Because {because}: {parts}.");
     // The knee: the first trial where its reading crossed, as the rate rose.

@@ -72,6 +72,9 @@ pub struct Place {
     pub share: f64,
     /// The parts in it, in words, largest first.
     pub words: Vec<String>,
+    /// The same parts: each one's share (of the time not spent waiting
+    /// for a free connection, as `share`) and its words without it.
+    pub parts: Vec<(f64, String)>,
     /// Whether an engine read is among its parts (a disk may be why).
     pub reads: bool,
     /// Per slow request, ms.
@@ -103,6 +106,7 @@ pub fn places(s: &Slowest) -> Vec<Place> {
             node,
             share: 0.0,
             words: Vec::new(),
+            parts: Vec::new(),
             reads: false,
             mean_ms: 0.0,
             device: 0.0,
@@ -114,6 +118,7 @@ pub fn places(s: &Slowest) -> Vec<Place> {
         e.mean_ms += p.mean_ms;
         e.words
             .push(format!("{:.0}% {}", 100.0 * p.share / rest, p.words));
+        e.parts.push((p.share / rest, p.words.clone()));
         e.reads |= p.what == "read";
     }
     let mut out: Vec<Place> = by.into_values().collect();

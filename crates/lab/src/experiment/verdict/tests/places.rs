@@ -371,3 +371,45 @@ fn a_slow_fsync_is_judged_against_the_objective_not_only_by_how_busy_it_was() {
     let v = judge(&[t(2.0)], None);
     assert_eq!(v.cause, "unknown", "{}", v.text);
 }
+
+/// A cause's parts in words add up to its share: merged when their words
+/// are the same, three and the rest together, rounded so the sum holds.
+#[test]
+fn a_causes_parts_in_words_add_up_to_its_share() {
+    let p = percents(&[0.134, 0.064, 0.044]);
+    assert_eq!(p.iter().sum::<u64>(), 24, "{p:?}");
+    assert!(p[0] >= 13 && p[1] >= 6 && p[2] >= 4, "{p:?}");
+    assert_eq!(percents(&[0.333, 0.333, 0.334]), vec![33, 33, 34]);
+    let mut t = trial(4000.0, 1, |_, x| x.fsync_busy = Some(0.9));
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.30),
+        ("peer-fsync", Some("node-1"), 0.25),
+        ("applier", Some("node-1"), 0.12),
+        ("apply", Some("node-1"), 0.04),
+        ("peer-apply", Some("node-1"), 0.03),
+        ("body", Some("node-1"), 0.01),
+        ("queue", Some("node-1"), 0.25),
+    ]));
+    let v = judge(&[t], None);
+    named(&v, "fsync", Some("node-1"));
+    let share: u64 = v
+        .text
+        .split("Because ")
+        .nth(1)
+        .unwrap()
+        .split('%')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let because = v.text.split("went to it: ").nth(1).unwrap();
+    let shares: u64 = because
+        .split(". ")
+        .next()
+        .unwrap()
+        .split("; ")
+        .map(|p| p.split('%').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(shares, share, "{}", v.text);
+    assert!(because.contains("in 2 other parts"), "{}", v.text);
+}
