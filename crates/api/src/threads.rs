@@ -3,12 +3,41 @@
 //! waiting for one (`/proc/self/task/TID/schedstat`, named by `comm`) under
 //! the metric names below, and the lab reads its own generator's threads
 //! the same way, so a busy or starved thread is named alike on either
-//! side. Owns the shape, the labels and the parsing of `schedstat`; must
-//! not read files (each side reads its own `/proc`).
+//! side. Owns the shape, the labels, the threads' names (`names`, typed
+//! once: each side names its threads with them, the verdict reads them)
+//! and the parsing of `schedstat`; must not read files (each side reads
+//! its own `/proc`).
 
 use std::time::Duration;
 
 use crate::metrics;
+
+/// Every thread Strata names, on the node and in the lab. A name is at
+/// most 15 bytes (Linux's `comm`); the lab's numbered ones take a `-N`.
+pub mod names {
+    /// The async runtime's threads (workers and blocking pool alike).
+    pub const RUNTIME: &str = "strata-runtime";
+    /// The applier: WAL writes and their fsyncs, one commit group at a
+    /// time.
+    pub const APPLY: &str = "strata-apply";
+    pub const WALSYNC: &str = "strata-walsync";
+    pub const FLUSH: &str = "strata-flush";
+    pub const COMPACT: &str = "strata-compact";
+    pub const TREES: &str = "strata-trees";
+    pub const HINTS: &str = "strata-hints";
+    pub const PAUSE: &str = "strata-pause";
+    pub const NODE_MAIN: &str = "strata-node-main";
+    /// The generator's sending threads (`strata-load-N`), its timer and
+    /// its scrapes of the nodes (`strata-scrape-N`).
+    pub const LOAD: &str = "strata-load";
+    pub const TIMER: &str = "strata-timer";
+    pub const SCRAPE: &str = "strata-scrape";
+
+    /// A numbered thread's name: `strata-load-3`.
+    pub fn numbered(prefix: &str, n: usize) -> String {
+        format!("{prefix}-{n}")
+    }
+}
 
 /// The labels of the per-thread metrics: the thread's name, its id.
 pub const THREAD_LABEL: &str = "thread";

@@ -267,7 +267,7 @@ impl HintWriter {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(u64, Bytes, Record)>(WRITER_QUEUE);
         let (h, c) = (hints.clone(), clock.clone());
         std::thread::Builder::new()
-            .name("strata-hints".into())
+            .name(strata_api::threads::names::HINTS.into())
             .spawn(move || {
                 while let Ok(first) = rx.recv() {
                     let mut group = vec![first];

@@ -71,7 +71,7 @@ pub fn pauses() -> Arc<Pauses> {
         let p = Arc::new(Pauses::new());
         let q = p.clone();
         std::thread::Builder::new()
-            .name("strata-pause".into())
+            .name(strata_api::threads::names::PAUSE.into())
             .spawn(move || loop {
                 let before = Instant::now();
                 std::thread::sleep(TICK);

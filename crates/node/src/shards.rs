@@ -39,7 +39,7 @@ impl std::str::FromStr for Shape {
 
 /// Thread name of every runtime thread (the lab's reading of a node's
 /// threads knows it).
-pub const THREAD_NAME: &str = "strata-runtime";
+pub const THREAD_NAME: &str = strata_api::threads::names::RUNTIME;
 
 /// The node's runtimes: `main` runs the node's own tasks (the accept loop,
 /// the cluster's timers) and, per core, is also the first shard; the

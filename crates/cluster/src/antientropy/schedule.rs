@@ -127,7 +127,7 @@ impl Rounds {
             build();
         } else {
             std::thread::Builder::new()
-                .name("strata-trees".into())
+                .name(strata_api::threads::names::TREES.into())
                 .spawn(build)
                 .expect("spawn the tree builder");
         }

@@ -90,7 +90,7 @@ impl Store {
         let group = Arc::new(parking_lot::Mutex::new(()));
         let g = group.clone();
         std::thread::Builder::new()
-            .name("strata-apply".into())
+            .name(strata_api::threads::names::APPLY.into())
             .spawn(move || {
                 let mut next = None;
                 loop {

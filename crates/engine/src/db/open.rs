@@ -271,12 +271,18 @@ impl Db {
         });
         let mut threads = Vec::new();
         let i = inner.clone();
-        threads.push(spawn("strata-flush", move || i.flush_loop()));
+        threads.push(spawn(strata_api::threads::names::FLUSH, move || {
+            i.flush_loop()
+        }));
         let i = inner.clone();
-        threads.push(spawn("strata-compact", move || i.compaction_loop()));
+        threads.push(spawn(strata_api::threads::names::COMPACT, move || {
+            i.compaction_loop()
+        }));
         if let Durability::Interval(ms) = inner.opts.durability {
             let i = inner.clone();
-            threads.push(spawn("strata-walsync", move || i.sync_loop(ms)));
+            threads.push(spawn(strata_api::threads::names::WALSYNC, move || {
+                i.sync_loop(ms)
+            }));
         }
         *inner.threads.lock() = threads;
         inner.kick();

@@ -112,6 +112,25 @@ impl Score {
             .collect();
         (two.len(), two.iter().filter(|j| j.top3).count())
     }
+    /// Mechanisms swept more than once, and of them those whose every
+    /// sweep's verdict named the same cause (and node).
+    pub fn repeatable(&self) -> (usize, usize) {
+        let mut by: Vec<(&str, Vec<(&str, Option<&str>)>)> = Vec::new();
+        for j in self.injected() {
+            let named = (j.verdict.cause.as_str(), j.verdict.node.as_deref());
+            match by.iter_mut().find(|(m, _)| *m == j.label.mechanism) {
+                Some((_, v)) => v.push(named),
+                None => by.push((&j.label.mechanism, vec![named])),
+            }
+        }
+        let twice: Vec<_> = by.iter().filter(|(_, v)| v.len() > 1).collect();
+        let same = twice
+            .iter()
+            .filter(|(_, v)| v.iter().all(|x| *x == v[0]))
+            .count();
+        (twice.len(), same)
+    }
+
     /// Distinct mechanisms among the injected sweeps.
     pub fn mechanisms(&self) -> usize {
         let mut m: Vec<&str> = self
@@ -272,8 +291,9 @@ pub fn table(s: &Score) -> String {
     }
     let (n, first, top3, unknown) = s.counts();
     let (two, both) = s.two_causes();
+    let (twice, same) = s.repeatable();
     out += &format!(
-        "\n{n} injected sweeps over {} mechanisms ({} controls): the cause first in {first}, in the top three in {top3}, \"cannot tell\" in {unknown}; both causes of a two-cause sweep in the top three in {both} of {two}.\n",
+        "\n{n} injected sweeps over {} mechanisms ({} controls): the cause first in {first}, in the top three in {top3}, \"cannot tell\" in {unknown}; both causes of a two-cause sweep in the top three in {both} of {two}; of {twice} mechanisms swept more than once, the same cause named every time in {same}.\n",
         s.mechanisms(),
         s.sweeps.len() - n
     );

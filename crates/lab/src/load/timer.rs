@@ -55,7 +55,7 @@ fn timer() -> &'static Timer {
             cv: Condvar::new(),
         }));
         std::thread::Builder::new()
-            .name("strata-timer".into())
+            .name(strata_api::threads::names::TIMER.into())
             .spawn(move || run(t))
             .expect("timer thread");
         t

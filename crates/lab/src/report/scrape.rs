@@ -311,7 +311,10 @@ impl Sampler {
             };
             let node = for_metrics(node);
             let spawned = std::thread::Builder::new()
-                .name(format!("strata-scrape-{i}"))
+                .name(strata_api::threads::names::numbered(
+                    strata_api::threads::names::SCRAPE,
+                    i,
+                ))
                 .spawn(move || scrape_loop(&node, origin, first_tick, every, &st, &logs));
             if let Ok(h) = spawned {
                 s.handles.push(h);

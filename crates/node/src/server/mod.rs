@@ -107,7 +107,7 @@ pub fn spawn(config: Config) -> Result<Spawned, String> {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
-        .name("strata-node-main".into())
+        .name(strata_api::threads::names::NODE_MAIN.into())
         .spawn(move || {
             let rt = runtime(&config)?;
             let ready = ready_tx.clone();

@@ -256,7 +256,11 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
             // behind what held it instead.
             let applier = index(n)
                 .and_then(|i| c.trial.per_node.get(i))
-                .and_then(|x| x.threads.iter().find(|t| t.name == "strata-apply"))
+                .and_then(|x| {
+                    x.threads
+                        .iter()
+                        .find(|t| t.name == strata_api::threads::names::APPLY)
+                })
                 .filter(|_| !on_device);
             if let Some(a) = applier.filter(|a| a.cpu > f.value && a.cpu >= f.value.max(0.1)) {
                 if a.waiting >= STARVED * (a.cpu + a.waiting) {
@@ -264,7 +268,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                 }
                 let t = c
                     .get("thread", Some(n))
-                    .filter(|t| t.quote.contains("strata-apply"));
+                    .filter(|t| t.quote.contains(strata_api::threads::names::APPLY));
                 let why = format!(
                     "its applier (strata-apply, tid {}: WAL writes, memtable inserts and fsyncs, one commit group at a time) was on a CPU {:.0}% of the time and waited for one {:.0}%, its WAL fsync busy {:.0}%: the writes queued behind the applier's own work{}",
                     a.tid,

@@ -432,18 +432,19 @@ fn node_readings(
 
 /// What a thread is for, by its name, when the name says it.
 pub fn thread_role(name: &str) -> Option<&'static str> {
+    use strata_api::threads::names;
     Some(match name {
-        "strata-runtime" => "a runtime thread: HTTP, the requests' own work, and blocking work (reads, metrics, scrub)",
-        "strata-apply" => "the applier: WAL writes and their fsyncs, one commit group at a time",
-        "strata-walsync" => "the WAL's timed fsync",
-        "strata-flush" => "the memtable flush",
-        "strata-compact" => "compaction",
-        "strata-trees" => "anti-entropy's trees",
-        "strata-hints" => "hint delivery",
-        "strata-pause" => "the pause detector",
-        n if n.starts_with("strata-scrape") => "the lab's scrape of a node",
-        n if n.starts_with("strata-load") => "a generator thread: sends and reads answers",
-        "strata-timer" => "the generator's timer",
+        n if n == names::RUNTIME => "a runtime thread: HTTP, the requests' own work, and blocking work (reads, metrics, scrub)",
+        n if n == names::APPLY => "the applier: WAL writes and their fsyncs, one commit group at a time",
+        n if n == names::WALSYNC => "the WAL's timed fsync",
+        n if n == names::FLUSH => "the memtable flush",
+        n if n == names::COMPACT => "compaction",
+        n if n == names::TREES => "anti-entropy's trees",
+        n if n == names::HINTS => "hint delivery",
+        n if n == names::PAUSE => "the pause detector",
+        n if n.starts_with(names::SCRAPE) => "the lab's scrape of a node",
+        n if n.starts_with(names::LOAD) => "a generator thread: sends and reads answers",
+        n if n == names::TIMER => "the generator's timer",
         _ => return None,
     })
 }

@@ -224,7 +224,10 @@ pub fn run(
         );
         handles.push(
             std::thread::Builder::new()
-                .name(format!("strata-load-{t}"))
+                .name(strata_api::threads::names::numbered(
+                    strata_api::threads::names::LOAD,
+                    t,
+                ))
                 .spawn(move || thread_main(t, plan, clock, keys, sent, tx))
                 .map_err(|e| e.to_string())?,
         );

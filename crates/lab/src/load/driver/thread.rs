@@ -276,7 +276,7 @@ fn send_totals(
         totals.run_queue = b.1.saturating_sub(a.1);
         let wall = since.elapsed().as_secs_f64().max(1e-3);
         totals.threads = vec![strata_api::threads::ThreadRate {
-            name: format!("strata-load-{thread}"),
+            name: strata_api::threads::names::numbered(strata_api::threads::names::LOAD, thread),
             // SAFETY: gettid takes no arguments and cannot fail.
             tid: unsafe { libc::gettid() } as u32,
             cpu: totals.on_cpu.as_secs_f64() / wall,
