@@ -115,7 +115,8 @@ impl Score {
     /// Mechanisms swept more than once, and of them those whose every
     /// sweep's verdict named the same cause (and node).
     pub fn repeatable(&self) -> (usize, usize) {
-        let mut by: Vec<(&str, Vec<(&str, Option<&str>)>)> = Vec::new();
+        type Named<'a> = (&'a str, Option<&'a str>);
+        let mut by: Vec<(&str, Vec<Named>)> = Vec::new();
         for j in self.injected() {
             let named = (j.verdict.cause.as_str(), j.verdict.node.as_deref());
             match by.iter_mut().find(|(m, _)| *m == j.label.mechanism) {
