@@ -626,7 +626,12 @@ fn judge(e: &Evidence) -> Verdict {
             range: None,
         };
     };
-    let (what, next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
+    let (what, mut next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
+    if cause.resource == "machine" {
+        if let Some(n) = words::machine_next(tail, e.machine.cores) {
+            next = n;
+        }
+    }
     // The places it holds, in words, largest first, adding up to its
     // share; the slowest requests' largest parts when it holds none of
     // them (a reading named on its own).

@@ -65,3 +65,19 @@ pub fn words(resource: &str, node: Option<&str>, quote: &str) -> (String, String
         _ => (quote.to_string(), String::new()),
     }
 }
+
+/// What would raise the limit when the machine's CPU is the cause and
+/// other processes held a quarter of its cores or more: not more cores
+/// (they would get them too) but those processes off it. `None` when the
+/// nodes and the generator held most of it, or the split is unknown.
+pub fn machine_next(t: &crate::report::model::Trial, cores: Option<f64>) -> Option<String> {
+    let (busy, cores) = (t.machine_cpu_cores?, cores?);
+    let ours = t.server_cpu_cores? + t.generator_cpu_cores?;
+    let others = (busy - ours).max(0.0);
+    (others >= 0.25 * cores).then(|| {
+        format!(
+            "other processes used {others:.2} of the machine's {} cores (the nodes and the generator {ours:.2}): move them off it, since more cores would go to them too, or run the nodes and the generator on machines of their own",
+            crate::experiment::slo::fmt_num(cores)
+        )
+    })
+}

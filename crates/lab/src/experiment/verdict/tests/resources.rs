@@ -438,3 +438,35 @@ fn a_node_pinned_to_full_cores_is_named_over_the_full_machine() {
     named(&v, "cpu", None);
     assert!(v.text.contains("Verdict: the machine's CPU"), "{}", v.text);
 }
+
+/// The machine's CPU, most of it other processes': the advice is to move
+/// them off, not more cores; with the nodes and the generator holding it,
+/// more cores.
+#[test]
+fn the_machines_cpu_held_by_others_is_not_more_cores() {
+    let mut t = trial(4000.0, 1, |_, x| {
+        x.cpus = Some(2.0);
+        x.allowed_cpus_busy = Some(0.95);
+    });
+    t.slowest = Some(slow(&[
+        ("network", Some("node-1"), 0.9),
+        ("fsync", Some("node-1"), 0.1),
+    ]));
+    t.machine_cpu_cores = Some(1.9);
+    t.server_cpu_cores = Some(0.4);
+    t.generator_cpu_cores = Some(0.2);
+    let v = judge(&[t.clone()], Some(2.0));
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("other processes 1.30"), "{}", v.text);
+    assert!(
+        v.text
+            .contains("Next: other processes used 1.30 of the machine's 2 cores"),
+        "{}",
+        v.text
+    );
+    t.server_cpu_cores = Some(1.2);
+    t.generator_cpu_cores = Some(0.6);
+    let v = judge(&[t], Some(2.0));
+    assert_eq!(v.cause, "cpu", "{}", v.text);
+    assert!(v.text.contains("Next: more cores"), "{}", v.text);
+}
