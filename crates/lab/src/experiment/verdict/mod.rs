@@ -81,7 +81,8 @@ pub struct Verdict {
 /// The causes weighed, ranked: `first` (resource, node) when one was
 /// named, then the others by their share of the slowest requests' time,
 /// then readings over their thresholds that explain none of it, the
-/// furthest past first. Each with its reading when one was taken.
+/// furthest past first, then (to make three) those nearest their
+/// thresholds. Each with its reading when one was taken.
 fn rank(
     weighed: &[Weighed],
     rs: &[ResourceReading],
@@ -110,25 +111,37 @@ fn rank(
             .sum::<f64>()
     };
     let mut out: Vec<RankedCause> = Vec::new();
-    let mut push = |c: RankedCause| {
+    let push = |out: &mut Vec<RankedCause>, c: RankedCause| {
         if !out.iter().any(|o| o.cause == c.cause && o.node == c.node) {
             out.push(c);
         }
     };
     if let Some((res, node)) = first {
-        push(entry(res, node, share_of(res, node)));
+        push(&mut out, entry(res, node, share_of(res, node)));
     }
     for w in weighed {
-        push(entry(&w.cause.resource, w.cause.node.as_deref(), w.share));
+        push(
+            &mut out,
+            entry(&w.cause.resource, w.cause.node.as_deref(), w.share),
+        );
     }
     let mut over: Vec<&ResourceReading> = rs.iter().filter(|r| r.crossed).collect();
     over.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
-    for r in over {
-        push(entry(
-            &r.resource,
-            r.node.as_deref(),
-            share_of(&r.resource, r.node.as_deref()),
-        ));
+    // At least three: then the readings nearest their thresholds.
+    let mut near: Vec<&ResourceReading> = rs.iter().filter(|r| !r.crossed).collect();
+    near.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
+    for r in over.into_iter().chain(near) {
+        if !r.crossed && out.len() >= 3 {
+            break;
+        }
+        push(
+            &mut out,
+            entry(
+                &r.resource,
+                r.node.as_deref(),
+                share_of(&r.resource, r.node.as_deref()),
+            ),
+        );
     }
     out
 }

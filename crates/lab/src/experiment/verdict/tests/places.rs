@@ -413,3 +413,32 @@ fn a_causes_parts_in_words_add_up_to_its_share() {
     assert_eq!(shares, share, "{}", v.text);
     assert!(because.contains("in 2 other parts"), "{}", v.text);
 }
+
+/// The ranking holds at least three causes, the named one first, each
+/// with its share and its reading; a cause it could not weigh is filled
+/// in from the readings nearest their thresholds.
+#[test]
+fn the_ranking_holds_three_its_cause_first() {
+    let mut t = trial(4000.0, 1, |_, x| x.fsync_busy = Some(0.9));
+    t.slowest = Some(slow(&[("fsync", Some("node-1"), 1.0)]));
+    let v = judge(&[t], None);
+    named(&v, "fsync", Some("node-1"));
+    assert!(v.ranking.len() >= 3, "{:?}", v.ranking);
+    assert_eq!(v.ranking[0].cause, "fsync");
+    assert_eq!(v.ranking[0].share, Some(1.0));
+    assert!(v.ranking[0].reading.unwrap() > 1.0, "{:?}", v.ranking[0]);
+    assert!(
+        v.ranking.iter().all(|r| r.share.is_some()),
+        "{:?}",
+        v.ranking
+    );
+    let mut seen: Vec<(&str, Option<&str>)> = v
+        .ranking
+        .iter()
+        .map(|r| (r.cause.as_str(), r.node.as_deref()))
+        .collect();
+    let n = seen.len();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), n, "no cause twice: {:?}", v.ranking);
+}
