@@ -7,7 +7,7 @@ use super::readings;
 use super::words::cause_name;
 use super::Verdict;
 use crate::experiment::slo::fmt_num;
-use crate::report::model::{RankedCause, ResourceReading, Trial};
+use crate::report::model::{resource, RankedCause, ResourceReading, Trial};
 
 /// Whether the objective failed on errors alone (a shortfall of the
 /// achieved rate may come with them; a latency bound did not fail).
@@ -22,12 +22,19 @@ pub fn on_errors(why: &[String]) -> bool {
 /// for one) stood in front of: the work behind admission, when a reading
 /// of it crossed its threshold on that node.
 fn behind<'a>(rs: &'a [ResourceReading], node: Option<&str>) -> Option<&'a ResourceReading> {
-    ["pause", "memory", "stalls", "fsync", "cpu", "thread"]
-        .iter()
-        .find_map(|w| {
-            rs.iter()
-                .find(|r| r.crossed && r.resource == *w && r.node.as_deref() == node)
-        })
+    [
+        resource::PAUSE,
+        resource::MEMORY,
+        resource::STALLS,
+        resource::FSYNC,
+        resource::CPU,
+        resource::THREAD,
+    ]
+    .iter()
+    .find_map(|w| {
+        rs.iter()
+            .find(|r| r.crossed && r.resource == *w && r.node.as_deref() == node)
+    })
 }
 
 /// A node's CPU reading when its threads were starved of CPU time beside
@@ -46,7 +53,7 @@ fn starved_cpu<'a>(
     }
     let r = rs
         .iter()
-        .find(|r| r.resource == "cpu" && r.node.as_deref() == Some(node))?;
+        .find(|r| r.resource == resource::CPU && r.node.as_deref() == Some(node))?;
     let why = format!(
         "{}; its threads waited for a CPU {:.0}% of the time they were ready to run, the generator's {:.0}%: short of CPU time though its cores were not all busy",
         r.quote,
@@ -71,7 +78,7 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
     // send the generator dropped.
     let (cause, what, next) = if t.dropped_sends > n.max(unanswered) {
         (
-            "generator",
+            resource::GENERATOR,
             format!("{} sends the generator dropped, never sent (not started within --drop-after of their time)", t.dropped_sends),
             "the generator could not keep the schedule: more --threads, a higher --max-connections, or another machine",
         )
@@ -84,7 +91,7 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
     } else {
         let c = code.unwrap_or(0);
         let (cause, next) = match c {
-            503 => ("admission", "the node refused work it had no place for: raise `--max-in-service`, try `--admission adaptive`, or offer less"),
+            503 => (resource::ADMISSION, "the node refused work it had no place for: raise `--max-in-service`, try `--admission adaptive`, or offer less"),
             504 => ("replicas", "too few replicas answered in time: see which peers were down or slow (`strata cluster status`), or ask a smaller `ack`"),
             401 | 403 => ("credentials", "give the lab a token the nodes accept (docs/lab.md, \"Credentials\")"),
             507 => ("disk-full", "free space on the node's disk or give it a larger one"),
@@ -95,7 +102,7 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
     };
     let node = busiest_node(t);
     // Refusals are a queue's overflow: the work behind it, if it crossed.
-    let under = (cause == "admission")
+    let under = (cause == resource::ADMISSION)
         .then(|| {
             let n = node.as_ref().map(|(n, _)| n.as_str());
             behind(rs, n)

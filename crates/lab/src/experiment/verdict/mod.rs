@@ -30,7 +30,7 @@ pub mod replay;
 pub mod words;
 
 use crate::experiment::slo::fmt_num;
-use crate::report::model::{HostMove, RankedCause, ResourceReading, Slowest, Trial};
+use crate::report::model::{resource, HostMove, RankedCause, ResourceReading, Slowest, Trial};
 use places::{pct, Cause, Context, Place};
 pub use readings::Machine;
 use words::{cause_name, words};
@@ -269,7 +269,7 @@ fn top_parts(s: &Slowest, n: usize) -> String {
 pub fn verdict(e: &Evidence) -> Verdict {
     let mut v = judge(e);
     if let Some(w) = e.deciding.and_then(|(t, _)| behind(t)) {
-        v.text = if v.cause == "generator" {
+        v.text = if v.cause == resource::GENERATOR {
             format!("{} The worker that fell behind: {w}.", v.text.trim_end())
         } else {
             format!(
@@ -640,7 +640,7 @@ fn judge(e: &Evidence) -> Verdict {
         };
     };
     let (what, mut next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
-    if cause.resource == "machine" {
+    if cause.resource == resource::MACHINE {
         if let Some(n) = words::machine_next(tail, e.machine.cores) {
             next = n;
         }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use super::readings::{self, Machine};
 use crate::experiment::slo::fmt_num;
 use crate::report::markdown::other_cores;
-use crate::report::model::{ResourceReading, Slowest, Trial};
+use crate::report::model::{resource, ResourceReading, Slowest, Trial};
 
 /// A side whose threads waited for a CPU this share of their runnable
 /// time is starved: each piece of its work took a quarter longer than its
@@ -197,7 +197,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
     let node = p.node.as_deref();
     match p.family {
         Family::Generator => {
-            let r = c.get("generator", None)?;
+            let r = c.get(resource::GENERATOR, None)?;
             // Late because the nodes held the cores it shares with them,
             // one of their threads flat out: that thread.
             let starved =
@@ -206,9 +206,11 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                 let busy = c
                     .readings
                     .iter()
-                    .find(|t| t.resource == "thread" && t.crossed);
+                    .find(|t| t.resource == resource::THREAD && t.crossed);
                 if let Some(t) = busy.and_then(|t| t.node.as_deref()) {
-                    if let Some(w) = work(t, false, None, c).filter(|w| w.resource == "thread") {
+                    if let Some(w) =
+                        work(t, false, None, c).filter(|w| w.resource == resource::THREAD)
+                    {
                         return Some(Cause {
                             why: format!(
                                 "{}; the generator, late ({}), shares its cores with the nodes, which held more of them than anything else",
@@ -230,12 +232,12 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
         }
         Family::Wal => {
             let n = node?;
-            if let Some(r) = c.crossed("stalls", Some(n)) {
+            if let Some(r) = c.crossed(resource::STALLS, Some(n)) {
                 return Some(c.cause(r, format!("{} (the applier held by it)", r.quote)));
             }
             // A stopped node's applier queue is what arrived during the
             // stop, committed after it.
-            if let Some(r) = c.crossed("pause", Some(n)) {
+            if let Some(r) = c.crossed(resource::PAUSE, Some(n)) {
                 return Some(c.cause(
                     r,
                     format!(
@@ -244,7 +246,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                     ),
                 ));
             }
-            let f = c.get("fsync", Some(n))?;
+            let f = c.get(resource::FSYNC, Some(n))?;
             // Requests that spent most of this place waiting for the fsync
             // itself waited for the device, however seldom the WAL was
             // busy (at a low rate a slow disk is busy 1 % of the time and
@@ -267,7 +269,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                     return work(n, false, Some(p.mean_ms), c);
                 }
                 let t = c
-                    .get("thread", Some(n))
+                    .get(resource::THREAD, Some(n))
                     .filter(|t| t.quote.contains(strata_api::threads::names::APPLY));
                 let why = format!(
                     "its applier (strata-apply, tid {}: WAL writes, memtable inserts and fsyncs, one commit group at a time) was on a CPU {:.0}% of the time and waited for one {:.0}%, its WAL fsync busy {:.0}%: the writes queued behind the applier's own work{}",
@@ -278,7 +280,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                     t.map(|t| format!("; {}", t.quote)).unwrap_or_default()
                 );
                 return Some(Cause {
-                    resource: "thread".into(),
+                    resource: resource::THREAD.into(),
                     node: Some(n.into()),
                     why,
                     crossed: t.is_some_and(|t| t.crossed),
@@ -287,10 +289,15 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
             if f.value < 0.01 && !on_device {
                 // The one nearest its threshold of what holds an applier
                 // that had no fsync to wait for.
-                let r = ["stalls", "io", "memory", "cpu"]
-                    .iter()
-                    .filter_map(|w| c.get(w, Some(n)))
-                    .max_by(|a, b| (a.value / a.threshold).total_cmp(&(b.value / b.threshold)))?;
+                let r = [
+                    resource::STALLS,
+                    resource::IO,
+                    resource::MEMORY,
+                    resource::CPU,
+                ]
+                .iter()
+                .filter_map(|w| c.get(w, Some(n)))
+                .max_by(|a, b| (a.value / a.threshold).total_cmp(&(b.value / b.threshold)))?;
                 return Some(c.cause(
                     r,
                     format!(
@@ -300,7 +307,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                     ),
                 ));
             }
-            let io = c.crossed("io", Some(n));
+            let io = c.crossed(resource::IO, Some(n));
             let how = if f.value >= f.threshold {
                 "busy: one fsync after another, the disk's pace"
             } else if f.value < 0.5 * f.threshold {
@@ -318,7 +325,7 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
             })
         }
         Family::Stalls => {
-            let r = c.get("stalls", node)?;
+            let r = c.get(resource::STALLS, node)?;
             Some(c.cause(r, r.quote.clone()))
         }
         Family::Admission => {
@@ -333,13 +340,20 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                         matches!((x.writes_per_fsync, x.limit), (Some(w), Some(l)) if l > 0.0 && w >= 0.8 * l)
                     })
                 });
-            for behind in ["pause", "memory", "stalls", "fsync", "cpu", "thread"] {
-                if behind == "fsync" && capped {
+            for behind in [
+                resource::PAUSE,
+                resource::MEMORY,
+                resource::STALLS,
+                resource::FSYNC,
+                resource::CPU,
+                resource::THREAD,
+            ] {
+                if behind == resource::FSYNC && capped {
                     continue;
                 }
                 if let Some(r) = c.crossed(behind, Some(n)) {
                     let a = c
-                        .get("admission", Some(n))
+                        .get(resource::ADMISSION, Some(n))
                         .map(|a| a.quote.as_str())
                         .unwrap_or("");
                     return Some(c.cause(
@@ -348,18 +362,18 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
                     ));
                 }
             }
-            let r = c.get("admission", Some(n))?;
+            let r = c.get(resource::ADMISSION, Some(n))?;
             Some(c.cause(r, r.quote.clone()))
         }
         Family::Work => work(node?, p.reads, Some(p.mean_ms), c),
         Family::Replica => {
             let n = node?;
-            if c.local() || c.crossed("pause", Some(n)).is_some() || cpu_crossed(n, c) {
+            if c.local() || c.crossed(resource::PAUSE, Some(n)).is_some() || cpu_crossed(n, c) {
                 return work(n, false, None, c);
             }
-            let r = c.get("network", Some(n));
+            let r = c.get(resource::NETWORK, Some(n));
             Some(Cause {
-                resource: "network".into(),
+                resource: resource::NETWORK.into(),
                 node: Some(n.into()),
                 why: r.map(|r| r.quote.clone()).unwrap_or_else(|| {
                     format!("{n} reported little work of its own, and its CPU and pauses had room: the time was the path to it")
@@ -375,7 +389,8 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
 /// (`starved_by_nodes`: one test of that, not two): then a generator
 /// short of CPU was short of what the nodes took.
 fn shared_machine<'a>(c: &'a Context) -> Option<&'a ResourceReading> {
-    c.crossed("machine", None).filter(|_| starved_by_nodes(c))
+    c.crossed(resource::MACHINE, None)
+        .filter(|_| starved_by_nodes(c))
 }
 
 /// Whether the generator may run on every core of the machine.
@@ -419,7 +434,7 @@ fn node_starved(n: &str, ms: f64, c: &Context) -> Option<String> {
 }
 
 fn cpu_crossed(n: &str, c: &Context) -> bool {
-    c.crossed("cpu", Some(n)).is_some() || c.crossed("thread", Some(n)).is_some()
+    c.crossed(resource::CPU, Some(n)).is_some() || c.crossed(resource::THREAD, Some(n)).is_some()
 }
 
 /// The node's own work: stopped, short of memory, short of cores (the
@@ -428,15 +443,15 @@ fn cpu_crossed(n: &str, c: &Context) -> bool {
 /// it (its WAL, its stalls, its admission limit); else, the generator
 /// starved beside it (`bursts`); else its CPU, not full.
 fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
-    for r in ["pause", "memory"] {
+    for r in [resource::PAUSE, resource::MEMORY] {
         if let Some(r) = c.crossed(r, Some(n)) {
             return Some(c.cause(r, r.quote.clone()));
         }
     }
-    let own = c.get("cpu", Some(n));
+    let own = c.get(resource::CPU, Some(n));
     // One thread busy on a CPU (running, not waiting for one) while the
     // process had cores to spare: more cores would not have helped.
-    if let Some(r) = c.crossed("thread", Some(n)) {
+    if let Some(r) = c.crossed(resource::THREAD, Some(n)) {
         let running = index(n)
             .and_then(|i| c.trial.per_node.get(i))
             .and_then(|x| x.threads.first())
@@ -445,17 +460,17 @@ fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
             return Some(c.cause(r, r.quote.clone()));
         }
     }
-    if let Some(m) = c.crossed("machine", None).filter(|_| c.unpinned(n)) {
+    if let Some(m) = c.crossed(resource::MACHINE, None).filter(|_| c.unpinned(n)) {
         let why = match own {
             Some(r) => format!("{}; {n}: {}", m.quote, r.quote),
             None => m.quote.clone(),
         };
         return Some(c.cause(m, why));
     }
-    if let Some(r) = c.crossed("cpu", Some(n)) {
+    if let Some(r) = c.crossed(resource::CPU, Some(n)) {
         return Some(c.cause(r, r.quote.clone()));
     }
-    if let Some(r) = c.crossed("thread", Some(n)) {
+    if let Some(r) = c.crossed(resource::THREAD, Some(n)) {
         return Some(c.cause(r, r.quote.clone()));
     }
     // Its threads starved of CPU time while its cores were not all busy
@@ -469,11 +484,11 @@ fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
         });
     }
     if reads {
-        if let Some(r) = c.crossed("io", Some(n)) {
+        if let Some(r) = c.crossed(resource::IO, Some(n)) {
             return Some(c.cause(r, r.quote.clone()));
         }
     }
-    for behind in ["fsync", "stalls", "admission"] {
+    for behind in [resource::FSYNC, resource::STALLS, resource::ADMISSION] {
         if let Some(r) = c.crossed(behind, Some(n)) {
             return Some(c.cause(
                 r,
@@ -511,7 +526,7 @@ fn bursts(n: &str, ms: f64, c: &Context) -> Option<Cause> {
         gs.share * 100.0,
         ns.share * 100.0
     );
-    let g = c.get("generator", None)?;
+    let g = c.get(resource::GENERATOR, None)?;
     Some(Cause {
         crossed: true,
         ..c.cause(g, format!("{why}: {}", g.quote))
@@ -523,9 +538,9 @@ fn bursts(n: &str, ms: f64, c: &Context) -> Option<Cause> {
 /// places it holds add up), else its own cores'.
 fn cpu_of<'a>(n: &str, c: &'a Context) -> Option<&'a ResourceReading> {
     c.unpinned(n)
-        .then(|| c.get("machine", None))
+        .then(|| c.get(resource::MACHINE, None))
         .flatten()
-        .or_else(|| c.get("cpu", Some(n)))
+        .or_else(|| c.get(resource::CPU, Some(n)))
 }
 
 /// Time in flight with no server stage: the side starved at the time,
@@ -536,7 +551,7 @@ fn cpu_of<'a>(n: &str, c: &'a Context) -> Option<&'a ResourceReading> {
 /// wait is quoted, not judged: the scheduler runs a woken thread soon,
 /// so a starved thread gets less of a core, not longer waits per wake.)
 fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
-    if let Some(r) = c.crossed("pause", Some(n)) {
+    if let Some(r) = c.crossed(resource::PAUSE, Some(n)) {
         return Some(c.cause(r, r.quote.clone()));
     }
     let t = c.trial;
@@ -562,7 +577,9 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
     if ns_starved || gs_starved {
         if ns_starved {
             let mut cause = work(n, false, None, c)?;
-            if cause.resource == "cpu" || cause.resource == "machine" || cause.resource == "thread"
+            if cause.resource == resource::CPU
+                || cause.resource == resource::MACHINE
+                || cause.resource == resource::THREAD
             {
                 cause.why = format!("{compare}, so requests sat unread: {}", cause.why);
                 cause.crossed = true;
@@ -574,9 +591,9 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         // they held more of them than anything else beside it; then the
         // node's work is why (one thread flat out, its cores, the machine).
         if starved_by_nodes(c) {
-            if let Some(mut cause) = work(n, false, None, c)
-                .filter(|w| ["cpu", "machine", "thread"].contains(&w.resource.as_str()))
-            {
+            if let Some(mut cause) = work(n, false, None, c).filter(|w| {
+                [resource::CPU, resource::MACHINE, resource::THREAD].contains(&w.resource.as_str())
+            }) {
                 cause.why = format!(
                     "{compare}: the generator was starved by the nodes, which share its cores and held more of them than anything else: {}",
                     cause.why
@@ -585,7 +602,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
                 return Some(cause);
             }
         }
-        let g = c.get("generator", None)?;
+        let g = c.get(resource::GENERATOR, None)?;
         if let Some(m) = shared_machine(c) {
             return Some(c.cause(
                 m,
@@ -601,14 +618,14 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         });
     }
     // The node's own cores full: it was slow to read what came.
-    let full = c.crossed("machine", None).is_some() && c.unpinned(n);
-    if full || c.crossed("cpu", Some(n)).is_some() {
+    let full = c.crossed(resource::MACHINE, None).is_some() && c.unpinned(n);
+    if full || c.crossed(resource::CPU, Some(n)).is_some() {
         let mut cause = work(n, false, None, c)?;
         cause.why = format!("{}; {compare}", cause.why);
         return Some(cause);
     }
     for who in [None, Some(n)] {
-        if let Some(r) = c.crossed("thread", who) {
+        if let Some(r) = c.crossed(resource::THREAD, who) {
             return Some(c.cause(r, format!("{}; {compare}", r.quote)));
         }
     }
@@ -619,7 +636,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
     // machine with room, nothing seen explains it.
     if c.local() {
         let m = c
-            .get("machine", None)
+            .get(resource::MACHINE, None)
             .filter(|m| m.value >= LOOPBACK_BUSY * m.threshold)?;
         return Some(c.cause(
             m,
@@ -630,7 +647,7 @@ fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
         ));
     }
     Some(Cause {
-        resource: "network".into(),
+        resource: resource::NETWORK.into(),
         node: Some(n.into()),
         why: format!(
             "the requests were in flight with no server stage to show for it, while {compare} (neither starved) and {n} did not stop: the path to it",

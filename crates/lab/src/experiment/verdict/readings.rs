@@ -25,7 +25,7 @@
 //! against another (`verdict` does).
 
 use crate::experiment::slo::fmt_num;
-use crate::report::model::{ResourceReading, ServerSample, Trial};
+use crate::report::model::{resource, ResourceReading, ServerSample, Trial};
 
 pub const FSYNC_BUSY: f64 = 0.7;
 /// A p99 fsync this share of the objective's tightest bound is slow.
@@ -133,7 +133,7 @@ pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
         (waiting, GENERATOR_WAITING)
     };
     out.push(reading(
-        "generator",
+        resource::GENERATOR,
         None,
         value,
         threshold,
@@ -161,7 +161,7 @@ pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
     }
     if let (Some(busy), Some(cores)) = (t.machine_cpu_cores, m.cores) {
         out.push(reading(
-            "machine",
+            resource::MACHINE,
             None,
             busy / cores,
             CPU_USED,
@@ -233,7 +233,7 @@ fn node_readings(
         let slow =
             matches!((p99, m.objective_ms), (Some(f), Some(o)) if o > 0.0 && f >= SLOW_FSYNC * o);
         let mut r = reading(
-            "fsync",
+            resource::FSYNC,
             name.clone(),
             busy,
             FSYNC_BUSY,
@@ -261,7 +261,7 @@ fn node_readings(
         share
     };
     out.push(reading(
-        "stalls",
+        resource::STALLS,
         name.clone(),
         value,
         STALL_SHARE,
@@ -299,7 +299,7 @@ fn node_readings(
     .expect("two");
     let cpu_bound = value >= threshold;
     out.push(reading(
-        "cpu",
+        resource::CPU,
         name.clone(),
         value,
         threshold,
@@ -343,7 +343,7 @@ fn node_readings(
     let engine_mb = |xs: &[Option<f64>]| xs.iter().flatten().sum::<f64>() / 1e6;
     if let Some(io) = mean(field(|x| x.pressure_io)) {
         out.push(reading(
-            "io",
+            resource::IO,
             name.clone(),
             io,
             IO_PRESSURE,
@@ -361,7 +361,7 @@ fn node_readings(
     }
     if let Some(mem) = mean(field(|x| x.pressure_memory)) {
         out.push(reading(
-            "memory",
+            resource::MEMORY,
             name.clone(),
             mem,
             MEMORY_PRESSURE,
@@ -393,7 +393,7 @@ fn node_readings(
         explained: cpu_bound,
     };
     out.push(reading(
-        "pause",
+        resource::PAUSE,
         name.clone(),
         paused,
         PAUSE_MS,
@@ -416,7 +416,7 @@ fn node_readings(
         .count() as f64
         / xs.len() as f64;
     out.push(reading(
-        "admission",
+        resource::ADMISSION,
         name,
         busy,
         ADMISSION_SHARE,
@@ -466,7 +466,7 @@ fn thread_reading(
     };
     let who = node.clone().unwrap_or_else(|| "the generator".into());
     let mut r = reading(
-        "thread",
+        resource::THREAD,
         node,
         top.cpu,
         THREAD_BUSY,

@@ -1,10 +1,12 @@
 //! Each cause in words: what it is, and what would raise the limit.
 //! Owns the sentences; must not choose a cause.
 
+use crate::report::model::resource as res;
+
 /// The cause as the report names it (the machine's CPU is `cpu`).
 pub fn cause_name(resource: &str) -> &str {
-    if resource == "machine" {
-        "cpu"
+    if resource == res::MACHINE {
+        res::CPU
     } else {
         resource
     }
@@ -14,51 +16,51 @@ pub fn cause_name(resource: &str) -> &str {
 pub fn words(resource: &str, node: Option<&str>, quote: &str) -> (String, String) {
     let n = node.unwrap_or("the node");
     match resource {
-        "fsync" => (
+        res::FSYNC => (
             format!("the WAL fsync of {n}: {quote}"),
             format!("the disk's fsync tail sets the pace of writes on {n}: a disk with faster fsync (the p99 fsync above), `--durability interval(10)` to take the fsync off the request's path, or more writers per commit group (group commit amortizes one fsync over them); more nodes spread the writes"),
         ),
-        "stalls" => (
+        res::STALLS => (
             format!("write stalls on {n}, flush and compaction falling behind: {quote}"),
             format!("give {n}'s memtable more room (`--memtable-bytes`), fewer or smaller writes per second, or a faster disk for flush and compaction"),
         ),
-        "pause" => (
+        res::PAUSE => (
             format!("{n} stopping: {quote}"),
             format!("find what stops {n} (a stopped or throttled process, a VM's steal, swapping); clients that fail over to another replica or hedge reads ride through it; until then the limit is set by the pauses, not by load"),
         ),
-        "cpu" => (
+        res::CPU => (
             format!("the CPU of {n}: {quote}"),
             format!("more cores for {n}, or other processes off its cores; profile it with /debug/pprof/profile; more nodes on machines of their own"),
         ),
-        "thread" if node.is_none() => (
+        res::THREAD if node.is_none() => (
             format!("one of the generator's threads: {quote}"),
             "run the generator with more --threads (each sends on its own thread); the figure is a floor, not the target's limit".into(),
         ),
-        "thread" => (
+        res::THREAD => (
             format!("one thread of {n}: {quote}"),
             format!("that thread's work does not spread over cores: more cores will not help; profile {n} (/debug/pprof/profile) and find what that thread does per request (for the runtime, `--worker-threads`)"),
         ),
-        "machine" => (
+        res::MACHINE => (
             format!("the machine's CPU: {quote}"),
             "more cores, or the nodes and the generator on machines of their own; profile with /debug/pprof/profile".into(),
         ),
-        "io" => (
+        res::IO => (
             format!("the disk under {n}: {quote}"),
             format!("a faster disk for {n}, or less else on it; reads that miss the cache (`--block-cache-bytes`) and compactions share it with the WAL"),
         ),
-        "memory" => (
+        res::MEMORY => (
             format!("memory on {n}'s machine: {quote}"),
             format!("more memory for {n}'s machine or cgroup, a smaller block cache and memtables, or fewer processes beside it"),
         ),
-        "admission" => (
+        res::ADMISSION => (
             format!("admission on {n}: {quote}, while its CPU and disk had room"),
             format!("raise `--max-in-service` on {n}, or try `--admission adaptive`"),
         ),
-        "generator" => (
+        res::GENERATOR => (
             format!("the load generator, not the target: {quote}"),
             "run the generator with more --threads, on a quieter machine, or on another one; the figure is a floor, not the target's limit".into(),
         ),
-        "network" => (
+        res::NETWORK => (
             format!("the network path to {n}: {quote}"),
             format!("{n} itself had room; shorten the path (the same rack or zone), look for loss on it (retransmissions), or offer the load over more connections (each one holds its request for the whole round trip)"),
         ),
