@@ -232,6 +232,41 @@ pub fn score(dir: &Path) -> Result<Score, String> {
 pub struct CorpusArgs {
     /// The corpus directory (`corpus/sweeps` in the repository).
     pub dir: PathBuf,
+    /// Also write the score as the floor the corpus test holds the
+    /// verdict to (`corpus/floor.json`).
+    #[arg(long)]
+    pub write_floor: Option<PathBuf>,
+}
+
+/// The score as `corpus/floor.json` keeps it: the floor a change to a
+/// rule may not go below.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    /// Injected sweeps, and of them: the cause first, in the top three,
+    /// "cannot tell" (a ceiling), two-cause sweeps and those with both
+    /// causes in the top three.
+    pub sweeps: usize,
+    pub first: usize,
+    pub top3: usize,
+    pub unknown: usize,
+    pub two_causes: usize,
+    pub both_in_top3: usize,
+}
+
+impl Score {
+    /// This score as a floor.
+    pub fn floor(&self) -> Floor {
+        let (sweeps, first, top3, unknown) = self.counts();
+        let (two_causes, both_in_top3) = self.two_causes();
+        Floor {
+            sweeps,
+            first,
+            top3,
+            unknown,
+            two_causes,
+            both_in_top3,
+        }
+    }
 }
 
 fn expected_words(es: &[Expected]) -> String {
@@ -305,5 +340,10 @@ pub fn table(s: &Score) -> String {
 pub fn run(a: &CorpusArgs) -> Result<(), String> {
     let s = score(&a.dir)?;
     print!("{}", table(&s));
+    if let Some(p) = &a.write_floor {
+        let json = serde_json::to_string_pretty(&s.floor()).map_err(|e| e.to_string())?;
+        std::fs::write(p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+        println!("The floor written to {}.", p.display());
+    }
     Ok(())
 }
