@@ -48,7 +48,7 @@ pub fn resources_vs_rate(r: &Report) -> Res<Option<Chart>> {
                     Some(n) => format!("{} {n}", x.resource),
                     None => x.resource.clone(),
                 };
-                let v = (x.value / x.threshold.max(1e-12)).min(TOP) / at.len() as f64;
+                let v = (x.ratio()).min(TOP) / at.len() as f64;
                 match lines.iter_mut().find(|(n, _)| *n == name) {
                     Some((_, pts)) => match pts.last_mut() {
                         Some(p) if p.0 == rate => p.1 += v,

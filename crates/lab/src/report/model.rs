@@ -311,6 +311,20 @@ pub struct ResourceReading {
     pub crossed: bool,
     /// The numbers in words, for the verdict to quote.
     pub quote: String,
+    /// When another figure of the same reading is further past its own
+    /// threshold (an fsync seldom busy but slow: its p99 against the
+    /// objective), that figure's share of its threshold: what `ratio`
+    /// gives, so the words and the charts agree with `crossed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst: Option<f64>,
+}
+
+impl ResourceReading {
+    /// How far past its threshold the reading is, by its worst figure
+    /// (1 is at the threshold).
+    pub fn ratio(&self) -> f64 {
+        self.worst.unwrap_or(self.value / self.threshold.max(1e-12))
+    }
 }
 
 /// One part of the slowest requests' time.

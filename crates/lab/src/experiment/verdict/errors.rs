@@ -148,7 +148,7 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
         quote: t.first_failure.clone(),
     }];
     let mut over: Vec<&ResourceReading> = rs.iter().filter(|r| r.crossed).collect();
-    over.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
+    over.sort_by(|a, b| b.ratio().total_cmp(&a.ratio()));
     for r in over {
         let c = cause_name(&r.resource).to_string();
         if !ranking.iter().any(|x| x.cause == c && x.node == r.node) {
@@ -156,7 +156,7 @@ pub fn judge(t: &Trial, rs: &[ResourceReading], head: String) -> Verdict {
                 cause: c,
                 node: r.node.clone(),
                 share: None,
-                reading: Some(r.value / r.threshold.max(1e-12)),
+                reading: Some(r.ratio()),
                 quote: Some(r.quote.clone()),
             });
         }

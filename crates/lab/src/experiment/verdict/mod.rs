@@ -91,7 +91,7 @@ fn rank(
     let reading = |res: &str, node: Option<&str>| {
         rs.iter()
             .filter(|r| r.resource == res && r.node.as_deref() == node)
-            .max_by(|a, b| (a.value / a.threshold).total_cmp(&(b.value / b.threshold)))
+            .max_by(|a, b| a.ratio().total_cmp(&b.ratio()))
     };
     let entry = |res: &str, node: Option<&str>, share: f64| {
         let r = reading(res, node);
@@ -99,7 +99,7 @@ fn rank(
             cause: cause_name(res).to_string(),
             node: node.map(str::to_string),
             share: Some(share),
-            reading: r.map(|r| r.value / r.threshold.max(1e-12)),
+            reading: r.map(|r| r.ratio()),
             quote: r.map(|r| r.quote.clone()),
         }
     };
@@ -126,10 +126,10 @@ fn rank(
         );
     }
     let mut over: Vec<&ResourceReading> = rs.iter().filter(|r| r.crossed).collect();
-    over.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
+    over.sort_by(|a, b| b.ratio().total_cmp(&a.ratio()));
     // At least three: then the readings nearest their thresholds.
     let mut near: Vec<&ResourceReading> = rs.iter().filter(|r| !r.crossed).collect();
-    near.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
+    near.sort_by(|a, b| b.ratio().total_cmp(&a.ratio()));
     for r in over.into_iter().chain(near) {
         if !r.crossed && out.len() >= 3 {
             break;
@@ -595,7 +595,7 @@ fn judge(e: &Evidence) -> Verdict {
     let Some((cause, because)) = chosen else {
         // 6. Cannot tell: say what each piece showed.
         let mut seen = rs.clone();
-        seen.sort_by(|a, b| (b.value / b.threshold).total_cmp(&(a.value / a.threshold)));
+        seen.sort_by(|a, b| b.ratio().total_cmp(&a.ratio()));
         text += &format!(
             " Verdict: cannot tell: no cause holds half of {slow_words}'s time, and none that holds a quarter has a reading over its threshold. Their time: {}{}. Readings nearest their thresholds: {}.",
             if weighed.is_empty() {
@@ -618,7 +618,7 @@ fn judge(e: &Evidence) -> Verdict {
                 .map(|r| format!(
                     "{} at {:.0}% of its threshold ({})",
                     key_words(&r.resource, r.node.as_deref()),
-                    100.0 * r.value / r.threshold.max(1e-12),
+                    100.0 * r.ratio(),
                     r.quote
                 ))
                 .collect::<Vec<_>>()

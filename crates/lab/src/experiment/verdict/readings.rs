@@ -77,6 +77,7 @@ fn reading(
         threshold,
         crossed: value >= threshold,
         quote,
+        worst: None,
     }
 }
 
@@ -250,6 +251,14 @@ fn node_readings(
             ),
         );
         r.crossed |= slow;
+        // The slower figure's share of its threshold, when it is further
+        // past it than the busy share.
+        if let (Some(f), Some(o)) = (p99, m.objective_ms.filter(|o| *o > 0.0)) {
+            let slowness = f / (SLOW_FSYNC * o);
+            if slowness > busy / FSYNC_BUSY {
+                r.worst = Some(slowness);
+            }
+        }
         out.push(r);
     }
     // Write stalls: flush and compaction behind.

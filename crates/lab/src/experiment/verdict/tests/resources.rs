@@ -470,3 +470,27 @@ fn the_machines_cpu_held_by_others_is_not_more_cores() {
     assert_eq!(v.cause, "cpu", "{}", v.text);
     assert!(v.text.contains("Next: more cores"), "{}", v.text);
 }
+
+/// An fsync seldom busy but slow crossed by its slowness: its reading's
+/// share of its threshold, in the ranking and the chart, is that of its
+/// slowness, past 100 %, not the busy share's 1 %.
+#[test]
+fn a_slow_idle_fsyncs_reading_is_past_its_threshold_in_words_too() {
+    let mut t = trial(8.0, 1, |_, x| {
+        x.fsync_busy = Some(0.01);
+        x.fsync_p99_ms = Some(16.4);
+    });
+    t.slowest = Some(slow(&[
+        ("fsync", Some("node-1"), 0.6),
+        ("queue", Some("node-1"), 0.4),
+    ]));
+    let v = judge(&[t], None);
+    named(&v, "fsync", Some("node-1"));
+    let r = v.ranking[0].reading.unwrap();
+    assert!((r - 16.4 / 5.0).abs() < 1e-9, "{:?}", v.ranking[0]);
+    assert!(
+        v.text.contains("its reading at 328% of its threshold"),
+        "{}",
+        v.text
+    );
+}
