@@ -246,8 +246,17 @@ fn compare_once() -> Result<(), String> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(text.contains("Bottleneck: cpu"), "{text}");
 
-    // A sweep the generator limited measured the generator, not the node.
-    assert_ne!(sweep["cause"], "generator", "{}", sweep["verdict"]);
+    // A sweep the generator limited measured the generator, not the node:
+    // there is nothing to compare the prediction with (the host's speed
+    // decides that, not the model; issue 61: no assertion on the
+    // machine's speed). Said, and the comparison left out.
+    if sweep["cause"] == "generator" {
+        eprintln!(
+            "not compared: the generator limited the sweep ({})",
+            sweep["verdict"]
+        );
+        return Ok(());
+    }
     let sweep = &sweep;
     let ratio = predicted_for(sweep) / measured;
     let steal_said = format!(

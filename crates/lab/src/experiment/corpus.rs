@@ -5,7 +5,8 @@
 //! (`verdict::replay`) and counts how often the verdict named what was
 //! put there: first, in its top three, "cannot tell", and both causes of
 //! a two-cause sweep in the top three. A sweep whose breaking point is at
-//! least `NOT_THE_LIMIT` of its control's broke where the control did:
+//! least `NOT_THE_LIMIT` of its control's (a sweep no rate of which met
+//! the objective counts as 0) broke where the control did:
 //! its injected cause was not the limit, and the control's causes count
 //! as right beside it. Pure: the same corpus gives the same score on the
 //! same build. `strata report corpus DIR` prints the table. Owns the
@@ -80,6 +81,9 @@ pub struct Judged {
     /// verdict's top three.
     pub first: bool,
     pub top3: bool,
+    /// Every labelled cause in the top three, whether or not it was the
+    /// limit (a two-cause sweep is judged on this).
+    pub all_in_top3: bool,
 }
 
 /// The corpus's score.
@@ -110,7 +114,7 @@ impl Score {
             .injected()
             .filter(|j| j.label.causes.len() > 1)
             .collect();
-        (two.len(), two.iter().filter(|j| j.top3).count())
+        (two.len(), two.iter().filter(|j| j.all_in_top3).count())
     }
     /// Mechanisms swept more than once, and of them those whose every
     /// sweep's verdict named the same cause (and node).
@@ -191,12 +195,12 @@ pub fn score(dir: &Path) -> Result<Score, String> {
                 .iter()
                 .find(|(cd, ..)| name(cd).as_deref() == Some(b.as_str()))
         });
-        let not_the_limit = match (report.breaking_point, control) {
-            (Some(b), Some((_, _, cr, _))) => {
-                cr.breaking_point.is_some_and(|cb| b >= NOT_THE_LIMIT * cb)
-            }
-            _ => false,
-        };
+        // A sweep no rate of which met the objective broke below the
+        // lowest rate it tried: 0 here. A control that broke there too
+        // says the host, not the injected cause, set the limit.
+        let not_the_limit = control.is_some_and(|(_, _, cr, _)| {
+            report.breaking_point.unwrap_or(0.0) >= NOT_THE_LIMIT * cr.breaking_point.unwrap_or(0.0)
+        });
         let mut accepted = label.causes.clone();
         if not_the_limit {
             if let Some((_, cl, _, _)) = control {
@@ -210,10 +214,11 @@ pub fn score(dir: &Path) -> Result<Score, String> {
         // Each injected cause in the top three (a cause not the limit:
         // any accepted one).
         let in_top = |e: &Expected| ranked.iter().any(|(c, n)| e.named(c, n.as_deref()));
+        let all_in_top3 = label.causes.iter().all(in_top);
         let top3 = if not_the_limit {
             accepted.iter().any(in_top)
         } else {
-            label.causes.iter().all(in_top)
+            all_in_top3
         };
         sweeps.push(Judged {
             dir: d.clone(),
@@ -223,6 +228,7 @@ pub fn score(dir: &Path) -> Result<Score, String> {
             not_the_limit,
             first,
             top3,
+            all_in_top3,
         });
     }
     Ok(Score { sweeps })
