@@ -18,9 +18,12 @@
 //! Readings against thresholds (`readings`) say why a place was slow and
 //! corroborate; they never outrank the requests' own time. A trial that
 //! collapsed (most requests failing or queued for seconds) is read through
-//! the trial before it. Each cause in words is `words`; `replay` judges a
-//! sweep's report again, the verdict's only door from a report. Owns the weighing
-//! of evidence; must not run load, scrape or format tables.
+//! the trial before it. Every cause weighed is ranked (`rank`), its own
+//! first. Whether the host moved under the sweep is `host`'s finding,
+//! said beside the cause with the range widened. Each cause in words is
+//! `words`; `replay` judges a sweep's report again, the verdict's only
+//! door from a report. Owns the weighing of evidence; must not run load,
+//! scrape or format tables.
 
 pub mod errors;
 pub mod host;
