@@ -280,7 +280,7 @@ fn expected_words(es: &[Expected]) -> String {
         .map(|e| {
             format!(
                 "{}{}",
-                e.cause.join("|"),
+                e.cause.join(" or "),
                 e.node
                     .as_deref()
                     .map(|n| format!(" ({n})"))
