@@ -18,7 +18,7 @@
 use crate::experiment::slo::fmt_num;
 use crate::report::model::{HostMove, Trial};
 
-use super::readings::{node_count, node_samples, GENERATOR_LATE};
+use super::readings::{max, mean, node_count, node_samples, GENERATOR_LATE};
 
 /// A node's cores' share taken by the hypervisor that is a finding when
 /// another trial had under a fifth of it: a tenth of a core is more
@@ -37,15 +37,6 @@ pub const QUIET: f64 = 0.3;
 pub const FSYNC_MOVED: f64 = 5.0;
 /// ... and at least this long, ms (below it the buckets' resolution).
 pub const FSYNC_MIN_MS: f64 = 2.0;
-
-fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
-    let (mut s, mut n) = (0.0, 0usize);
-    for x in xs {
-        s += x;
-        n += 1;
-    }
-    (n > 0).then(|| s / n as f64)
-}
 
 fn at(t: &Trial) -> String {
     format!(
@@ -159,11 +150,7 @@ fn fsync(trials: &[Trial], i: usize) -> Option<HostMove> {
         let xs = node_samples(t, i);
         let busy = mean(xs.iter().filter_map(|x| x.fsync_busy))?;
         (busy < QUIET)
-            .then(|| {
-                xs.iter()
-                    .filter_map(|x| x.fsync_p99_ms)
-                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
-            })
+            .then(|| max(xs.iter().filter_map(|x| x.fsync_p99_ms)))
             .flatten()
     };
     let (lo_t, lo, hi_t, hi) = spread(trials, quiet_p99, FSYNC_MIN_MS, FSYNC_MOVED)?;

@@ -50,7 +50,8 @@ pub const SPARE_CORES: f64 = 0.5;
 /// What the readings need beyond the trial (the report keeps it).
 pub use crate::report::model::Machine;
 
-fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+/// The mean of some figures; `None` for none.
+pub fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
     let (mut s, mut n) = (0.0, 0usize);
     for x in xs {
         s += x;
@@ -59,7 +60,8 @@ fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| s / n as f64)
 }
 
-fn max(xs: impl Iterator<Item = f64>) -> Option<f64> {
+/// The largest of some figures; `None` for none.
+pub fn max(xs: impl Iterator<Item = f64>) -> Option<f64> {
     xs.fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
 }
 
