@@ -1,6 +1,6 @@
 //! Every constant the verdict judges by is in docs/lab.md's table of
 //! thresholds, named (issue 61: eight were missing): the constants of
-//! `experiment/verdict/*.rs`, `load/slowest.rs` and `experiment/corpus.rs`
+//! `experiment/verdict/*.rs` and `experiment/verdict/causes/*.rs`, `load/slowest.rs` and `experiment/corpus.rs`
 //! (numbers only; a file name is not a threshold).
 
 use std::path::Path;
@@ -13,11 +13,15 @@ fn every_threshold_of_the_verdict_is_in_the_docs_table() {
         .split("#### The verdict's thresholds")
         .nth(1)
         .expect("docs/lab.md: The verdict's thresholds");
-    let mut files: Vec<_> = std::fs::read_dir(root.join("src/experiment/verdict"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
+    let rs = |dir: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .collect()
+    };
+    let mut files = rs("src/experiment/verdict");
+    files.extend(rs("src/experiment/verdict/causes"));
     files.push(root.join("src/load/slowest.rs"));
     files.push(root.join("src/experiment/corpus.rs"));
     let mut missing = Vec::new();

@@ -287,7 +287,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     };
     for (t, why) in trials.iter_mut().zip(reasons) {
         t.why = why;
-        t.resources = crate::experiment::verdict::readings::readings(t, machine);
+        t.resources = crate::experiment::verdict::causes::readings(t, machine);
     }
     let check = found
         .checked

@@ -3,8 +3,8 @@
 //! gave them come first, as the slowest requests' stages do for latency.
 //! Owns reading the failures; must not weigh latency.
 
+use super::causes::name as cause_name;
 use super::readings;
-use super::words::cause_name;
 use super::Verdict;
 use crate::experiment::slo::fmt_num;
 use crate::report::model::{resource, RankedCause, ResourceReading, Trial};

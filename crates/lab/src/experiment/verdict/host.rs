@@ -18,7 +18,8 @@
 use crate::experiment::slo::fmt_num;
 use crate::report::model::{HostMove, Trial};
 
-use super::readings::{max, mean, node_count, node_samples, GENERATOR_LATE};
+use super::causes::generator::GENERATOR_LATE;
+use super::readings::{max, mean, node_count, node_samples};
 
 /// A node's cores' share taken by the hypervisor that is a finding when
 /// another trial had under a fifth of it: a tenth of a core is more

@@ -6,37 +6,41 @@
 //!    what the first said and which node gave them (`errors`);
 //! 2. the slowest requests' time split into places (a node's WAL, its
 //!    stalls, admission, its own work, a replica, time in flight, the
-//!    generator's lateness) and each place resolved to the resource that
-//!    made it slow, busy or not (`places`): time in flight to the side
-//!    starved of CPU, a queue to what drains it;
+//!    generator's lateness) and each place resolved to the cause that
+//!    made it slow, busy or not (`causes`, one file per cause, and
+//!    `places`): time in flight to the side starved of CPU, a queue to
+//!    what drains it;
 //! 3. the causes compared by the share of that time they hold: one that
 //!    holds half is named on that alone; with several nodes, one node that
 //!    holds half and alone has a reading over its threshold; else the
 //!    largest if it holds a quarter and its own reading crossed;
 //! 4. else "cannot tell", with what each piece showed.
 //!
-//! Readings against thresholds (`readings`) say why a place was slow and
-//! corroborate; they never outrank the requests' own time. A trial that
-//! collapsed (most requests failing or queued for seconds) is read through
-//! the trial before it. Every cause weighed is ranked (`rank`), its own
-//! first. Whether the host moved under the sweep is `host`'s finding,
-//! said beside the cause with the range widened. Each cause in words is
-//! `words`; `replay` judges a sweep's report again, the verdict's only
+//! Readings against thresholds (each cause's file, on `readings`'
+//! common parts) say why a place was slow and corroborate; they never
+//! outrank the requests' own time. A trial that collapsed (most requests
+//! failing or queued for seconds) is read through the trial before it.
+//! Every cause weighed is ranked (`rank`), its own first. Whether the
+//! host moved under the sweep is `host`'s finding, said beside the cause
+//! with the range widened. Each cause in words is its file's
+//! (`causes::words`); `replay` judges a sweep's report again, the verdict's only
 //! door from a report. Owns the weighing of evidence; must not run load,
 //! scrape or format tables.
 
+pub mod causes;
 pub mod errors;
 pub mod host;
 pub mod places;
+pub mod rank;
 pub mod readings;
 pub mod replay;
-pub mod words;
 
 use crate::experiment::slo::fmt_num;
 use crate::report::model::{resource, HostMove, RankedCause, ResourceReading, Slowest, Trial};
+use causes::{name as cause_name, words};
 use places::{pct, Cause, Context, Place};
+use rank::{key_words, rank, ranking_words};
 pub use readings::Machine;
-use words::{cause_name, words};
 
 /// What the sweep learned, for the verdict.
 pub struct Evidence<'a> {
@@ -79,102 +83,6 @@ pub struct Verdict {
     /// point's range: the repeats', widened when the host moved.
     pub host_moved: Vec<HostMove>,
     pub range: Option<(f64, f64, u32)>,
-}
-
-/// The causes weighed, ranked: `first` (resource, node) when one was
-/// named, then the others by their share of the slowest requests' time,
-/// then readings over their thresholds that explain none of it, the
-/// furthest past first, then (to make three) those nearest their
-/// thresholds. Each with its reading when one was taken.
-fn rank(
-    weighed: &[Weighed],
-    rs: &[ResourceReading],
-    first: Option<(&str, Option<&str>)>,
-) -> Vec<RankedCause> {
-    let reading = |res: &str, node: Option<&str>| {
-        rs.iter()
-            .filter(|r| r.resource == res && r.node.as_deref() == node)
-            .max_by(|a, b| a.ratio().total_cmp(&b.ratio()))
-    };
-    let entry = |res: &str, node: Option<&str>, share: f64| {
-        let r = reading(res, node);
-        RankedCause {
-            cause: cause_name(res).to_string(),
-            node: node.map(str::to_string),
-            share: Some(share),
-            reading: r.map(|r| r.ratio()),
-            quote: r.map(|r| r.quote.clone()),
-        }
-    };
-    let share_of = |res: &str, node: Option<&str>| {
-        weighed
-            .iter()
-            .filter(|w| w.cause.resource == res && w.cause.node.as_deref() == node)
-            .map(|w| w.share)
-            .sum::<f64>()
-    };
-    let mut out: Vec<RankedCause> = Vec::new();
-    let push = |out: &mut Vec<RankedCause>, c: RankedCause| {
-        if !out.iter().any(|o| o.cause == c.cause && o.node == c.node) {
-            out.push(c);
-        }
-    };
-    if let Some((res, node)) = first {
-        push(&mut out, entry(res, node, share_of(res, node)));
-    }
-    for w in weighed {
-        push(
-            &mut out,
-            entry(&w.cause.resource, w.cause.node.as_deref(), w.share),
-        );
-    }
-    let mut over: Vec<&ResourceReading> = rs.iter().filter(|r| r.crossed).collect();
-    over.sort_by(|a, b| b.ratio().total_cmp(&a.ratio()));
-    // At least three: then the readings nearest their thresholds.
-    let mut near: Vec<&ResourceReading> = rs.iter().filter(|r| !r.crossed).collect();
-    near.sort_by(|a, b| b.ratio().total_cmp(&a.ratio()));
-    for r in over.into_iter().chain(near) {
-        if !r.crossed && out.len() >= 3 {
-            break;
-        }
-        push(
-            &mut out,
-            entry(
-                &r.resource,
-                r.node.as_deref(),
-                share_of(&r.resource, r.node.as_deref()),
-            ),
-        );
-    }
-    out
-}
-
-/// The first three of a ranking in words: "1. fsync of node-1 (45%);
-/// 2. ...".
-fn ranking_words(r: &[RankedCause]) -> String {
-    r.iter()
-        .take(3)
-        .enumerate()
-        .map(|(i, c)| {
-            format!(
-                "{}. {}{}",
-                i + 1,
-                key_words(&c.cause, c.node.as_deref()),
-                match (c.share, c.reading) {
-                    (Some(s), Some(x)) => format!(
-                        " ({} of the slowest time; its reading at {:.0}% of its threshold)",
-                        pct(s),
-                        x * 100.0
-                    ),
-                    (Some(s), None) => format!(" ({} of the slowest time)", pct(s)),
-                    (None, Some(x)) =>
-                        format!(" (its reading at {:.0}% of its threshold)", x * 100.0),
-                    (None, None) => String::new(),
-                }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// A trial collapsed when this share of its requests failed (percent),
@@ -384,10 +292,18 @@ fn rate(r: f64) -> String {
 /// The readings of a trial: as the sweep kept them, or read now.
 fn of(t: &Trial, m: Machine) -> Vec<ResourceReading> {
     if t.resources.is_empty() {
-        readings::readings(t, m)
+        causes::readings(t, m)
     } else {
         t.resources.clone()
     }
+}
+
+/// Each weighed cause's resource, node and share, for the ranking.
+fn shares<'a>(weighed: &'a [Weighed]) -> Vec<(&'a str, Option<&'a str>, f64)> {
+    weighed
+        .iter()
+        .map(|w| (w.cause.resource.as_str(), w.cause.node.as_deref(), w.share))
+        .collect()
 }
 
 /// A resolved cause with the places it holds.
@@ -403,7 +319,7 @@ fn weigh<'a>(ps: &'a [Place], ctx: &Context) -> (Vec<Weighed<'a>>, f64) {
     let mut out: Vec<Weighed> = Vec::new();
     let mut unexplained = 0.0;
     for p in ps {
-        let Some(c) = places::resolve(p, ctx) else {
+        let Some(c) = causes::resolve(p, ctx) else {
             unexplained += p.share;
             continue;
         };
@@ -425,14 +341,6 @@ fn weigh<'a>(ps: &'a [Place], ctx: &Context) -> (Vec<Weighed<'a>>, f64) {
     }
     out.sort_by(|a, b| b.share.total_cmp(&a.share));
     (out, unexplained)
-}
-
-fn key_words(resource: &str, node: Option<&str>) -> String {
-    format!(
-        "{}{}",
-        resource,
-        node.map(|n| format!(" of {n}")).unwrap_or_default()
-    )
 }
 
 /// With several nodes, one that holds half the slowest requests' time and
@@ -627,7 +535,7 @@ fn judge(e: &Evidence) -> Verdict {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
-        let ranking = rank(&weighed, &rs, None);
+        let ranking = rank(&shares(&weighed), &rs, None);
         if !ranking.is_empty() {
             text += &format!(" Ranked by the slowest time: {}.", ranking_words(&ranking));
         }
@@ -644,7 +552,7 @@ fn judge(e: &Evidence) -> Verdict {
     };
     let (what, mut next) = words(&cause.resource, cause.node.as_deref(), &cause.why);
     if cause.resource == resource::MACHINE {
-        if let Some(n) = words::machine_next(tail, e.machine.cores) {
+        if let Some(n) = causes::machine::next(tail, e.machine.cores) {
             next = n;
         }
     }
@@ -690,7 +598,7 @@ fn judge(e: &Evidence) -> Verdict {
             .sum::<f64>()
     };
     let ranking = rank(
-        &weighed,
+        &shares(&weighed),
         &rs,
         Some((&cause.resource, cause.node.as_deref())),
     );

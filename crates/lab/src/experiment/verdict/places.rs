@@ -1,13 +1,18 @@
-//! Where the slowest requests' time went, place by place, and why each
-//! place was slow. A place is a kind of wait on one node (its WAL, its
-//! write stalls, admission, its own work, a replica, the time in flight
-//! that no stage explains, the generator's own lateness); each place is
-//! resolved to the resource that made it slow, from that node's readings,
-//! busy or not: a WAL seldom busy but slow is still the WAL. Time in
-//! flight goes to whichever side was starved of CPU (both sides' own
-//! run-queue wait, the node's pause detector), to a network only beyond
-//! loopback. Owns the places and their resolution; must not rank causes
-//! against each other (`verdict` does).
+//! Where the slowest requests' time went, place by place. A place is a
+//! kind of wait on one node (its WAL, its write stalls, admission, its
+//! own work, a replica, the time in flight that no stage explains, the
+//! generator's own lateness); each is resolved to the resource that made
+//! it slow, from that node's readings, busy or not: a WAL seldom busy but
+//! slow is still the WAL. A place that one cause owns is resolved in that
+//! cause's file (`causes`); the two that several share are here: the
+//! node's own work (`work`: a stop, memory, one thread, its cores, a disk
+//! under its reads, a queue behind what drains it, the generator's
+//! bursts) and time in flight (`flight`: whichever side was starved of
+//! CPU, by both sides' own run-queue wait, a stop, or a network only
+//! beyond loopback), with the comparisons of the two sides' starvation
+//! they and the cause files use. Owns the places and those two
+//! resolutions; must not rank causes against each other (`verdict`
+//! does).
 
 use std::collections::BTreeMap;
 
@@ -147,17 +152,17 @@ pub struct Context<'a> {
 }
 
 impl Context<'_> {
-    fn get(&self, resource: &str, node: Option<&str>) -> Option<&ResourceReading> {
+    pub fn get(&self, resource: &str, node: Option<&str>) -> Option<&ResourceReading> {
         self.readings
             .iter()
             .find(|r| r.resource == resource && r.node.as_deref() == node)
     }
 
-    fn crossed(&self, resource: &str, node: Option<&str>) -> Option<&ResourceReading> {
+    pub fn crossed(&self, resource: &str, node: Option<&str>) -> Option<&ResourceReading> {
         self.get(resource, node).filter(|r| r.crossed)
     }
 
-    fn local(&self) -> bool {
+    pub fn local(&self) -> bool {
         self.machine.cores.is_some()
     }
 
@@ -174,7 +179,7 @@ impl Context<'_> {
             >= cores
     }
 
-    fn cause(&self, r: &ResourceReading, why: String) -> Cause {
+    pub fn cause(&self, r: &ResourceReading, why: String) -> Cause {
         Cause {
             resource: r.resource.clone(),
             node: r.node.clone(),
@@ -192,203 +197,10 @@ pub fn index(node: &str) -> Option<usize> {
         .checked_sub(1)
 }
 
-/// Why the place was slow, or `None` when nothing seen explains it.
-pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
-    let node = p.node.as_deref();
-    match p.family {
-        Family::Generator => {
-            let r = c.get(resource::GENERATOR, None)?;
-            // Late because the nodes held the cores it shares with them,
-            // one of their threads flat out: that thread.
-            let starved =
-                readings::generator_starvation(c.trial).is_some_and(|g| g.share >= STARVED);
-            if starved && starved_by_nodes(c) {
-                let busy = c
-                    .readings
-                    .iter()
-                    .find(|t| t.resource == resource::THREAD && t.crossed);
-                if let Some(t) = busy.and_then(|t| t.node.as_deref()) {
-                    if let Some(w) =
-                        work(t, false, None, c).filter(|w| w.resource == resource::THREAD)
-                    {
-                        return Some(Cause {
-                            why: format!(
-                                "{}; the generator, late ({}), shares its cores with the nodes, which held more of them than anything else",
-                                w.why, r.quote
-                            ),
-                            crossed: true,
-                            ..w
-                        });
-                    }
-                }
-            }
-            if let Some(m) = shared_machine(c) {
-                return Some(c.cause(
-                    m,
-                    format!("{}; the generator shares those cores with the nodes, which used most of them: {}", m.quote, r.quote),
-                ));
-            }
-            Some(c.cause(r, r.quote.clone()))
-        }
-        Family::Wal => {
-            let n = node?;
-            if let Some(r) = c.crossed(resource::STALLS, Some(n)) {
-                return Some(c.cause(r, format!("{} (the applier held by it)", r.quote)));
-            }
-            // A stopped node's applier queue is what arrived during the
-            // stop, committed after it.
-            if let Some(r) = c.crossed(resource::PAUSE, Some(n)) {
-                return Some(c.cause(
-                    r,
-                    format!(
-                        "{} (writes queued for its applier through the stop)",
-                        r.quote
-                    ),
-                ));
-            }
-            let f = c.get(resource::FSYNC, Some(n))?;
-            // Requests that spent most of this place waiting for the fsync
-            // itself waited for the device, however seldom the WAL was
-            // busy (at a low rate a slow disk is busy 1 % of the time and
-            // still the whole tail): the fsync, below.
-            let on_device = p.device >= 0.5 * p.share;
-            // Otherwise, what the applier spent its time on: on a CPU (its
-            // own work), or waiting for the device (the fsync). The larger
-            // is why the writes queued for it; no fsync at all is a queue
-            // behind what held it instead.
-            let applier = index(n)
-                .and_then(|i| c.trial.per_node.get(i))
-                .and_then(|x| {
-                    x.threads
-                        .iter()
-                        .find(|t| t.name == strata_api::threads::names::APPLY)
-                })
-                .filter(|_| !on_device);
-            if let Some(a) = applier.filter(|a| a.cpu > f.value && a.cpu >= f.value.max(0.1)) {
-                if a.waiting >= STARVED * (a.cpu + a.waiting) {
-                    return work(n, false, Some(p.mean_ms), c);
-                }
-                let t = c
-                    .get(resource::THREAD, Some(n))
-                    .filter(|t| t.quote.contains(strata_api::threads::names::APPLY));
-                let why = format!(
-                    "its applier (strata-apply, tid {}: WAL writes, memtable inserts and fsyncs, one commit group at a time) was on a CPU {:.0}% of the time and waited for one {:.0}%, its WAL fsync busy {:.0}%: the writes queued behind the applier's own work{}",
-                    a.tid,
-                    a.cpu * 100.0,
-                    100.0 * a.waiting / (a.cpu + a.waiting).max(1e-9),
-                    f.value * 100.0,
-                    t.map(|t| format!("; {}", t.quote)).unwrap_or_default()
-                );
-                return Some(Cause {
-                    resource: resource::THREAD.into(),
-                    node: Some(n.into()),
-                    why,
-                    crossed: t.is_some_and(|t| t.crossed),
-                });
-            }
-            if f.value < 0.01 && !on_device {
-                // The one nearest its threshold of what holds an applier
-                // that had no fsync to wait for.
-                let r = [
-                    resource::STALLS,
-                    resource::IO,
-                    resource::MEMORY,
-                    resource::CPU,
-                ]
-                .iter()
-                .filter_map(|w| c.get(w, Some(n)))
-                .max_by(|a, b| (a.value / a.threshold).total_cmp(&(b.value / b.threshold)))?;
-                return Some(c.cause(
-                    r,
-                    format!(
-                        "{} (writes queued for the applier, which had no fsync to wait for; of what holds it, this came nearest its threshold, at {:.0}%)",
-                        r.quote,
-                        100.0 * r.value / r.threshold.max(1e-12)
-                    ),
-                ));
-            }
-            let io = c.crossed(resource::IO, Some(n));
-            let how = if f.value >= f.threshold {
-                "busy: one fsync after another, the disk's pace"
-            } else if f.value < 0.5 * f.threshold {
-                "seldom busy but slow: each fsync waited on the device"
-            } else {
-                "not yet busy enough to queue, each write waiting for its own"
-            };
-            let mut why = format!("{} ({how})", f.quote);
-            if let Some(io) = io {
-                why += &format!("; {}", io.quote);
-            }
-            Some(Cause {
-                crossed: f.crossed || io.is_some(),
-                ..c.cause(f, why)
-            })
-        }
-        Family::Stalls => {
-            let r = c.get(resource::STALLS, node)?;
-            Some(c.cause(r, r.quote.clone()))
-        }
-        Family::Admission => {
-            let n = node?;
-            // Admission is a queue in front of the work: the work behind
-            // it, when that crossed, unless the limit itself kept the WAL
-            // from batching (commit groups as large as the places allow).
-            let capped = index(n)
-                .map(|i| readings::node_samples(c.trial, i))
-                .is_some_and(|xs| {
-                    xs.iter().any(|x| {
-                        matches!((x.writes_per_fsync, x.limit), (Some(w), Some(l)) if l > 0.0 && w >= 0.8 * l)
-                    })
-                });
-            for behind in [
-                resource::PAUSE,
-                resource::MEMORY,
-                resource::STALLS,
-                resource::FSYNC,
-                resource::CPU,
-                resource::THREAD,
-            ] {
-                if behind == resource::FSYNC && capped {
-                    continue;
-                }
-                if let Some(r) = c.crossed(behind, Some(n)) {
-                    let a = c
-                        .get(resource::ADMISSION, Some(n))
-                        .map(|a| a.quote.as_str())
-                        .unwrap_or("");
-                    return Some(c.cause(
-                        r,
-                        format!("{} (requests waited for admission behind it: {a})", r.quote),
-                    ));
-                }
-            }
-            let r = c.get(resource::ADMISSION, Some(n))?;
-            Some(c.cause(r, r.quote.clone()))
-        }
-        Family::Work => work(node?, p.reads, Some(p.mean_ms), c),
-        Family::Replica => {
-            let n = node?;
-            if c.local() || c.crossed(resource::PAUSE, Some(n)).is_some() || cpu_crossed(n, c) {
-                return work(n, false, None, c);
-            }
-            let r = c.get(resource::NETWORK, Some(n));
-            Some(Cause {
-                resource: resource::NETWORK.into(),
-                node: Some(n.into()),
-                why: r.map(|r| r.quote.clone()).unwrap_or_else(|| {
-                    format!("{n} reported little work of its own, and its CPU and pauses had room: the time was the path to it")
-                }),
-                crossed: true,
-            })
-        }
-        Family::Flight => flight(node?, p.mean_ms, c),
-    }
-}
-
 /// The machine, full, when the nodes took the generator's cores
 /// (`starved_by_nodes`: one test of that, not two): then a generator
 /// short of CPU was short of what the nodes took.
-fn shared_machine<'a>(c: &'a Context) -> Option<&'a ResourceReading> {
+pub fn shared_machine<'a>(c: &'a Context) -> Option<&'a ResourceReading> {
     c.crossed(resource::MACHINE, None)
         .filter(|_| starved_by_nodes(c))
 }
@@ -401,7 +213,7 @@ fn generator_unpinned(c: &Context) -> bool {
 /// Whether a starved generator was starved by the nodes: it shares
 /// their cores, and they used more of the machine than anything beside
 /// them and the generator did.
-fn starved_by_nodes(c: &Context) -> bool {
+pub fn starved_by_nodes(c: &Context) -> bool {
     let t = c.trial;
     let (Some(nodes), Some(others)) = (t.server_cpu_cores, other_cores(t)) else {
         return false;
@@ -433,7 +245,7 @@ fn node_starved(n: &str, ms: f64, c: &Context) -> Option<String> {
     })
 }
 
-fn cpu_crossed(n: &str, c: &Context) -> bool {
+pub fn cpu_crossed(n: &str, c: &Context) -> bool {
     c.crossed(resource::CPU, Some(n)).is_some() || c.crossed(resource::THREAD, Some(n)).is_some()
 }
 
@@ -442,7 +254,7 @@ fn cpu_crossed(n: &str, c: &Context) -> bool {
 /// one thread, a disk under its reads; else a queue behind what drains
 /// it (its WAL, its stalls, its admission limit); else, the generator
 /// starved beside it (`bursts`); else its CPU, not full.
-fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
+pub fn work(n: &str, reads: bool, ms: Option<f64>, c: &Context) -> Option<Cause> {
     for r in [resource::PAUSE, resource::MEMORY] {
         if let Some(r) = c.crossed(r, Some(n)) {
             return Some(c.cause(r, r.quote.clone()));
@@ -550,7 +362,7 @@ fn cpu_of<'a>(n: &str, c: &'a Context) -> Option<&'a ResourceReading> {
 /// least as long each second as a slow request spent in flight. (Each wake-up's own
 /// wait is quoted, not judged: the scheduler runs a woken thread soon,
 /// so a starved thread gets less of a core, not longer waits per wake.)
-fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
+pub fn flight(n: &str, flight_ms: f64, c: &Context) -> Option<Cause> {
     if let Some(r) = c.crossed(resource::PAUSE, Some(n)) {
         return Some(c.cause(r, r.quote.clone()));
     }

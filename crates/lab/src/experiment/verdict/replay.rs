@@ -13,7 +13,7 @@
 use crate::experiment::slo::{parse_fraction, Slo};
 use crate::report::model::{Machine, Report, RunKind, Trial};
 
-use super::{readings, verdict, Evidence, Verdict};
+use super::{causes, verdict, Evidence, Verdict};
 
 /// The verdict of the sweep in `r`, judged again; an error for a report
 /// that is not a sweep's or has no trials.
@@ -30,7 +30,7 @@ pub fn replay(r: &Report) -> Result<Verdict, String> {
     });
     let mut trials = r.trials.clone();
     for t in &mut trials {
-        t.resources = readings::readings(t, machine);
+        t.resources = causes::readings(t, machine);
         if r.schema < 2 && t.meets_slo == Some(false) {
             if let Some(s) = &slo {
                 t.why = s.judge(t, &|q| latency_at(t, q));
