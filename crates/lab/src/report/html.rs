@@ -99,6 +99,13 @@ pub fn render(r: &Report) -> Result<String, String> {
         }
         s += "</div>\n";
     }
+    if let Some(t) = markdown::ranking_table(r) {
+        s += &format!(
+            "<h3>The causes ranked</h3>\n<p>{}</p>\n",
+            esc(markdown::RANKING_INTRO)
+        );
+        s += &table(&t);
+    }
     s += &format!(
         "<h2>Trials</h2>\n<p>{}</p>\n",
         esc(&markdown::trials_intro(r))

@@ -279,6 +279,20 @@ pub struct RankedCause {
     pub quote: Option<String>,
 }
 
+impl RankedCause {
+    /// Its share of the slowest requests' time as the verdict's words and
+    /// the report's ranking table both say it ("45%").
+    pub fn share_words(&self) -> Option<String> {
+        self.share
+            .map(|s| format!("{}%", (s.max(0.0) * 100.0).round() as u64))
+    }
+
+    /// Its reading as a share of its threshold, as both say it ("328%").
+    pub fn reading_words(&self) -> Option<String> {
+        self.reading.map(|x| format!("{:.0}%", x * 100.0))
+    }
+}
+
 /// The resources a reading judges and the verdict names, typed once (as
 /// `report.json` spells them in `resource`, `cause` and `ranking`).
 pub mod resource {

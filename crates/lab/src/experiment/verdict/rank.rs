@@ -7,7 +7,6 @@
 //! (`verdict` does).
 
 use super::causes::name as cause_name;
-use super::places::pct;
 use crate::report::model::{RankedCause, ResourceReading};
 
 /// The causes weighed, ranked: `first` (resource, node) when one was
@@ -86,15 +85,11 @@ pub fn ranking_words(r: &[RankedCause]) -> String {
                 "{}. {}{}",
                 i + 1,
                 key_words(&c.cause, c.node.as_deref()),
-                match (c.share, c.reading) {
-                    (Some(s), Some(x)) => format!(
-                        " ({} of the slowest time; its reading at {:.0}% of its threshold)",
-                        pct(s),
-                        x * 100.0
-                    ),
-                    (Some(s), None) => format!(" ({} of the slowest time)", pct(s)),
-                    (None, Some(x)) =>
-                        format!(" (its reading at {:.0}% of its threshold)", x * 100.0),
+                match (c.share_words(), c.reading_words()) {
+                    (Some(s), Some(x)) =>
+                        format!(" ({s} of the slowest time; its reading at {x} of its threshold)"),
+                    (Some(s), None) => format!(" ({s} of the slowest time)"),
+                    (None, Some(x)) => format!(" (its reading at {x} of its threshold)"),
                     (None, None) => String::new(),
                 }
             )

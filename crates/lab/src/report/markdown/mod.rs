@@ -212,6 +212,45 @@ pub fn op_table(r: &Report) -> Option<Table> {
     Some(Table { header, rows })
 }
 
+/// The verdict's ranking as a table (report.json's `ranking`, the
+/// figures its words give), or None without one.
+pub fn ranking_table(r: &Report) -> Option<Table> {
+    if r.ranking.is_empty() {
+        return None;
+    }
+    let header = [
+        "rank",
+        "cause",
+        "node",
+        "share of the slowest time",
+        "its reading, of its threshold",
+        "the reading",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let dash = || "–".to_string();
+    let rows = r
+        .ranking
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            vec![
+                (i + 1).to_string(),
+                c.cause.clone(),
+                c.node.clone().unwrap_or_else(dash),
+                c.share_words().unwrap_or_else(dash),
+                c.reading_words().unwrap_or_else(dash),
+                c.quote.clone().unwrap_or_else(dash),
+            ]
+        })
+        .collect();
+    Some(Table { header, rows })
+}
+
+/// What the ranking table shows.
+pub const RANKING_INTRO: &str = "Every cause the verdict weighed, in its order (its cause first): each one's share of the slowest requests' time (not counting the wait for a free connection) and its reading against its threshold, the same figures as the verdict's words and the ranked-causes chart.";
+
 /// The per-node table, or None when no trial ran against several nodes:
 /// each node's connections, requests (and share), errors, CPU and RSS.
 pub fn node_table(r: &Report) -> Option<Table> {
@@ -649,6 +688,12 @@ pub fn render(r: &Report) -> String {
         s += "\n## Result\n\n";
         s += &result.join("\n\n");
         s += "\n";
+    }
+    if let Some(t) = ranking_table(r) {
+        s += "\n### The causes ranked\n\n";
+        s += RANKING_INTRO;
+        s += "\n\n";
+        s += &md_table(&t);
     }
     s
 }
