@@ -128,15 +128,63 @@ pub fn node_name(urls: &[String], url: &str) -> String {
     }
 }
 
+/// What a part of the slowest requests' time is: a server's stage (its
+/// `Server-Timing`), or one of the lab's own, typed once (`SlowPart::what`
+/// spells it with `name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Stage(Stage),
+    /// The generator's own lateness: its timer woke late with a
+    /// connection free.
+    Generator,
+    /// Waiting for a free connection (every one held by an unanswered
+    /// request).
+    ConnectionWait,
+    /// In flight with no server stage to show for it.
+    Network,
+    /// Never answered.
+    Unanswered,
+    /// Waiting for a member tried first, before another answered.
+    Retried,
+}
+
+impl Part {
+    const OWN: [Part; 5] = [
+        Part::Generator,
+        Part::ConnectionWait,
+        Part::Network,
+        Part::Unanswered,
+        Part::Retried,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Stage(s) => s.name(),
+            Part::Generator => "generator",
+            Part::ConnectionWait => "connection-wait",
+            Part::Network => "network",
+            Part::Unanswered => "unanswered",
+            Part::Retried => "retried",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Part> {
+        Part::OWN
+            .into_iter()
+            .find(|p| p.name() == s)
+            .or_else(|| Stage::from_name(s).map(Part::Stage))
+    }
+}
+
 /// The key of a part: what, and on which node.
 fn add(
     parts: &mut HashMap<(String, Option<String>), f64>,
-    what: &str,
+    what: Part,
     node: Option<String>,
     d: f64,
 ) {
     if d > 0.0 {
-        *parts.entry((what.to_string(), node)).or_default() += d;
+        *parts.entry((what.name().to_string(), node)).or_default() += d;
     }
 }
 
@@ -154,17 +202,17 @@ pub fn breakdown(slow: &[SlowRequest], urls: &[String]) -> Option<Slowest> {
         total += l;
         let node = node_name(urls, urls.get(r.node).map(String::as_str).unwrap_or("?"));
         if r.unanswered {
-            add(&mut parts, "unanswered", Some(node), l);
+            add(&mut parts, Part::Unanswered, Some(node), l);
             continue;
         }
         let (gen, wait) = (r.timer_late.as_secs_f64(), r.conn_wait.as_secs_f64());
-        add(&mut parts, "generator", None, gen);
-        add(&mut parts, "connection-wait", Some(node.clone()), wait);
+        add(&mut parts, Part::Generator, None, gen);
+        add(&mut parts, Part::ConnectionWait, Some(node.clone()), wait);
         let mut rest = (l - gen - wait).max(0.0);
         if let Some((first, d)) = r.before {
             let first = node_name(urls, urls.get(first).map(String::as_str).unwrap_or("?"));
             let d = d.as_secs_f64().min(rest);
-            add(&mut parts, "retried", Some(first), d);
+            add(&mut parts, Part::Retried, Some(first), d);
             rest -= d;
         }
         if let Some(t) = &r.timing {
@@ -183,14 +231,19 @@ pub fn breakdown(slow: &[SlowRequest], urls: &[String]) -> Option<Slowest> {
                 } else {
                     Some(node.clone())
                 };
-                add(&mut parts, e.stage.name(), on, e.dur.as_secs_f64() * scale);
+                add(
+                    &mut parts,
+                    Part::Stage(e.stage),
+                    on,
+                    e.dur.as_secs_f64() * scale,
+                );
             }
             rest = (rest - sum * scale).max(0.0);
         }
         // In flight with no stage to show for it: the network (and the
         // node's work before it timed the request, and the generator's
         // reading of the answer).
-        add(&mut parts, "network", Some(node), rest);
+        add(&mut parts, Part::Network, Some(node), rest);
     }
     let mut out: Vec<SlowPart> = parts
         .into_iter()
@@ -237,24 +290,22 @@ pub fn breakdown(slow: &[SlowRequest], urls: &[String]) -> Option<Slowest> {
 /// A part in words: "waiting for node-2's WAL fsync".
 pub fn words(what: &str, node: Option<&str>) -> String {
     let n = node.unwrap_or("the node");
-    match what {
-        "generator" => {
+    match Part::from_name(what) {
+        Some(Part::Generator) => {
             "the generator's own lateness (its timer woke late with a connection free)".into()
         }
-        "connection-wait" => format!(
+        Some(Part::ConnectionWait) => format!(
             "waiting for a free connection to {n} (every one held by an unanswered request)"
         ),
-        "network" => {
+        Some(Part::Network) => {
             format!("in flight to and from {n} with no server stage to show for it (the network)")
         }
-        "unanswered" => format!("requests {n} never answered"),
-        "retried" => format!(
+        Some(Part::Unanswered) => format!("requests {n} never answered"),
+        Some(Part::Retried) => format!(
             "waiting for {n}, tried first, before another member answered (it refused, failed or was silent until the attempt's timeout)"
         ),
-        s => match Stage::from_name(s) {
-            Some(st) => st.describe(n),
-            None => format!("{s} on {n}"),
-        },
+        Some(Part::Stage(st)) => st.describe(n),
+        None => format!("{what} on {n}"),
     }
 }
 

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use super::readings::{self, Machine};
 use crate::experiment::slo::fmt_num;
+use crate::load::slowest::Part;
 use crate::report::markdown::other_cores;
 use crate::report::model::{resource, ResourceReading, Slowest, Trial};
 
@@ -56,15 +57,18 @@ pub enum Family {
 /// A part's family; `None` for the wait for a free connection (the other
 /// requests' slowness, whatever it was).
 pub fn family(what: &str) -> Option<Family> {
-    Some(match what {
-        "fsync" | "applier" | "apply" | "peer-fsync" | "peer-applier" | "peer-apply" => Family::Wal,
-        "stall" | "peer-stall" => Family::Stalls,
-        "admit" => Family::Admission,
-        "queue" | "read" | "other" | "body" => Family::Work,
-        "replica" => Family::Replica,
-        "network" | "unanswered" | "retried" => Family::Flight,
-        "generator" => Family::Generator,
-        _ => return None,
+    use strata_api::timing::Stage as S;
+    Some(match Part::from_name(what)? {
+        Part::Stage(
+            S::Fsync | S::Applier | S::Apply | S::PeerFsync | S::PeerApplier | S::PeerApply,
+        ) => Family::Wal,
+        Part::Stage(S::Stall | S::PeerStall) => Family::Stalls,
+        Part::Stage(S::Admit) => Family::Admission,
+        Part::Stage(S::Queue | S::Read | S::Other | S::Body) => Family::Work,
+        Part::Stage(S::Replica) => Family::Replica,
+        Part::Network | Part::Unanswered | Part::Retried => Family::Flight,
+        Part::Generator => Family::Generator,
+        Part::ConnectionWait => return None,
     })
 }
 
@@ -117,14 +121,20 @@ pub fn places(s: &Slowest) -> Vec<Place> {
             device: 0.0,
         });
         e.share += p.share / rest;
-        if matches!(p.what.as_str(), "fsync" | "peer-fsync") {
+        let part = Part::from_name(&p.what);
+        if matches!(
+            part,
+            Some(Part::Stage(
+                strata_api::timing::Stage::Fsync | strata_api::timing::Stage::PeerFsync
+            ))
+        ) {
             e.device += p.share / rest;
         }
         e.mean_ms += p.mean_ms;
         e.words
             .push(format!("{:.0}% {}", 100.0 * p.share / rest, p.words));
         e.parts.push((p.share / rest, p.words.clone()));
-        e.reads |= p.what == "read";
+        e.reads |= part == Some(Part::Stage(strata_api::timing::Stage::Read));
     }
     let mut out: Vec<Place> = by.into_values().collect();
     out.sort_by(|a, b| b.share.total_cmp(&a.share));
