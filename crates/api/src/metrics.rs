@@ -44,6 +44,7 @@ pub const ALL: &[&str] = &[
     COMPACTIONS,
     WRITE_STALLS,
     WRITE_STALL_SECONDS,
+    WAL_LOCK_WAIT_SECONDS,
     MEMTABLE_BYTES,
     BLOCK_CACHE_BYTES,
     IMMUTABLE_MEMTABLES,
@@ -139,6 +140,9 @@ pub const WAL_WRITTEN_BYTES: &str = "strata_engine_wal_written_bytes_total";
 pub const COMPACTIONS: &str = "strata_engine_compactions_total";
 pub const WRITE_STALLS: &str = "strata_engine_write_stalls_total";
 pub const WRITE_STALL_SECONDS: &str = "strata_engine_write_stall_seconds_total";
+/// Time commit groups waited to take the WAL's lock while another thread
+/// held it.
+pub const WAL_LOCK_WAIT_SECONDS: &str = "strata_engine_wal_lock_wait_seconds_total";
 pub const MEMTABLE_BYTES: &str = "strata_engine_memtable_bytes";
 /// Bytes the block cache holds.
 pub const BLOCK_CACHE_BYTES: &str = "strata_engine_block_cache_bytes";

@@ -27,6 +27,8 @@ pub mod names {
     pub const HINTS: &str = "strata-hints";
     pub const PAUSE: &str = "strata-pause";
     pub const NODE_MAIN: &str = "strata-node-main";
+    /// Test only: the engine's held-lock fail point.
+    pub const LOCK_HOLD: &str = "strata-lockhold";
     /// The generator's sending threads (`strata-load-N`), its timer and
     /// its scrapes of the nodes (`strata-scrape-N`).
     pub const LOAD: &str = "strata-load";

@@ -114,6 +114,11 @@ pub struct Options {
     /// would (the diagnosis tests' one busy thread). Zero in every real
     /// use.
     pub test_write_spin: Duration,
+    /// Test only, a fail point: a thread of the engine's own takes the
+    /// WAL's lock 10 ms after it last let go and holds it this long, asleep, as a thread
+    /// that holds a lock the writes need would (the diagnosis tests' held
+    /// lock). Zero in every real use.
+    pub test_lock_hold: Duration,
 }
 
 impl Default for Options {
@@ -140,6 +145,7 @@ impl Default for Options {
             listener: None,
             test_sync_delay: Duration::ZERO,
             test_write_spin: Duration::ZERO,
+            test_lock_hold: Duration::ZERO,
         }
     }
 }

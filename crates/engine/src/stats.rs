@@ -29,6 +29,9 @@ pub struct Stats {
     pub wal_bytes: AtomicU64,
     pub wal_syncs: AtomicU64,
     pub wal_sync_nanos: AtomicU64,
+    /// Time commit groups waited to take the WAL's lock while another
+    /// thread held it.
+    pub wal_lock_wait_nanos: AtomicU64,
     pub commit_groups: AtomicU64,
     /// Commit groups, flushes and compactions that found the disk full.
     pub no_space_errors: AtomicU64,
@@ -93,6 +96,9 @@ pub struct StatsSnapshot {
     pub wal_bytes: u64,
     pub wal_syncs: u64,
     pub wal_sync_seconds: f64,
+    /// Time commit groups waited for the WAL's lock, held by another
+    /// thread (a rotation, a checkpoint, the test's held lock).
+    pub wal_lock_wait_seconds: f64,
     pub commit_groups: u64,
     /// Commit groups (refused), flushes and compactions (each retried)
     /// that found the disk full.
@@ -143,6 +149,7 @@ impl StatsSnapshot {
             wal_bytes: load(&s.wal_bytes),
             wal_syncs: load(&s.wal_syncs),
             wal_sync_seconds: load(&s.wal_sync_nanos) as f64 / 1e9,
+            wal_lock_wait_seconds: load(&s.wal_lock_wait_nanos) as f64 / 1e9,
             commit_groups: load(&s.commit_groups),
             no_space_errors: load(&s.no_space_errors),
             tables_quarantined: load(&s.tables_quarantined),

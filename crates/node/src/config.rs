@@ -256,6 +256,11 @@ pub struct ServeArgs {
     /// applier) spends this many µs on a CPU per write (one busy thread).
     #[arg(long, env = "STRATA_TEST_WRITE_SPIN_US", hide = true)]
     pub test_write_spin_us: Option<u64>,
+    /// Test only, a fail point: a thread of the engine takes the WAL's
+    /// lock 10 ms after it last let go and holds it this many ms, asleep
+    /// (a held lock).
+    #[arg(long, env = "STRATA_TEST_LOCK_HOLD_MS", hide = true)]
+    pub test_lock_hold_ms: Option<u64>,
     /// Test only: `POST /debug/clock?jump_ms=N` (operator) moves this
     /// running node's wall clock, the one behind versions (a clock fault).
     #[arg(
@@ -308,6 +313,7 @@ pub struct Config {
     /// Test only: added to each WAL fsync.
     pub test_fsync_delay: Duration,
     pub test_write_spin: Duration,
+    pub test_lock_hold: Duration,
     /// Test only: `/debug/clock` may move the wall clock.
     pub test_clock_hook: bool,
     pub worker_threads: usize,
@@ -406,6 +412,7 @@ impl Config {
             ))?,
             test_fsync_delay: Duration::from_millis(pick!(test_fsync_delay_ms, 0)),
             test_write_spin: Duration::from_micros(pick!(test_write_spin_us, 0)),
+            test_lock_hold: Duration::from_millis(pick!(test_lock_hold_ms, 0)),
             test_clock_hook: pick!(test_clock_hook, false),
             worker_threads: pick!(worker_threads, cores),
             runtime: pick!(runtime, "per-core".to_string()).parse()?,
@@ -600,6 +607,7 @@ impl Config {
             compression: self.compression.clone(),
             test_sync_delay: self.test_fsync_delay,
             test_write_spin: self.test_write_spin,
+            test_lock_hold: self.test_lock_hold,
             ..strata_engine::Options::default()
         }
     }

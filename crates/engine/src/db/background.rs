@@ -1,6 +1,7 @@
 //! The background threads: flush (immutable memtables to level-0 tables,
 //! retired WALs synced first), compaction, and the periodic WAL sync of
-//! `interval` durability. Owns their loops; must not serve reads or writes
+//! `interval` durability (and, test only, the held-lock fail point).
+//! Owns their loops; must not serve reads or writes
 //! (`commit` and the door in `mod.rs` do).
 
 use super::*;
@@ -280,6 +281,27 @@ impl Inner {
             }
             let c = compaction::whole_level(&version, top);
             self.run_compaction(&c, &version)?;
+        }
+    }
+
+    /// The held-lock fail point (`Options::test_lock_hold`): 10 ms after it
+    /// let go, the WAL's lock taken again and held that long, asleep, until
+    /// shutdown.
+    pub(super) fn lock_hold_loop(self: Arc<Self>) {
+        let every = Duration::from_millis(10);
+        loop {
+            {
+                let mut g = self.bg.lock();
+                if g.shutdown {
+                    return;
+                }
+                self.bg_cv.wait_for(&mut g, every);
+                if g.shutdown {
+                    return;
+                }
+            }
+            let _w = self.wal.lock();
+            std::thread::sleep(self.opts.test_lock_hold);
         }
     }
 

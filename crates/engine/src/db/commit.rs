@@ -158,7 +158,19 @@ impl Inner {
         batches: Vec<(u64, WriteBatch)>,
         last: u64,
     ) -> Result<Option<Duration>> {
-        let mut wal = self.wal.lock();
+        // The lock at once, or timed: the wait is another thread's hold.
+        let mut wal = match self.wal.try_lock() {
+            Some(w) => w,
+            None => {
+                let t = Instant::now();
+                let w = self.wal.lock();
+                self.stats.add(
+                    &self.stats.wal_lock_wait_nanos,
+                    t.elapsed().as_nanos() as u64,
+                );
+                w
+            }
+        };
         if self.sv.load().mem.full() {
             self.rotate(&mut wal)?;
         }

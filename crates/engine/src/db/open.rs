@@ -284,6 +284,12 @@ impl Db {
                 i.sync_loop(ms)
             }));
         }
+        if !inner.opts.test_lock_hold.is_zero() {
+            let i = inner.clone();
+            threads.push(spawn(strata_api::threads::names::LOCK_HOLD, move || {
+                i.lock_hold_loop()
+            }));
+        }
         *inner.threads.lock() = threads;
         inner.kick();
         Ok(Db { inner })

@@ -308,6 +308,8 @@ pub mod resource {
     pub const GENERATOR: &str = "generator";
     /// The whole machine's CPU (named `cpu` in a verdict).
     pub const MACHINE: &str = "machine";
+    /// A lock the writes wait for, held by another thread.
+    pub const LOCK: &str = "lock";
 }
 
 /// One resource's utilization or saturation in one trial.
@@ -586,6 +588,10 @@ pub struct ServerSample {
     /// Share of the interval writes were stalled.
     #[serde(default)]
     pub stall_share: Option<f64>,
+    /// Seconds per second the node's commit groups waited for the WAL's
+    /// lock while another thread held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_lock_wait: Option<f64>,
     /// Memtable bytes and immutable memtables waiting for flush (gauges).
     #[serde(default)]
     pub memtable_bytes: Option<f64>,

@@ -191,6 +191,7 @@ fn sample(
             .zip(delta(M::COMMIT_GROUP_COUNT))
             .and_then(|(w, g)| (g > 0.0).then(|| w / g)),
         stall_share: per_sec(M::WRITE_STALL_SECONDS),
+        wal_lock_wait: per_sec(M::WAL_LOCK_WAIT_SECONDS),
         memtable_bytes: get(M::MEMTABLE_BYTES),
         block_cache_bytes: get(M::BLOCK_CACHE_BYTES),
         immutables: get(M::IMMUTABLE_MEMTABLES),
@@ -521,6 +522,7 @@ fn add(a: &ServerSample, b: &ServerSample) -> ServerSample {
         fsync_p99_ms: max(a.fsync_p99_ms, b.fsync_p99_ms),
         writes_per_fsync: max(a.writes_per_fsync, b.writes_per_fsync),
         stall_share: max(a.stall_share, b.stall_share),
+        wal_lock_wait: max(a.wal_lock_wait, b.wal_lock_wait),
         memtable_bytes: sum(a.memtable_bytes, b.memtable_bytes),
         block_cache_bytes: sum(a.block_cache_bytes, b.block_cache_bytes),
         immutables: sum(a.immutables, b.immutables),

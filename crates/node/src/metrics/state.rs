@@ -336,6 +336,12 @@ impl Collector for StateCollector {
         )?;
         counter(
             &mut e,
+            metric::WAL_LOCK_WAIT_SECONDS,
+            "Time commit groups waited for the WAL's lock held by another thread",
+            s.wal_lock_wait_seconds,
+        )?;
+        counter(
+            &mut e,
             metric::ENGINE_WRITE_SLOWDOWNS,
             "Writes delayed by 1 ms for level-0 pressure",
             s.slowdowns as f64,

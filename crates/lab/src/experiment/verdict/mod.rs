@@ -64,8 +64,8 @@ pub struct Evidence<'a> {
 /// The verdict: the cause, machine-readable, and in words.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
-    /// `fsync`, `stalls`, `pause`, `cpu`, `io`, `memory`, `admission`,
-    /// `network`, `generator`; `unknown` when it cannot tell; `none` when
+    /// `fsync`, `stalls`, `pause`, `cpu`, `thread`, `io`, `memory`,
+    /// `admission`, `network`, `generator`, `lock`; `unknown` when it cannot tell; `none` when
     /// every trial met the SLO.
     pub cause: String,
     /// The node it happened on, `node-N`.

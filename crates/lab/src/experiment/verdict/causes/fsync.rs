@@ -6,8 +6,8 @@
 //!   `FSYNC_BUSY`; crossed too when its p99 fsync takes `SLOW_FSYNC` of
 //!   the objective's tightest bound.
 //! - Its share: the node's write-path place (`Family::Wal`: queued for
-//!   the applier, the write, the fsync), unless the node's stalls or a
-//!   stop crossed (theirs), or the applier was on a CPU more than in
+//!   the applier, the write, the fsync), unless the node's stalls, a
+//!   stop or a held lock crossed (theirs), or the applier was on a CPU more than in
 //!   fsync (the applier's `thread`, or the node's CPU when it waited for
 //!   one), or there was no fsync to wait for (what holds an applier,
 //!   nearest its threshold); and a queue in the node's own work when
@@ -80,6 +80,16 @@ pub fn resolve(p: &Place, c: &Context) -> Option<Cause> {
             r,
             format!(
                 "{} (writes queued for its applier through the stop)",
+                r.quote
+            ),
+        ));
+    }
+    // An applier waiting for a lock another thread held: the lock.
+    if let Some(r) = c.crossed(resource::LOCK, Some(n)) {
+        return Some(c.cause(
+            r,
+            format!(
+                "{} (writes queued for its applier, which waited for the lock)",
                 r.quote
             ),
         ));

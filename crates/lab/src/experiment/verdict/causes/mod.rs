@@ -13,6 +13,7 @@
 //! - `fsync`: a node's WAL fsync, busy or slow.
 //! - `generator`: the load generator late.
 //! - `io`: the disk under a node (I/O pressure).
+//! - `lock`: a lock the writes wait for, held by another thread.
 //! - `machine`: the whole machine's cores (named `cpu`).
 //! - `memory`: memory on a node's machine (memory pressure).
 //! - `network`: the path to a node.
@@ -28,6 +29,7 @@ pub mod cpu;
 pub mod fsync;
 pub mod generator;
 pub mod io;
+pub mod lock;
 pub mod machine;
 pub mod memory;
 pub mod network;
@@ -48,7 +50,7 @@ pub struct Kind {
 }
 
 /// The causes, in the order each node's readings are taken.
-pub const CAUSES: [Kind; 11] = [
+pub const CAUSES: [Kind; 12] = [
     Kind {
         resource: resource::FSYNC,
         places: &[Family::Wal, Family::Work],
@@ -93,16 +95,26 @@ pub const CAUSES: [Kind; 11] = [
         resource: resource::NETWORK,
         places: &[Family::Replica, Family::Flight],
     },
+    Kind {
+        resource: resource::LOCK,
+        places: &[Family::Wal],
+    },
 ];
 
 /// Every reading of a trial: each node's resources (fsync, stalls, cpu,
-/// io, memory, pause, admission), then the generator's, the threads' and
+/// io, memory, pause, admission, lock), then the generator's, the threads' and
 /// the machine's.
 pub fn readings(t: &Trial, m: Machine) -> Vec<ResourceReading> {
     let mut out = Vec::new();
     let mut pauses = Vec::new();
     for i in 0..node_count(t) {
-        let (rs, pause) = node_readings(node_samples(t, i), i, m);
+        let applier = t.per_node.get(i).and_then(|n| {
+            n.threads
+                .iter()
+                .find(|x| x.name == strata_api::threads::names::APPLY)
+                .map(|x| x.cpu)
+        });
+        let (rs, pause) = node_readings(node_samples(t, i), i, m, applier);
         let base = out.len();
         out.extend(rs);
         pauses.extend(pause.map(|p| pause::Pause {
@@ -138,6 +150,7 @@ fn node_readings(
     xs: &[ServerSample],
     i: usize,
     m: Machine,
+    applier: Option<f64>,
 ) -> (Vec<ResourceReading>, Option<pause::Pause>) {
     let mut out = Vec::new();
     if xs.is_empty() {
@@ -154,6 +167,7 @@ fn node_readings(
     let (r, p) = pause::reading(xs, &name, i, out.len(), cpu_bound);
     out.push(r);
     out.push(admission::reading(xs, &name));
+    out.extend(lock::reading(xs, &name, applier));
     (out, Some(p))
 }
 
@@ -186,6 +200,7 @@ pub fn words(res: &str, node: Option<&str>, quote: &str) -> (String, String) {
         resource::ADMISSION => admission::words(n, quote),
         resource::GENERATOR => generator::words(quote),
         resource::NETWORK => network::words(n, quote),
+        resource::LOCK => lock::words(n, quote),
         _ => (quote.to_string(), String::new()),
     }
 }

@@ -37,6 +37,7 @@ pub fn role(name: &str) -> Option<&'static str> {
         n if n == names::TREES => "anti-entropy's trees",
         n if n == names::HINTS => "hint delivery",
         n if n == names::PAUSE => "the pause detector",
+        n if n == names::LOCK_HOLD => "the engine's held-lock fail point (test only)",
         n if n.starts_with(names::SCRAPE) => "the lab's scrape of a node",
         n if n.starts_with(names::LOAD) => "a generator thread: sends and reads answers",
         n if n == names::TIMER => "the generator's timer",

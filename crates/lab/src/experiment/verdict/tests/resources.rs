@@ -494,3 +494,47 @@ fn a_slow_idle_fsyncs_reading_is_past_its_threshold_in_words_too() {
         v.text
     );
 }
+
+/// Writes queued for an applier that waited for the WAL's lock, held by
+/// another thread: the lock, not the fsync beside it; the same queue with
+/// no wait for the lock is the fsync's, and a node that does not export
+/// the wait has no lock reading at all.
+#[test]
+fn an_applier_waiting_for_a_held_lock_is_the_lock() {
+    let queue = || {
+        slow(&[
+            ("applier", Some("node-1"), 0.8),
+            ("fsync", Some("node-1"), 0.1),
+            ("network", Some("node-1"), 0.1),
+        ])
+    };
+    let mut t = trial(800.0, 1, |_, x| {
+        x.fsync_busy = Some(0.3);
+        x.fsync_p99_ms = Some(2.0);
+        x.wal_lock_wait = Some(0.45);
+    });
+    t.slowest = Some(queue());
+    let v = judge(&[t], None);
+    named(&v, "lock", Some("node-1"));
+    assert!(v.text.contains("waited for the WAL's lock"), "{}", v.text);
+    assert!(v.text.contains("will not help"), "{}", v.text);
+    assert_eq!(v.ranking[0].cause, "lock");
+
+    let mut t = trial(800.0, 1, |_, x| {
+        x.fsync_busy = Some(0.9);
+        x.fsync_p99_ms = Some(2.0);
+        x.wal_lock_wait = Some(0.01);
+    });
+    t.slowest = Some(queue());
+    named(&judge(&[t], None), "fsync", Some("node-1"));
+
+    let mut t = trial(800.0, 1, |_, x| x.fsync_busy = Some(0.9));
+    t.slowest = Some(queue());
+    let v = judge(&[t], None);
+    named(&v, "fsync", Some("node-1"));
+    assert!(
+        v.ranking.iter().all(|r| r.cause != "lock"),
+        "{:?}",
+        v.ranking
+    );
+}
