@@ -201,7 +201,7 @@ fn the_ranking_in_words_is_the_reports_table() {
         }
         for (i, c) in j.verdict.ranking.iter().enumerate() {
             let cell = |x: Option<String>| x.unwrap_or_else(|| "–".into());
-            let row = vec![
+            let row = [
                 (i + 1).to_string(),
                 c.cause.clone(),
                 cell(c.node.clone()),

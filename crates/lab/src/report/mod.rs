@@ -1,5 +1,5 @@
 //! Reports of lab runs: the data model a load run or sweep fills
-//! (`model`), its renderings as Markdown (`markdown`) and as a
+//! (`model`, with the resources' names: `resource`), its renderings as Markdown (`markdown`) and as a
 //! self-contained HTML page with charts (`html`, `charts`, and a sweep's
 //! evidence: `evidence`), and HdrHistogram
 //! interval logs that let several load machines' runs be merged
@@ -24,6 +24,7 @@ pub mod html;
 pub mod linear;
 pub mod markdown;
 pub mod model;
+pub mod resource;
 pub mod scrape;
 pub mod threads;
 
