@@ -288,36 +288,26 @@ impl Inner {
     /// let go, the WAL's lock taken again and held that long, asleep, until
     /// shutdown.
     pub(super) fn lock_hold_loop(self: Arc<Self>) {
-        let every = Duration::from_millis(10);
-        loop {
-            {
-                let mut g = self.bg.lock();
-                if g.shutdown {
-                    return;
-                }
-                self.bg_cv.wait_for(&mut g, every);
-                if g.shutdown {
-                    return;
-                }
-            }
+        while self.wait_unless_shutdown(Duration::from_millis(10)) {
             let _w = self.wal.lock();
             std::thread::sleep(self.opts.test_lock_hold);
         }
     }
 
+    /// Wait `period` (or until woken), then whether to go on: false once
+    /// the engine is shutting down.
+    fn wait_unless_shutdown(&self, period: Duration) -> bool {
+        let mut g = self.bg.lock();
+        if g.shutdown {
+            return false;
+        }
+        self.bg_cv.wait_for(&mut g, period);
+        !g.shutdown
+    }
+
     pub(super) fn sync_loop(self: Arc<Self>, ms: u64) {
         let period = Duration::from_millis(ms);
-        loop {
-            {
-                let mut g = self.bg.lock();
-                if g.shutdown {
-                    return;
-                }
-                self.bg_cv.wait_for(&mut g, period);
-                if g.shutdown {
-                    return;
-                }
-            }
+        while self.wait_unless_shutdown(period) {
             let (file, path) = {
                 let w = self.wal.lock();
                 (w.file.clone(), w.path.clone())

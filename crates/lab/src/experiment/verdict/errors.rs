@@ -22,16 +22,7 @@ pub fn on_errors(why: &[String]) -> bool {
 /// for one) stood in front of: the work behind admission, when a reading
 /// of it crossed its threshold on that node.
 fn behind<'a>(rs: &'a [ResourceReading], node: Option<&str>) -> Option<&'a ResourceReading> {
-    [
-        resource::PAUSE,
-        resource::MEMORY,
-        resource::STALLS,
-        resource::FSYNC,
-        resource::CPU,
-        resource::THREAD,
-    ]
-    .iter()
-    .find_map(|w| {
+    super::causes::admission::BEHIND.iter().find_map(|w| {
         rs.iter()
             .find(|r| r.crossed && r.resource == *w && r.node.as_deref() == node)
     })

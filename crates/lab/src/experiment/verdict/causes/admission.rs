@@ -21,8 +21,8 @@ use crate::report::model::{resource, ResourceReading, ServerSample};
 pub const ADMISSION_SHARE: f64 = 0.5;
 
 /// What works behind admission, in the order a crossed one takes the
-/// queue in front of it.
-const BEHIND: [&str; 6] = [
+/// queue in front of it (its refusals too: `errors`).
+pub const BEHIND: [&str; 6] = [
     resource::PAUSE,
     resource::MEMORY,
     resource::STALLS,
