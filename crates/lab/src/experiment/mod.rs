@@ -22,6 +22,7 @@
 //! | `soak` | `strata soak`: a long run and its judgement |
 //! | `demo` | `strata demo` |
 //! | `calibrate` | `strata calibrate`: a node's (or a cluster's) model for the simulator |
+//! | `model_check` | a sweep's check of that model: its lower trials predict its breaking point |
 //! | `check` | `strata cluster check`'s arguments and output |
 //! | `worker` | `strata worker`, and a trial split among workers and merged |
 
@@ -30,6 +31,7 @@ pub mod check;
 pub mod corpus;
 pub mod demo;
 pub mod judge;
+pub mod model_check;
 pub mod slo;
 pub mod soak;
 pub mod sweep;

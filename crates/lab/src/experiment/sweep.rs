@@ -318,6 +318,7 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
         machine: Some(machine),
         unseen: scrapes.refusals(),
         share: None,
+        model_check: None,
     };
     // The verdict from the report alone, as `strata report judge` gives it.
     let v = replay(&report)?;
@@ -351,6 +352,10 @@ pub fn run(a: &SweepArgs, on_line: &mut dyn FnMut(&str)) -> Result<(Report, Scra
     report.ranking = v.ranking;
     report.host_moved = v.host_moved;
     report.breaking_range = v.range;
+    // The capacity model checked against the breaking point just measured.
+    let m = crate::experiment::model_check::check(&report);
+    on_line(&m.words());
+    report.model_check = Some(m);
     Ok((report, scrapes))
 }
 

@@ -106,6 +106,13 @@ pub fn render(r: &Report) -> Result<String, String> {
         );
         s += &table(&t);
     }
+    if let Some(t) = markdown::model_table(r) {
+        s += &format!(
+            "<h3>The model against the sweep</h3>\n<p>{}</p>\n",
+            esc(markdown::MODEL_INTRO)
+        );
+        s += &table(&t);
+    }
     s += &format!(
         "<h2>Trials</h2>\n<p>{}</p>\n",
         esc(&markdown::trials_intro(r))

@@ -9,7 +9,8 @@
 //! node's threads over a trial (`threads`), and the
 //! sections for the faults and the check that ran alongside (`alongside`),
 //! the linearizability check's with its witness drawn (`linear`), and
-//! text made safe for HTML (`escape`). This file
+//! text made safe for HTML (`escape`), and what a sweep's check of the
+//! capacity model found (`model_check`). This file
 //! only writes a report directory; it must not run load, and nothing
 //! below it judges what it measured.
 
@@ -24,6 +25,7 @@ pub mod html;
 pub mod linear;
 pub mod markdown;
 pub mod model;
+pub mod model_check;
 pub mod resource;
 pub mod scrape;
 pub mod threads;

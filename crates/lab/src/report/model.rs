@@ -98,6 +98,9 @@ pub struct Report {
     /// (`--segment`, `--start-at`): which share, and when it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<ShareSummary>,
+    /// A sweep: the capacity model checked against its breaking point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_check: Option<super::model_check::ModelCheck>,
 }
 
 /// One generator's share of a run and its start.

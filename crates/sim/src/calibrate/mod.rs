@@ -110,5 +110,7 @@ pub(crate) fn label<'a>(labels: &'a [(String, String)], key: &str) -> Option<&'a
 }
 
 pub mod cluster;
+pub mod fit;
 pub mod node;
+pub mod reading;
 pub mod value;

@@ -14,7 +14,8 @@ use crate::scenario::node::{Policy, Scenario, Stage, WriteMode};
 use crate::scenario::{Arrivals, Clients};
 use crate::units::{human_ns, rate, Dur};
 
-use super::{is_write_method, names, parse_metrics, CalibrationError, Hist, HistDist, Metrics};
+use super::reading::Reading;
+use super::{names, CalibrationError, Hist, Metrics};
 /// A pause-detector tick at least this late is a stall of the process's
 /// threads (below it: the timer's own slack on an idle machine).
 pub const STALL_FROM: f64 = 0.001;
@@ -99,7 +100,10 @@ pub const MAX_STOLEN: f64 = 0.9;
 /// Steal from this share up is named in the scenario's notes.
 const STOLEN_NOTED: f64 = 0.005;
 
-fn stall_mean(st: &crate::scenario::node::Stalls) -> Option<f64> {
+pub(crate) fn stall_mean(st: &crate::scenario::node::Stalls) -> Option<f64> {
+    if let DistSpec::Uniform { min, max, .. } = &st.length {
+        return Some((min.0 + max.0) as f64 / 2e9);
+    }
     let DistSpec::Histogram {
         le_seconds, counts, ..
     } = &st.length
@@ -134,99 +138,54 @@ pub struct CalibrateOptions {
     /// (a load generator on the same machine, the kernel's work for the
     /// loopback network): on a shared machine the cores serve it too.
     pub shared_per_request: Option<f64>,
+    /// Cores' worth of other work on the node's cores that does not grow
+    /// with the load (a neighbour, the kernel's own).
+    pub background_cores: Option<f64>,
     pub name: Option<String>,
 }
 
-/// Build a scenario of the node whose `/metrics` text this is. What limits
-/// a node: its CPU (cores / CPU seconds per request), its admission
-/// permits (max_in_service / mean time a request holds one), and, for
-/// writes, the WAL (writes per group / fsync time). The capacity the
-/// scenario predicts is the least of the three; `notes` shows each.
+/// Build a scenario of the node whose `/metrics` text this is (after
+/// `opts.baseline`, before): `Reading::from_metrics`, then
+/// `scenario_from_reading`.
 pub fn scenario_from_metrics(
     text: &str,
     opts: &CalibrateOptions,
 ) -> Result<Scenario, CalibrationError> {
-    let mut m = parse_metrics(text)?;
-    if let Some(b) = &opts.baseline {
-        m = m.minus(&parse_metrics(b)?);
-    }
-    let requests = m
-        .get(names::HTTP_REQUESTS)
-        .ok_or(CalibrationError::Missing(names::HTTP_REQUESTS))?;
-    if requests <= 0.0 {
-        return Err(CalibrationError::Invalid(
-            "the node served no requests (in the window): put load on it first (strata load), \
-             then scrape /metrics"
-                .into(),
-        ));
-    }
-    let writes = m.sum(names::HTTP_REQUESTS, is_write_method).unwrap_or(0.0);
-    let wf = (writes / requests).clamp(0.0, 1.0);
-    let cpu = m
-        .get(names::CPU_SECONDS)
-        .ok_or(CalibrationError::Missing(names::CPU_SECONDS))?;
-    if cpu <= 0.0 {
-        return Err(CalibrationError::Invalid(format!(
-            "{} is 0",
-            names::CPU_SECONDS
-        )));
-    }
-    let own_per_req = cpu / requests;
-    let shared = opts
-        .shared_per_request
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(0.0);
-    let cpu_per_req = own_per_req + shared;
-    let workers = m.get(names::RUNTIME_WORKERS).filter(|w| *w >= 1.0);
-    let (cores, cores_from) = match (opts.cores, m.get(names::PROCESS_CPUS)) {
-        (Some(c), _) => (c, "as given"),
-        // HTTP is served by the runtime's workers: fewer workers than CPUs
-        // cannot use them all.
-        (None, Some(c)) if c >= 1.0 => match workers.filter(|w| *w < c) {
-            Some(w) => (
-                w.round() as u32,
-                "the node's runtime workers, fewer than its CPUs",
-            ),
-            None => (c.round() as u32, "the CPUs the node may run on"),
-        },
-        (None, _) => (
-            std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(1),
-            "this machine's",
-        ),
-    };
-    let cores = cores.max(1);
-    let permits = m
-        .get(names::MAX_IN_SERVICE)
-        .ok_or(CalibrationError::Missing(names::MAX_IN_SERVICE))?
-        .round()
-        .max(1.0) as u32;
-    let max_waiting = m.get(names::MAX_WAITING).map(|v| v.round() as u32);
-    let max_wait = m.get(names::MAX_WAIT_SECONDS).map(Dur::from_secs_f64);
-    let limit = m.get(names::ADMISSION_LIMIT);
-    let hold = m.histogram(names::SERVICE_DURATION);
-    let fsync = m.histogram(names::FSYNC_DURATION);
-    let group = m.histogram(names::COMMIT_GROUP);
-    let max_batch = opts.max_batch.unwrap_or(512).max(1);
+    scenario_from_reading(&Reading::from_metrics(text, opts)?, opts)
+}
 
+/// Build a scenario of a node from one step's reading. What limits a
+/// node: its CPU (cores / CPU seconds per request), its admission permits
+/// (max_in_service / mean time a request holds one), and, for writes, the
+/// WAL (writes per group / fsync time). The capacity the scenario predicts
+/// is the least of the three; `notes` shows each.
+pub fn scenario_from_reading(
+    r: &Reading,
+    opts: &CalibrateOptions,
+) -> Result<Scenario, CalibrationError> {
+    let wf = r.write_share;
+    let (cores, cores_from) = match opts.cores {
+        Some(c) => (c.max(1), "as given"),
+        None => (r.cores.max(1), r.cores_from),
+    };
+    let shared = r.shared_per_request;
+    let own_per_req = r.own_cpu_per_request;
+    let cpu_per_req = own_per_req + shared;
+    let permits = r.admission.permits;
+    let max_batch = opts.max_batch.unwrap_or(512).max(1);
     let mut notes = Vec::new();
-    let stalls = m
-        .histogram(names::PAUSE_LATENESS)
-        .and_then(|h| stalls_from_pauses(&h));
-    let stall_share = stalls
-        .as_ref()
-        .and_then(|st| Some(st.per_second * stall_mean(st)?))
-        .unwrap_or(0.0);
-    let stolen = stolen_beyond_stalls(&m, stall_share).unwrap_or(0.0);
+    let stalls = r.stalls.clone();
+    let stolen = r.stolen;
     let all_ns = cpu_per_req * 1e9;
-    let cpu_per_req = cpu_per_req / (1.0 - stolen);
+    let background = r.background_share();
+    let cpu_per_req = cpu_per_req / ((1.0 - stolen) * (1.0 - background));
     let cpu_ns = cpu_per_req * 1e9;
     let cpu_cap = cores as f64 / cpu_per_req;
+    let cpu_s = own_per_req * r.requests;
     if shared > 0.0 {
         notes.push(format!(
-            "CPU: {cpu:.3} s of process CPU / {} requests = {} per request, and {} per request of other work on the same cores (the load generator, the kernel's network work): {} in all; {cores} cores ({cores_from}) / {} = {} req/s",
-            requests as u64,
+            "CPU: {cpu_s:.3} s of process CPU / {} requests = {} per request, and {} per request of other work on the same cores (the load generator, the kernel's network work): {} in all; {cores} cores ({cores_from}) / {} = {} req/s",
+            r.requests as u64,
             human_ns(own_per_req * 1e9),
             human_ns(shared * 1e9),
             human_ns(all_ns),
@@ -235,8 +194,8 @@ pub fn scenario_from_metrics(
         ));
     } else {
         notes.push(format!(
-            "CPU: {cpu:.3} s of process CPU / {} requests = {} per request; {cores} cores ({cores_from}) / {} = {} req/s",
-            requests as u64,
+            "CPU: {cpu_s:.3} s of process CPU / {} requests = {} per request; {cores} cores ({cores_from}) / {} = {} req/s",
+            r.requests as u64,
             human_ns(all_ns),
             human_ns(cpu_ns),
             rate(cpu_cap)
@@ -249,8 +208,17 @@ pub fn scenario_from_metrics(
             1.0 - stolen
         ));
     }
+    if background >= STOLEN_NOTED {
+        notes.push(format!(
+            "cpu: other work that does not grow with the load kept {:.2} of the node's cores busy: it takes {:.1}% of them (at most {:.0}%), each request's CPU time stretched by 1 / {:.3}",
+            r.background_cores,
+            background * 100.0,
+            super::reading::MAX_BACKGROUND * 100.0,
+            1.0 - background
+        ));
+    }
     let mut caps = vec![cpu_cap];
-    if let Some(h) = hold.as_ref().and_then(Hist::mean) {
+    if let Some(h) = r.admission.mean_hold {
         let c = permits as f64 / h;
         caps.push(c);
         notes.push(format!(
@@ -259,25 +227,19 @@ pub fn scenario_from_metrics(
             rate(c)
         ));
     }
-    if let (Some(l), true) = (
-        limit,
-        limit
-            .map(|l| (l.round() as u32) != permits)
-            .unwrap_or(false),
-    ) {
+    if let Some(l) = r.admission.limit.filter(|l| (l.round() as u32) != permits) {
         notes.push(format!(
             "admission: the node's current (adaptive) limit was {l:.0}, below max_in_service {permits}"
         ));
     }
-    let fsync_dist = fsync.as_ref().and_then(Hist::to_dist);
     let mut stages = vec![Stage::Admission {
         name: "admission".into(),
         only: Default::default(),
         permits: Some(permits),
         permits_per_client: None,
         policy: Policy::Fifo,
-        max_waiting,
-        max_wait,
+        max_waiting: r.admission.max_waiting,
+        max_wait: r.admission.max_wait,
         release_after: None,
     }];
     if let Some(st) = &stalls {
@@ -303,20 +265,19 @@ pub fn scenario_from_metrics(
     notes.push(
         "cpu: service drawn from gamma(mean, sd = mean / 2): the metrics give the mean only".into(),
     );
-    match (fsync_dist, wf > 0.0) {
-        (Some(d), true) => {
-            let fs = fsync.as_ref().and_then(Hist::mean).unwrap_or(0.0);
-            let c = max_batch as f64 / fs / wf;
+    match (&r.fsync, wf > 0.0) {
+        (Some(f), true) => {
+            let c = max_batch as f64 / f.mean / wf;
             caps.push(c);
             notes.push(format!(
                 "wal: {} fsyncs, mean {}; at most {max_batch} writes per group: {} writes/s = {} req/s at {:.0}% writes",
-                fsync.as_ref().map(|h| h.count as u64).unwrap_or(0),
-                human_ns(fs * 1e9),
-                rate(max_batch as f64 / fs),
+                f.count as u64,
+                human_ns(f.mean * 1e9),
+                rate(max_batch as f64 / f.mean),
                 rate(c),
                 wf * 100.0
             ));
-            if let Some(g) = group.as_ref().and_then(Hist::mean) {
+            if let Some(g) = f.group_mean {
                 notes.push(format!(
                     "wal: the node's mean commit group was {g:.1} writes"
                 ));
@@ -325,7 +286,7 @@ pub fn scenario_from_metrics(
                 name: "wal".into(),
                 max_batch,
                 write: WriteMode::Sync,
-                fsync: d,
+                fsync: f.dist.clone(),
                 per_write: None,
             });
         }
@@ -334,20 +295,12 @@ pub fn scenario_from_metrics(
         }
         _ => notes.push("no writes in the metrics: no WAL stage".into()),
     }
-    for (method, label) in [("GET", "GET"), ("PUT", "PUT")] {
-        let keep = |l: &[(String, String)]| l.iter().any(|(k, v)| k == "method" && v == method);
-        if let (Some(s), Some(c)) = (
-            m.sum(names::HTTP_DURATION_SUM, keep),
-            m.sum(names::HTTP_DURATION_COUNT, keep),
-        ) {
-            if c > 0.0 {
-                notes.push(format!(
-                    "the node measured {label}: {} requests, mean {} (compare the simulated lifetime)",
-                    c as u64,
-                    human_ns(s / c * 1e9)
-                ));
-            }
-        }
+    for (label, c, mean) in &r.method_means {
+        notes.push(format!(
+            "the node measured {label}: {} requests, mean {} (compare the simulated lifetime)",
+            *c as u64,
+            human_ns(mean * 1e9)
+        ));
     }
     let capacity = caps.iter().copied().fold(f64::INFINITY, f64::min);
     let rate_v = opts.rate.unwrap_or((capacity * 0.8).max(1.0));
@@ -382,6 +335,7 @@ pub fn scenario_from_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibrate::parse_metrics;
 
     #[test]
     fn parses_labels_and_values() {

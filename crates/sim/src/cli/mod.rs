@@ -146,6 +146,7 @@ impl SimArgs {
             max_batch: None,
             name: None,
             shared_per_request: None,
+            background_cores: None,
         })
     }
 }

@@ -147,13 +147,13 @@ pub fn settle(
     let verdict = b.judge(model);
     let mut bisected = Vec::new();
     let answer = match verdict {
-        Verdict::Agrees => model,
+        Verdict::Agrees | Verdict::Inconclusive => model,
         // A step met the SLO above the model's figure: the model is
-        // pessimistic here. One short step passing is weaker evidence
-        // than two failing (a sweep fails a deciding rate on a hiccup as
-        // readily), and erring low is the safe side: the model's figure
-        // stands, and the report says a step did better.
-        Verdict::ModelBelow | Verdict::Inconclusive => model,
+        // pessimistic here, and an answer below a rate the node was seen
+        // to meet would contradict its own evidence. The answer is that
+        // rate (the lowest the evidence allows); the model's figure is
+        // kept beside it and the report says a step did better.
+        Verdict::ModelBelow => b.met.or(model),
         Verdict::ModelAbove => {
             for _ in 0..BISECTIONS {
                 let Some(mid) = b.middle() else { break };
@@ -231,9 +231,11 @@ mod tests {
         // A model within the bracket stands, and nothing more runs.
         let (e, answer) = settle(&steps, Some(27_000.0), &mut |_| panic!("ran")).unwrap();
         assert_eq!((e.verdict, answer), (Verdict::Agrees, Some(27_000.0)));
-        // A model below a met step stands (said, not changed).
+        // A model below a met step gives way to the step's rate, and keeps
+        // its own figure beside it.
         let (e, answer) = settle(&steps, Some(15_000.0), &mut |_| panic!("ran")).unwrap();
-        assert_eq!((e.verdict, answer), (Verdict::ModelBelow, Some(15_000.0)));
+        assert_eq!((e.verdict, answer), (Verdict::ModelBelow, Some(20_000.0)));
+        assert_eq!(e.model_breaking_point, Some(15_000.0));
     }
 
     #[test]

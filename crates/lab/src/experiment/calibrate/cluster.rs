@@ -129,6 +129,11 @@ pub struct ClusterCalibration {
     /// `--size-for`: the fewest nodes of the named size for the rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sizing: Option<Sizing>,
+    /// The model's breaking point over the steps' answer, when the steps
+    /// found the model that much too high: the sizing was for the asked
+    /// rate times this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizing_factor: Option<f64>,
 }
 
 /// The step through one node.
@@ -521,8 +526,20 @@ pub fn run(
     let mut sc = sc;
     sc.cluster.value = value_step.as_ref().map(|v| v.spec.clone());
     let what_if = what_ifs(&sc, base, sc.seed, &obj, 0.02, &mut |_| {});
+    // The model's error the steps measured, carried into the sizing: a
+    // model the steps found too high by a factor is sized for that factor
+    // more than asked (never less: a model found low sizes as it is, on
+    // the safe side).
+    let sizing_factor = evidence
+        .model_breaking_point
+        .zip(answer)
+        .filter(|(m, a)| *a > 0.0 && m > a)
+        .map(|(m, a)| m / a);
     let sizing = match a.sizing.query() {
-        Some(q) => Some(size_for(&sc, &q, base, sc.seed, &obj, &mut |_| {})?),
+        Some(mut q) => {
+            q.rate *= sizing_factor.unwrap_or(1.0);
+            Some(size_for(&sc, &q, base, sc.seed, &obj, &mut |_| {})?)
+        }
         None => None,
     };
     let scenario_file = super::save_scenario(out, sc.to_toml()?)?;
@@ -544,8 +561,11 @@ pub fn run(
             load: strata_sim::report::cluster::describe_load(&sc),
             what_if,
             sizing,
+            sizing_factor,
         }),
         evidence: Some(evidence),
+        range: None,
+        host_moved: None,
     };
     super::save_calibration(out, &c)?;
     Ok(c)
@@ -560,6 +580,13 @@ pub fn what_if_lines(c: &ClusterCalibration, slo: &str) -> Vec<String> {
     }
     if let Some(z) = &c.sizing {
         v.push(String::new());
+        if let Some(f) = c.sizing_factor {
+            v.push(format!(
+                "The steps found the model {}× too high: the sizing below is for {} req/s, that many times the rate asked.",
+                fmt_num((f * 100.0).round() / 100.0),
+                fmt_num(z.rate.round())
+            ));
+        }
         v.extend(sizing_lines(z, slo));
     }
     v

@@ -28,9 +28,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use strata_sim::calibrate::fit::{fit, FitOptions, FitStep};
+use strata_sim::calibrate::node::scenario_from_reading;
+use strata_sim::calibrate::reading::Reading;
 use strata_sim::predict::{Bound, Objective, Prediction};
 use strata_sim::report::node::breaking_point;
-use strata_sim::{scenario_from_metrics, simulate, CalibrateOptions};
+use strata_sim::{simulate, CalibrateOptions};
 
 use crate::experiment::slo::{fmt_num, positive, Slo, SloArgs, MIN_ACHIEVED};
 use crate::experiment::target::TargetArgs;
@@ -191,6 +194,13 @@ pub struct Calibration {
     /// model's breaking point (`bracket.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<bracket::Evidence>,
+    /// The answer's range (`strata_sim::calibrate::fit`): what the steps'
+    /// models disagree on and how the host moved between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<(f64, f64)>,
+    /// Why there is no answer: the host moved too much between the steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_moved: Option<String>,
 }
 
 /// The next rate, or `None` when the last two capacities agree.
@@ -202,6 +212,12 @@ pub fn next_step(capacities: &[f64], tolerance: f64) -> Option<f64> {
         }
     }
     Some(last * NEXT_STEP_SHARE)
+}
+
+/// A step's measured latency as (quantile, seconds), from the spectrum a
+/// sweep's trial keeps of it.
+pub fn spectrum(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+    crate::experiment::model_check::latency_of(&crate::report::model::spectrum_from_hist(h))
 }
 
 /// The SLO in the simulator's terms.
@@ -261,6 +277,7 @@ pub fn run(
         "offered", "achieved", "node cpu", "cpu/req µs", "capacity", "bottleneck"
     ));
     let mut steps: Vec<Step> = Vec::new();
+    let mut fit_steps: Vec<FitStep> = Vec::new();
     let mut capacities = Vec::new();
     let mut last_scenario = None;
     let mut rate = a.start_rate;
@@ -271,13 +288,17 @@ pub fn run(
         let plan = t.plan(&target, &workload, t.open(rate), a.duration, seed);
         let prefix = format!("step {} at {} req/s: ", i + 1, fmt_num(rate));
         // One run of the step, and the node's metrics after it.
+        // One run of the step, the node's metrics after it, and this
+        // process's CPU over it (the generator's, in cores' seconds).
         let run_once = || -> Result<_, String> {
+            let c0 = measure::own_cpu().map(|c| c.0);
             let o = driver::run(&plan, &mut |_| {}, &mut |s| progress.show(&prefix, s))?;
             progress.finish();
+            let generator = measure::own_cpu().zip(c0).map(|(c1, c0)| c1.0 - c0);
             let after = fetch_metrics(&url).map_err(|e| format!("{url}/metrics: {e}"))?;
-            Ok((o, after))
+            Ok((o, after, generator))
         };
-        let (mut o, mut after) = run_once()?;
+        let (mut o, mut after, mut generator_s) = run_once()?;
         // A step whose generator fell behind (a stall of this process, a
         // busy machine) did not offer its rate, and one the node could not
         // carry (the machine slowed it, or the last prediction was high)
@@ -292,7 +313,7 @@ pub fn run(
                 fmt_num(rate)
             ));
             before = after;
-            (o, after) = run_once()?;
+            (o, after, generator_s) = run_once()?;
         }
         // A step that failed the SLO runs once more before it counts as
         // evidence that the breaking point is below its rate (a sweep
@@ -305,7 +326,7 @@ pub fn run(
                 fmt_num(o.all.value_at_quantile(0.99) as f64 / 1e3)
             ));
             before = after;
-            (o, after) = run_once()?;
+            (o, after, generator_s) = run_once()?;
             met = bracket::meets(&o, rate, &slo);
         }
         // The window the node's counters cover includes the warm-up.
@@ -325,17 +346,26 @@ pub fn run(
         // The node gets only what is left of them; steal is priced apart.
         let stolen_s =
             delta(&m0, &m1, strata_api::metrics::ALLOWED_CPUS_STOLEN_SECONDS).unwrap_or(0.0);
-        let shared = delta(&m0, &m1, strata_api::metrics::ALLOWED_CPUS_BUSY_SECONDS)
-            .zip(cpu.zip(reqs))
-            .map(|(b, (c, n))| ((b - stolen_s - c) / n.max(1.0)).max(0.0));
+        // Of the other work, the generator's grows with the rate (per
+        // request); the rest does not (cores' worth), as a sweep's check
+        // reads its trials (`Reading::from_samples`).
+        let other_s = delta(&m0, &m1, strata_api::metrics::ALLOWED_CPUS_BUSY_SECONDS)
+            .zip(cpu)
+            .map(|(b, c)| (b - stolen_s - c).max(0.0));
+        let generator_s = other_s
+            .zip(generator_s.filter(|_| shares))
+            .map(|(o, g)| g.clamp(0.0, o));
+        let shared = generator_s.zip(reqs).map(|(g, n)| g / n.max(1.0));
         let opts = CalibrateOptions {
             cores: a.cores,
             baseline: Some(before.clone()),
             name: Some(format!("{} calibrated at {} req/s", url, fmt_num(rate))),
             shared_per_request: shared,
+            background_cores: other_s.map(|o| (o - generator_s.unwrap_or(0.0)) / secs),
             ..Default::default()
         };
-        let sc = scenario_from_metrics(&after, &opts).map_err(|e| e.to_string())?;
+        let reading = Reading::from_metrics(&after, &opts).map_err(|e| e.to_string())?;
+        let sc = scenario_from_reading(&reading, &opts).map_err(|e| e.to_string())?;
         let (_, an) = simulate(&sc, Path::new("."), sc.seed).map_err(|e| e.to_string())?;
         let step = Step {
             offered: rate,
@@ -351,10 +381,18 @@ pub fn run(
             model_p99_ms: None,
             overloaded: overloaded(&o, rate),
             generator_behind: generator_behind(&o).is_some(),
-            shared_cpu_per_request_us: shared.map(|s| s * 1e6),
+            shared_cpu_per_request_us: other_s.zip(reqs).map(|(o, n)| o / n.max(1.0) * 1e6),
             met_slo: generator_behind(&o).is_none().then_some(met),
             stolen_share,
         };
+        if !step.overloaded && !step.generator_behind {
+            fit_steps.push(FitStep {
+                rate,
+                reading,
+                met: step.met_slo,
+                latency: spectrum(&o.all),
+            });
+        }
         on_line(&format!(
             "{:>10.0} {:>10.0} {:>9} {:>12} {:>12.0}  {}",
             step.offered,
@@ -410,7 +448,28 @@ pub fn run(
         }
     }
     let sc = last_scenario.ok_or("no step ran")?;
-    let mut prediction = breaking_point(&sc, Path::new("."), sc.seed, &objective(&slo), 0.02)?;
+    // The one fitting path a sweep's check uses too: the top step's model
+    // (with what it measured beyond the model), its range, the host.
+    let (mut prediction, sc, range, host_moved) = if fit_steps.is_empty() {
+        let p = breaking_point(&sc, Path::new("."), sc.seed, &objective(&slo), 0.02)?;
+        (p, sc, None, None)
+    } else {
+        let fo = FitOptions {
+            calibrate: CalibrateOptions {
+                cores: a.cores,
+                ..Default::default()
+            },
+            duration: sc.duration,
+            warmup: sc.warmup,
+            seed: sc.seed,
+            precision: 0.02,
+        };
+        let f = fit(&fit_steps, &objective(&slo), &fo)?;
+        let mut p = f.prediction.clone();
+        p.breaking_point = f.model;
+        let range = f.low.zip(f.high);
+        (p, f.scenario, range, f.host_moved)
+    };
     // The steps' own evidence against the model's breaking point.
     let judged: Vec<(f64, Option<bool>)> = steps.iter().map(|s| (s.offered, s.met_slo)).collect();
     let mut bisect = |r: f64| -> Result<Option<bool>, String> {
@@ -424,7 +483,9 @@ pub fn run(
         })
     };
     let (evidence, answer) = bracket::settle(&judged, prediction.breaking_point, &mut bisect)?;
-    prediction.breaking_point = answer;
+    // A host that moved too much between the steps leaves no answer, said
+    // rather than a number the steps disagree on.
+    prediction.breaking_point = answer.filter(|_| host_moved.is_none());
     let scenario_file = save_scenario(out, sc.to_toml()?)?;
     let c = Calibration {
         target: t.url.clone(),
@@ -436,6 +497,8 @@ pub fn run(
         scenario_file,
         cluster: None,
         evidence: Some(evidence),
+        range,
+        host_moved,
     };
     save_calibration(out, &c)?;
     Ok(c)
@@ -471,7 +534,7 @@ pub fn evidence_line(e: &bracket::Evidence) -> String {
             more(" after")
         ),
         bracket::Verdict::ModelBelow => format!(
-            "A step did better than the model: it breaks at {model} req/s, but a step met the SLO at {met} req/s (once); the model's figure stands, on the safe side."
+            "A step did better than the model: it breaks at {model} req/s, but a step met the SLO at {met} req/s; the answer is that rate, as an answer below what a step measured would contradict its own evidence."
         ),
         bracket::Verdict::Inconclusive => format!(
             "Steps failed the SLO at rates down to {failed} req/s, below the model's {model}, and none met it at any rate tried{}: the node was failing wherever it was measured (a store still busy with a preload, a slow phase of the machine), which bounds nothing; the model's figure stands. Run the calibration again once the node is quiet.",
@@ -513,13 +576,24 @@ pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
         p.bottleneck.as_deref().unwrap_or("no bottleneck"),
         p.capacity_text
     ));
-    v.push(match p.breaking_point {
-        Some(b) => format!(
-            "Predicted breaking point for {}: {} req/s.",
+    let range = c
+        .range
+        .map(|(lo, hi)| {
+            format!(
+                " (range {}–{}: what the steps' models disagree on and how the host moved between them)",
+                fmt_num(lo.round()),
+                fmt_num(hi.round())
+            )
+        })
+        .unwrap_or_default();
+    v.push(match (p.breaking_point, &c.host_moved) {
+        (_, Some(why)) => format!("Predicted breaking point for {}: none: {why}.", c.slo),
+        (Some(b), None) => format!(
+            "Predicted breaking point for {}: {} req/s{range}.",
             c.slo,
             fmt_num(b.round())
         ),
-        None => format!(
+        (None, None) => format!(
             "Predicted breaking point for {}: none (no rate met it).",
             c.slo
         ),

@@ -375,6 +375,7 @@ pub fn run_on<T: crate::nemesis::schedule::Target + Send>(
         machine: None,
         unseen: scrapes.refusals(),
         share,
+        model_check: None,
     };
     Ok(LoadRun {
         outcome,

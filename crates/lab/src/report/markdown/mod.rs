@@ -248,6 +248,34 @@ pub fn ranking_table(r: &Report) -> Option<Table> {
     Some(Table { header, rows })
 }
 
+/// The model's stages at the failing rate beside the sweep's, when its
+/// prediction was off by more than a fifth.
+pub fn model_table(r: &Report) -> Option<Table> {
+    let m = r.model_check.as_ref().filter(|m| !m.stages.is_empty())?;
+    let header = ["stage", "what", "the model", "the sweep"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows = m
+        .stages
+        .iter()
+        .map(|c| {
+            vec![
+                c.stage.clone(),
+                c.what.clone(),
+                crate::experiment::slo::fmt_num(c.predicted),
+                c.measured
+                    .map(crate::experiment::slo::fmt_num)
+                    .unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect();
+    Some(Table { header, rows })
+}
+
+/// What the model table shows.
+pub const MODEL_INTRO: &str = "The capacity model, fitted from the trials below half the breaking point, run at the failing rate: each stage beside what the sweep measured there, the one the model had most wrong first.";
+
 /// What the ranking table shows.
 pub const RANKING_INTRO: &str = "Every cause the verdict weighed, in its order (its cause first): each one's share of the slowest requests' time (not counting the wait for a free connection) and its reading against its threshold, the same figures as the verdict's words and the ranked-causes chart.";
 
@@ -567,6 +595,9 @@ pub fn result(r: &Report) -> Vec<String> {
     if let Some(v) = &r.verdict {
         out.push(format!("Verdict: {v}"));
     }
+    if let Some(m) = &r.model_check {
+        out.push(m.words());
+    }
     out
 }
 
@@ -692,6 +723,12 @@ pub fn render(r: &Report) -> String {
     if let Some(t) = ranking_table(r) {
         s += "\n### The causes ranked\n\n";
         s += RANKING_INTRO;
+        s += "\n\n";
+        s += &md_table(&t);
+    }
+    if let Some(t) = model_table(r) {
+        s += "\n### The model against the sweep\n\n";
+        s += MODEL_INTRO;
         s += "\n\n";
         s += &md_table(&t);
     }
