@@ -4,7 +4,8 @@
 //! (`--start-at`: RFC 3339 in UTC, Unix seconds, or a delay from now) and
 //! their RFC 3339 form in reports (both read and written by the `time`
 //! crate, not by hand); a run's share (`I/N`); byte counts and large
-//! numbers for people. Must not know which flag it serves.
+//! numbers for people (`group`, `fmt_num`). Must not know which flag it
+//! serves.
 
 use std::time::{Duration, SystemTime};
 
@@ -101,6 +102,24 @@ pub fn instant(s: &str) -> Result<SystemTime, String> {
                 "{s:?}: not a time ({e}): expected a time as 2026-11-28T22:00:00Z (RFC 3339), @UNIX_SECONDS or +DELAY"
             )
         })
+}
+
+/// A number with at most 3 significant decimals and no trailing zeros.
+pub fn fmt_num(v: f64) -> String {
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 #[cfg(test)]

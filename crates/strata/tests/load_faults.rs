@@ -147,10 +147,24 @@ fn every_fault_kind_is_injected_marked_and_recovered_from_under_check() {
         );
     }
     // The successful rate came back after each fault before the run ended.
+    let seconds: Vec<String> = r["trials"][0]["timeline"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            format!(
+                "{:.1}s:{}-{}",
+                s["t_s"].as_f64().unwrap_or(0.0),
+                s["requests"],
+                s["errors"]
+            )
+        })
+        .collect();
     for (k, m) in marks.iter().enumerate().skip(1) {
         assert!(
             m["recovered_after_s"].as_f64().is_some(),
-            "fault {k} never recovered: {m}"
+            "fault {k} never recovered: {m}; the seconds (requests-errors): {}",
+            seconds.join(" ")
         );
     }
     // Availability per second: the timeline has every second, with the

@@ -249,23 +249,7 @@ impl Slo {
     }
 }
 
-/// A number with at most 3 significant decimals and no trailing zeros.
-pub fn fmt_num(v: f64) -> String {
-    let s = if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
+pub use crate::units::fmt_num;
 
 #[cfg(test)]
 mod tests {

@@ -315,10 +315,13 @@ fn undo_of(s: &Step) -> Action {
 /// Fill in each mark's `recovered_after_s` from the run's timeline:
 /// `seconds` are (start of the second, successful requests in it). The
 /// level before a fault is the mean of the (up to 10) whole seconds before
-/// it was injected; the cluster has recovered at the first second, from
-/// the node's return (or the injection, for a fault not undone), that
-/// starts three in a row at 95% of that level or more.
-pub fn recovery(marks: &mut [FaultMark], seconds: &[(f64, f64)]) {
+/// it was injected, and never above `offered` (the rate the schedule
+/// sends, when it has one: a second of catch-up after the generator fell
+/// behind answers more than the rate, and a level it set could never be
+/// met again at the rate itself); the cluster has recovered at the first
+/// second, from the node's return (or the injection, for a fault not
+/// undone), that starts three in a row at 95% of that level or more.
+pub fn recovery(marks: &mut [FaultMark], seconds: &[(f64, f64)], offered: Option<f64>) {
     for m in marks.iter_mut() {
         let before: Vec<f64> = seconds
             .iter()
@@ -329,6 +332,7 @@ pub fn recovery(marks: &mut [FaultMark], seconds: &[(f64, f64)]) {
             continue;
         }
         let level = before.iter().sum::<f64>() / before.len() as f64;
+        let level = offered.map_or(level, |o| level.min(o));
         let from = m.until_s.unwrap_or(m.at_s);
         let after: Vec<&(f64, f64)> = seconds.iter().filter(|(t, _)| *t + 1.0 > from).collect();
         for w in after.windows(3) {
@@ -458,8 +462,19 @@ mod tests {
         ];
         let seconds: Vec<(f64, f64)> = ok.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect();
         let mut marks = [m];
-        recovery(&mut marks, &seconds);
+        recovery(&mut marks, &seconds, None);
         assert_eq!(marks[0].recovered_after_s, Some(2.0), "from second 9 on");
+        // A second of catch-up before the fault (the generator behind,
+        // then sending what it owed) answers more than the offered 100/s:
+        // the level is the offered rate, which the run meets again.
+        let mut burst = seconds.clone();
+        burst[3].1 = 300.0;
+        let mut marks_b = [marks[0].clone()];
+        marks_b[0].recovered_after_s = None;
+        recovery(&mut marks_b, &burst, None);
+        assert_eq!(marks_b[0].recovered_after_s, None, "an inflated level");
+        recovery(&mut marks_b, &burst, Some(100.0));
+        assert_eq!(marks_b[0].recovered_after_s, Some(2.0));
         // Never back: none.
         let mut marks = [marks[0].clone()];
         marks[0].recovered_after_s = None;
@@ -467,7 +482,7 @@ mod tests {
             .iter()
             .map(|(t, v)| (*t, if *t >= 5.0 { 10.0 } else { *v }))
             .collect();
-        recovery(&mut marks, &low);
+        recovery(&mut marks, &low, Some(100.0));
         assert_eq!(marks[0].recovered_after_s, None);
     }
 }

@@ -18,7 +18,7 @@ pub fn with_recovery(mut marks: Vec<FaultMark>, t: &Trial) -> Vec<FaultMark> {
         .iter()
         .map(|s| (s.t_s, s.requests.saturating_sub(s.errors) as f64))
         .collect();
-    schedule::recovery(&mut marks, &seconds);
+    schedule::recovery(&mut marks, &seconds, t.offered_rate);
     marks
 }
 

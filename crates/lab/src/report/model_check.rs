@@ -48,8 +48,9 @@ pub struct ModelCheck {
     pub at_rate: Option<f64>,
 }
 
+/// A rate in words: whole, its thousands grouped.
 fn num(v: f64) -> String {
-    crate::experiment::slo::fmt_num(v.round())
+    crate::units::group(v.max(0.0).round() as u64)
 }
 
 impl ModelCheck {
@@ -87,9 +88,9 @@ impl ModelCheck {
                 num(r),
                 w.stage,
                 w.what,
-                crate::experiment::slo::fmt_num(w.predicted),
+                crate::units::fmt_num(w.predicted),
                 w.measured
-                    .map(crate::experiment::slo::fmt_num)
+                    .map(crate::units::fmt_num)
                     .unwrap_or_else(|| "not".into())
             ));
         }

@@ -1,10 +1,12 @@
 //! A model calibrated from a live Strata node's or cluster's `/metrics`
-//! (Prometheus or OpenMetrics text): a node scenario from one node's
-//! scrapes (`node`), a cluster scenario from every node's (`cluster`), and
-//! what a write's value size costs, from two steps at two sizes
-//! (`value`). Owns the mapping from metrics to the model's figures; must
-//! not fetch anything over the network (the lab and the binary do) nor
-//! run the model.
+//! (Prometheus or OpenMetrics text) or from a sweep trial's samples of
+//! them: one step's figures (`reading`), a node scenario from them
+//! (`node`), the one fitting path from steps to a breaking point and its
+//! range (`fit`), a cluster scenario from every node's scrapes
+//! (`cluster`), and what a write's value size costs, from two steps at two
+//! sizes (`value`). Owns the mapping from metrics to the model's figures; must
+//! not fetch anything over the network (the lab and the binary do); only
+//! `fit` runs the model (to search its breaking point).
 //!
 //! Here: the metric names read, the errors, and the readings both
 //! configurations share (a histogram as a distribution, a request's

@@ -263,9 +263,9 @@ pub fn model_table(r: &Report) -> Option<Table> {
             vec![
                 c.stage.clone(),
                 c.what.clone(),
-                crate::experiment::slo::fmt_num(c.predicted),
+                crate::units::fmt_num(c.predicted),
                 c.measured
-                    .map(crate::experiment::slo::fmt_num)
+                    .map(crate::units::fmt_num)
                     .unwrap_or_else(|| "–".into()),
             ]
         })
