@@ -17,7 +17,7 @@ use std::path::Path;
 use strata_sim::calibrate::fit::{fit, FitOptions, FitStep};
 use strata_sim::calibrate::reading::{Reading, Samples};
 
-use crate::experiment::calibrate::objective;
+use crate::experiment::calibrate::{latency_of, objective};
 use crate::experiment::slo::Slo;
 use crate::report::model::{Report, Trial};
 use crate::report::model_check::{ModelCheck, StageCompare, OFF_BY};
@@ -107,14 +107,6 @@ fn generator_shares(r: &Report, t: &Trial) -> bool {
 /// A trial's measured latency spectrum as (quantile, seconds).
 pub fn latency(t: &Trial) -> Vec<(f64, f64)> {
     latency_of(&t.spectrum)
-}
-
-/// A latency spectrum as (quantile, seconds), as the fit reads it.
-pub fn latency_of(points: &[crate::report::model::SpectrumPoint]) -> Vec<(f64, f64)> {
-    points
-        .iter()
-        .map(|p| (p.quantile, p.latency_ms / 1e3))
-        .collect()
 }
 
 fn unchecked(r: &Report, why: &str) -> ModelCheck {

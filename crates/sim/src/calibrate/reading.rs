@@ -4,15 +4,141 @@
 //! node's `/metrics` before and after it (`Reading::from_metrics`); a sweep's
 //! trial from the lab's per-second samples of the same counters
 //! (`Reading::from_samples`), so `strata calibrate` and a sweep's check of
-//! the model share one fitting path from here on. Owns that reduction; must
-//! not build stages (node.rs does), fetch anything nor run the model.
+//! the model share one fitting path from here on. Owns that reduction (and
+//! the options it takes, the stalls and steal read from a node's pause
+//! detector); must not build stages (node.rs does), fetch anything nor
+//! run the model.
 
 use crate::dist::DistSpec;
 use crate::scenario::node::Stalls;
 use crate::units::Dur;
 
-use super::node::{stall_mean, stalls_from_pauses, stolen_beyond_stalls, CalibrateOptions};
-use super::{is_write_method, names, parse_metrics, CalibrationError, Hist, HistDist};
+use super::{is_write_method, names, parse_metrics, CalibrationError, Hist, HistDist, Metrics};
+
+/// A pause-detector tick at least this late is a stall of the process's
+/// threads (below it: the timer's own slack on an idle machine).
+pub const STALL_FROM: f64 = 0.001;
+
+/// The pause detector's tick (`strata_node::evidence::TICK`): a window's
+/// ticks and their lateness give its length.
+const PAUSE_TICK: f64 = 0.005;
+
+/// The stalls a node's threads met, from its pause detector's histogram
+/// over a window: how many ticks woke at least `STALL_FROM` late, per
+/// second of the window (ticks × the tick + their summed lateness), and
+/// their lengths as the buckets from `STALL_FROM` up. Stalls shorter than
+/// a tick are seen only when a tick falls in them, so their rate is a
+/// floor; the long ones, which decide a tail, are each seen once.
+pub fn stalls_from_pauses(h: &Hist) -> Option<crate::scenario::node::Stalls> {
+    let elapsed = h.count * PAUSE_TICK + h.sum;
+    if elapsed <= 0.0 {
+        return None;
+    }
+    let at = |le: f64| {
+        h.buckets
+            .iter()
+            .filter(|(b, _)| *b <= le * (1.0 + 1e-9))
+            .map(|(_, c)| *c)
+            .fold(0.0, f64::max)
+    };
+    let below = at(STALL_FROM);
+    let mut le = vec![STALL_FROM];
+    let mut counts = vec![0u64];
+    let mut prev = below;
+    for &(bound, cum) in h
+        .buckets
+        .iter()
+        .filter(|(b, _)| *b > STALL_FROM * (1.0 + 1e-9))
+    {
+        if !bound.is_finite() {
+            continue;
+        }
+        le.push(bound);
+        counts.push((cum - prev).max(0.0).round() as u64);
+        prev = cum.max(prev);
+    }
+    while counts.last() == Some(&0) {
+        counts.pop();
+        le.pop();
+    }
+    let n: u64 = counts.iter().sum();
+    if n == 0 {
+        return None;
+    }
+    Some(crate::scenario::node::Stalls {
+        per_second: n as f64 / elapsed,
+        length: DistSpec::Histogram {
+            le_seconds: le,
+            counts,
+            scale: None,
+            shift: Dur::ZERO,
+        },
+    })
+}
+
+/// A stall's mean length in seconds (bucket midpoints).
+/// The share of the node's cores the hypervisor took for other guests
+/// (steal) over the window its pause detector covers, beyond what that
+/// detector already saw as stalls (`stall_share`): steal in slices too
+/// short to make a tick late. The node's CPU seconds per request do not
+/// count it, so each request's service on those cores takes longer by
+/// 1 / (1 - share). At most `MAX_STOLEN`; `None` when the node does not
+/// say (an older node, no `/proc/stat`).
+pub fn stolen_beyond_stalls(m: &Metrics, stall_share: f64) -> Option<f64> {
+    let stolen = m.get(names::ALLOWED_CPUS_STOLEN_SECONDS)?;
+    let h = m.histogram(names::PAUSE_LATENESS)?;
+    let elapsed = h.count * PAUSE_TICK + h.sum;
+    let cpus = m.get(names::PROCESS_CPUS).unwrap_or(1.0).max(1.0);
+    (elapsed > 0.0).then(|| (stolen / (elapsed * cpus) - stall_share).clamp(0.0, MAX_STOLEN))
+}
+
+/// Steal above this share is taken as this share: a model of a core the
+/// hypervisor nearly never runs says nothing useful.
+pub const MAX_STOLEN: f64 = 0.9;
+
+pub(crate) fn stall_mean(st: &crate::scenario::node::Stalls) -> Option<f64> {
+    if let DistSpec::Uniform { min, max, .. } = &st.length {
+        return Some((min.0 + max.0) as f64 / 2e9);
+    }
+    let DistSpec::Histogram {
+        le_seconds, counts, ..
+    } = &st.length
+    else {
+        return None;
+    };
+    let (mut sum, mut n, mut lo) = (0.0, 0.0, 0.0);
+    for (b, c) in le_seconds.iter().zip(counts) {
+        sum += (lo + b) / 2.0 * *c as f64;
+        n += *c as f64;
+        lo = *b;
+    }
+    (n > 0.0).then(|| sum / n)
+}
+
+/// How to turn metrics into a scenario.
+#[derive(Clone, Debug, Default)]
+pub struct CalibrateOptions {
+    /// CPU cores the node can use (the load generator may share the
+    /// machine); default: the node's `strata_process_cpus` (its affinity
+    /// mask), else this machine's.
+    pub cores: Option<u32>,
+    /// Metrics text scraped before the load: counters and histograms are
+    /// taken as differences.
+    pub baseline: Option<String>,
+    /// The open-loop rate of the scenario; default: 80% of the predicted
+    /// capacity.
+    pub rate: Option<f64>,
+    /// The node's largest commit group (its committer's MAX_GROUP, 512).
+    pub max_batch: Option<u32>,
+    /// CPU seconds per request that other work takes on the node's cores
+    /// (a load generator on the same machine, the kernel's work for the
+    /// loopback network): on a shared machine the cores serve it too.
+    pub shared_per_request: Option<f64>,
+    /// Cores' worth of other work on the node's cores that does not grow
+    /// with the load (a neighbour, the kernel's own).
+    pub background_cores: Option<f64>,
+    pub name: Option<String>,
+}
 
 /// The admission stage as the node reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -283,12 +409,12 @@ impl Reading {
             .max(0.0);
         let generator = s.generator_cores.unwrap_or(0.0).clamp(0.0, other);
         let stalls = match (s.paused_share, s.pause_max_s) {
-            (Some(p), Some(max)) if p > 0.0 && max >= super::node::STALL_FROM => {
-                let mean = (super::node::STALL_FROM + max) / 2.0;
+            (Some(p), Some(max)) if p > 0.0 && max >= STALL_FROM => {
+                let mean = (STALL_FROM + max) / 2.0;
                 Some(Stalls {
                     per_second: p / mean,
                     length: DistSpec::Uniform {
-                        min: Dur::from_secs_f64(super::node::STALL_FROM),
+                        min: Dur::from_secs_f64(STALL_FROM),
                         max: Dur::from_secs_f64(max),
                         shift: Dur::ZERO,
                     },
@@ -325,8 +451,7 @@ impl Reading {
             fsync,
             method_means: Vec::new(),
         };
-        r.stolen =
-            (s.stolen_share.unwrap_or(0.0) - r.stall_share()).clamp(0.0, super::node::MAX_STOLEN);
+        r.stolen = (s.stolen_share.unwrap_or(0.0) - r.stall_share()).clamp(0.0, MAX_STOLEN);
         Some(r)
     }
 }

@@ -217,7 +217,15 @@ pub fn next_step(capacities: &[f64], tolerance: f64) -> Option<f64> {
 /// A step's measured latency as (quantile, seconds), from the spectrum a
 /// sweep's trial keeps of it.
 pub fn spectrum(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
-    crate::experiment::model_check::latency_of(&crate::report::model::spectrum_from_hist(h))
+    latency_of(&crate::report::model::spectrum_from_hist(h))
+}
+
+/// A latency spectrum as (quantile, seconds), as the fit reads it.
+pub fn latency_of(points: &[crate::report::model::SpectrumPoint]) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .map(|p| (p.quantile, p.latency_ms / 1e3))
+        .collect()
 }
 
 /// The SLO in the simulator's terms.
