@@ -75,10 +75,12 @@ impl ModelCheck {
                 "The model, from the trials up to {up_to} req/s, predicted no rate that meets the SLO; measured {measured}."
             ),
             (Some(p), None) => format!(
-                "The model, from the trials up to {up_to} req/s, predicted {} ({}–{}); measured {measured} ({:+.0} %).",
+                "The model, from the trials up to {up_to} req/s, predicted {} ({}); measured {measured} ({:+.0} %).",
                 num(p),
-                self.low.map(num).unwrap_or_default(),
-                self.high.map(num).unwrap_or_default(),
+                match (self.low, self.high) {
+                    (Some(lo), Some(hi)) if hi - lo >= 0.5 => format!("{}–{}", num(lo), num(hi)),
+                    _ => "no range: one trial's model".into(),
+                },
                 self.error.unwrap_or(0.0) * 100.0
             ),
         };

@@ -587,11 +587,15 @@ pub fn conclusion(a: &CalibrateArgs, c: &Calibration) -> Vec<String> {
     let range = c
         .range
         .map(|(lo, hi)| {
-            format!(
-                " (range {}–{}: what the steps' models disagree on and how the host moved between them)",
-                fmt_num(lo.round()),
-                fmt_num(hi.round())
-            )
+            if hi - lo < 0.5 {
+                " (no range: one step's model, nothing to disagree with)".to_string()
+            } else {
+                format!(
+                    " (range {}–{}: what the steps' models disagree on and how the host moved between them)",
+                    fmt_num(lo.round()),
+                    fmt_num(hi.round())
+                )
+            }
         })
         .unwrap_or_default();
     v.push(match (p.breaking_point, &c.host_moved) {
