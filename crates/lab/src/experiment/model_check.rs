@@ -19,17 +19,13 @@ use strata_sim::calibrate::reading::{Reading, Samples};
 
 use crate::experiment::calibrate::{latency_of, objective};
 use crate::experiment::slo::Slo;
+use crate::experiment::verdict::readings::mean;
 use crate::report::model::{Report, Trial};
 use crate::report::model_check::{ModelCheck, StageCompare, OFF_BY};
 
 /// The trials a calibration would take: at most this share of the
 /// breaking point.
 pub const CALIBRATION_SHARE: f64 = 0.5;
-
-fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
-    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    (n > 0).then(|| s / n as f64)
-}
 
 /// A trial's samples of its one node, as the model reads them;
 /// `generator_shares`: whether the generator ran on the node's cores.

@@ -172,21 +172,23 @@ fn scenario(r: &Reading, o: &FitOptions) -> Result<Scenario, String> {
     Ok(shortened(sc, o))
 }
 
+/// The model of `r` with an unmodelled delay (`given`, else measured
+/// from `step` against this model), its prediction, and the delay used.
 fn predict(
     r: &Reading,
     step: &FitStep,
-    own: Option<&Option<DistSpec>>,
+    given: Option<&Option<DistSpec>>,
     o: &FitOptions,
     obj: &Objective,
-) -> Result<(Scenario, Prediction), String> {
+) -> Result<(Scenario, Prediction, Option<DistSpec>), String> {
     let sc = scenario(r, o)?;
-    let d = match own {
+    let d = match given {
         Some(d) => d.clone(),
         None => residual(&sc, step, o)?,
     };
-    let sc = with_residual(sc, d);
+    let sc = with_residual(sc, d.clone());
     let p = breaking_point(&sc, Path::new("."), o.seed, obj, o.precision)?;
-    Ok((sc, p))
+    Ok((sc, p, d))
 }
 
 /// The top step's costs under another step's host: its steal, its stalls
@@ -245,8 +247,7 @@ pub fn fit(steps: &[FitStep], obj: &Objective, o: &FitOptions) -> Result<Fit, St
     let mut by_rate: Vec<&FitStep> = steps.iter().collect();
     by_rate.sort_by(|a, b| a.rate.total_cmp(&b.rate));
     let top = *by_rate.last().ok_or("no step to fit")?;
-    let top_residual = residual(&scenario(&top.reading, o)?, top, o)?;
-    let (scenario, prediction) = predict(&top.reading, top, Some(&top_residual), o, obj)?;
+    let (scenario, prediction, top_residual) = predict(&top.reading, top, None, o, obj)?;
     let model = prediction.breaking_point;
     let mut others: Vec<Option<f64>> = Vec::new();
     if let [.., next, _] = by_rate.as_slice() {

@@ -130,9 +130,9 @@ pub struct CalibrateOptions {
     pub rate: Option<f64>,
     /// The node's largest commit group (its committer's MAX_GROUP, 512).
     pub max_batch: Option<u32>,
-    /// CPU seconds per request that other work takes on the node's cores
-    /// (a load generator on the same machine, the kernel's work for the
-    /// loopback network): on a shared machine the cores serve it too.
+    /// CPU seconds per request that other work growing with the load
+    /// takes on the node's cores (a load generator on the same machine):
+    /// on a shared machine the cores serve it too.
     pub shared_per_request: Option<f64>,
     /// Cores' worth of other work on the node's cores that does not grow
     /// with the load (a neighbour, the kernel's own).
